@@ -1,0 +1,33 @@
+# The two commands a new user types: `make demo` and `make test`.  Each creates .venv when missing.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+export PYSPARK_PYTHON := $(abspath $(PY))
+export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
+
+.PHONY: demo test bench lint typecheck clean
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[spark,report,bench,dev]'
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(PY) -m bundlewise.demo
+
+test: $(STAMP)
+	$(PY) -m pytest -q
+
+bench: $(STAMP)
+	$(PY) -m bench
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check src tests bench
+
+typecheck: $(STAMP)
+	$(VENV)/bin/mypy
+
+clean:
+	rm -rf $(VENV) build *.egg-info src/*.egg-info .pytest_cache .ruff_cache .mypy_cache

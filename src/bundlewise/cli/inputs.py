@@ -1,0 +1,103 @@
+"""Reading the JSON inputs of the commands: one document, ``{"steps": [...]}`` or JSON Lines.
+
+Also the step clock of contract §0: a step without ``timestamp`` is at the previous one plus
+``loadBalancerSheddingIntervalMinutes``, the first at 0; per-step ``config`` overrides accumulate.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from bundlewise.config import Config
+from bundlewise.model.errors import InputError
+from bundlewise.model.snapshot import parse_timestamp
+
+
+def read_text(path: str) -> str:
+    if path == "-":
+        return sys.stdin.read()
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except OSError as e:
+        raise InputError(f"cannot read: {e.strerror}", source=path) from None
+    except UnicodeDecodeError:
+        raise InputError("not UTF-8 text", source=path) from None
+
+
+def _strict_constant(name: str) -> float:
+    raise ValueError(f"{name} is not a number in JSON")
+
+
+def parse_json(text: str, source: str) -> Any:
+    try:
+        return json.loads(text, parse_constant=_strict_constant)
+    except json.JSONDecodeError as e:
+        raise InputError(f"malformed JSON: {e.msg} at line {e.lineno} column {e.colno}", source=source) from None
+    except ValueError as e:
+        raise InputError(f"malformed JSON: {e}", source=source) from None
+
+
+def read_json(path: str) -> Any:
+    return parse_json(read_text(path), "<stdin>" if path == "-" else path)
+
+
+def read_documents(path: str) -> list[Any]:
+    """The steps of an input: a JSON document (``steps`` unwrapped) or JSON Lines."""
+    source = "<stdin>" if path == "-" else path
+    text = read_text(path)
+    stripped = text.strip()
+    if not stripped:
+        raise InputError("empty input: expected a JSON snapshot, {\"steps\": [...]} or JSON Lines", source=source)
+    try:
+        doc = json.loads(stripped, parse_constant=_strict_constant)
+    except (json.JSONDecodeError, ValueError):
+        docs = []
+        for n, line in enumerate(text.splitlines(), start=1):
+            if line.strip():
+                docs.append(parse_json(line, f"{source}:{n}"))
+        return docs
+    if isinstance(doc, dict) and "steps" in doc:
+        steps = doc["steps"]
+        if not isinstance(steps, list):
+            raise InputError("expected a list of snapshots", source=source, field="steps")
+        return steps
+    return [doc]
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    index: int
+    timestamp: int | None  # as given in the input, for echoing
+    now: int  # the clock of this step, ms
+    config: Config
+    doc: Any
+
+
+def iterate_steps(docs: list[Any], base: Config, source: str) -> Iterator[Step]:
+    """Each step with its clock and the config in force (base + cumulative per-step overrides)."""
+    config = base
+    now: int | None = None
+    for i, doc in enumerate(docs):
+        where = f"steps[{i}]" if len(docs) > 1 else "snapshot"
+        if not isinstance(doc, dict):
+            raise InputError("expected a JSON object", source=source, field=where)
+        try:
+            if doc.get("config") is not None:
+                if not isinstance(doc["config"], dict):
+                    raise InputError("expected an object of configuration keys", field=f"{where}.config")
+                config = config.with_values(doc["config"], f"{source}:{where}.config")
+            ts = parse_timestamp(doc.get("timestamp"), f"{where}.timestamp")
+        except InputError as e:
+            raise e.within(source) from None
+        interval_ms = int(config["loadBalancerSheddingIntervalMinutes"]) * 60_000
+        now = ts if ts is not None else (0 if now is None else now + interval_ms)
+        yield Step(i, ts, now, config, doc)
+
+
+def emit(obj: Any) -> None:
+    sys.stdout.write(json.dumps(obj, separators=(", ", ": ")) + "\n")

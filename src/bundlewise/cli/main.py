@@ -1,0 +1,69 @@
+"""``bundlewise`` entry point: one sub-command per module, errors mapped to exit codes.
+
+Each command module exposes ``register(subparsers)`` that adds its parser and sets
+``func=run`` where ``run(args) -> int``.  Exit codes (contract §0): 0 success, 2 bad input or
+usage (one line ``error: ...`` on stderr), 1 internal error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+from bundlewise import __version__
+from bundlewise.model.errors import InputError
+
+COMMAND_MODULES = (
+    "bundlewise.cli.bundle",
+    "bundlewise.cli.split",
+)
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        sys.stderr.write(f"error: {self.prog}: {message}\n")
+        raise SystemExit(2)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="bundlewise",
+        description="Apache Pulsar's broker load balancing, runnable on recorded load data. "
+        "JSON in, JSON out; --format table for people.",
+    )
+    parser.add_argument("--version", action="version", version=f"bundlewise {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    sub.required = True
+    for name in COMMAND_MODULES:
+        importlib.import_module(name).register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args))
+    except InputError as e:
+        sys.stderr.write(f"error: {e}\n")
+        return 2
+    except BrokenPipeError:
+        return 0
+    except KeyboardInterrupt:
+        sys.stderr.write("error: interrupted\n")
+        return 130
+    except Exception as e:
+        sys.stderr.write(f"internal error: {type(e).__name__}: {e}\n")
+        if "--debug" in sys.argv:
+            raise
+        return 1
+
+
+def run() -> None:
+    raise SystemExit(main())
+
+
+if __name__ == "__main__":
+    run()

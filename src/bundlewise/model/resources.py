@@ -1,0 +1,116 @@
+"""Resource usage and the broker's (weighted) max usage.
+
+* ``ResourceUsage.percent_usage`` is computed in 32-bit float exactly as Java's
+  ``(float) usage / (float) limit * 100`` and is 0 when ``limit <= 0`` (spec §3.1).
+* The weighted max usage of a broker is ``max_k(percent_k * weight_k) / 100`` over cpu,
+  directMemory, bandwidthIn and bandwidthOut; the product is a double of the float percent.
+  Memory is no longer part of it (4-weight signature of the newest callers, spec §3.3).
+* The unweighted max (OverloadShedder) takes the same four resources, unweighted.
+* No clamping: a usage above its limit counts above 1.0 (PR #18645 reverted the clamp).
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from bundlewise.model import fields
+
+
+def f32(x: float) -> float:
+    """Round a double to the nearest IEEE-754 single, as a Java ``(float)`` cast does."""
+    try:
+        return float(struct.unpack("f", struct.pack("f", x))[0])
+    except OverflowError:
+        return float("inf") if x > 0 else float("-inf")
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceUsage:
+    """Pulsar's ``ResourceUsage {"usage", "limit"}``."""
+
+    usage: float = 0.0
+    limit: float = 0.0
+
+    def percent_usage(self) -> float:
+        if self.limit <= 0:
+            return 0.0
+        return f32(f32(f32(self.usage) / f32(self.limit)) * 100.0)
+
+    @classmethod
+    def from_json(cls, value: Any, where: str) -> ResourceUsage:
+        if value is None:
+            return cls()
+        d = fields.obj(value, where)
+        return cls(fields.num(d, "usage", where), fields.num(d, "limit", where))
+
+    def to_json(self) -> dict[str, float]:
+        return {"usage": self.usage, "limit": self.limit}
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceWeights:
+    """The weights of the weighted max usage (``loadBalancer*ResourceWeight``)."""
+
+    cpu: float = 1.0
+    direct_memory: float = 0.0
+    bandwidth_in: float = 1.0
+    bandwidth_out: float = 1.0
+    memory: float = 0.0  # deprecated since Pulsar 3.0.0; kept to read configs, not used in the max
+
+
+@dataclass(frozen=True, slots=True)
+class SystemResources:
+    """The five resources a broker reports."""
+
+    cpu: ResourceUsage = ResourceUsage()
+    memory: ResourceUsage = ResourceUsage()
+    direct_memory: ResourceUsage = ResourceUsage()
+    bandwidth_in: ResourceUsage = ResourceUsage()
+    bandwidth_out: ResourceUsage = ResourceUsage()
+
+    def max_usage(self) -> float:
+        """Unweighted max usage in 0..1 (``getMaxResourceUsage``)."""
+        return (
+            max(
+                self.cpu.percent_usage(),
+                self.direct_memory.percent_usage(),
+                self.bandwidth_in.percent_usage(),
+                self.bandwidth_out.percent_usage(),
+            )
+            / 100.0
+        )
+
+    def weighted_max_usage(self, w: ResourceWeights) -> float:
+        """Weighted max usage in 0..1 (``getMaxResourceUsageWithWeight``)."""
+        return (
+            max(
+                self.cpu.percent_usage() * w.cpu,
+                self.direct_memory.percent_usage() * w.direct_memory,
+                self.bandwidth_in.percent_usage() * w.bandwidth_in,
+                self.bandwidth_out.percent_usage() * w.bandwidth_out,
+            )
+            / 100.0
+        )
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any], where: str) -> SystemResources:
+        r = ResourceUsage.from_json
+        return cls(
+            r(d.get("cpu"), f"{where}.cpu"),
+            r(d.get("memory"), f"{where}.memory"),
+            r(d.get("directMemory"), f"{where}.directMemory"),
+            r(d.get("bandwidthIn"), f"{where}.bandwidthIn"),
+            r(d.get("bandwidthOut"), f"{where}.bandwidthOut"),
+        )
+
+    def to_json(self) -> dict[str, dict[str, float]]:
+        return {
+            "cpu": self.cpu.to_json(),
+            "memory": self.memory.to_json(),
+            "directMemory": self.direct_memory.to_json(),
+            "bandwidthIn": self.bandwidth_in.to_json(),
+            "bandwidthOut": self.bandwidth_out.to_json(),
+        }
