@@ -1,0 +1,1 @@
+"""Benchmarks of bundlewise (``make bench``): each ``bench_*.py`` module has ``main() -> dict``."""
