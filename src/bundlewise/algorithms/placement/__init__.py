@@ -1,0 +1,1 @@
+"""Placement: choosing a broker for an unowned bundle (filters + selection strategies)."""

@@ -1,0 +1,1 @@
+"""Shedding: which bundles to unload from which brokers (one module per strategy)."""
