@@ -1,0 +1,228 @@
+"""The candidate pipeline of the modular load manager's placement (spec §4.1 steps 3-7 and 9).
+
+Every function takes the candidates as an ordered sequence and returns a NEW list (Pulsar's
+``LoadManagerShared`` helpers and ``BrokerFilter``s edit one shared ``Set`` in place; here nothing
+is mutated).  Order is the input's broker order (contract §0), where Pulsar iterates a hash set.
+
+* ``topic_type_candidates`` (step 3, ``LoadManagerShared#applyNamespacePolicies``): every available
+  broker that accepts the bundle's topic type (``nonPersistentTopicsEnabled`` for a bundle flagged
+  non-persistent, ``persistentTopicsEnabled`` otherwise).  Namespace isolation policies are not part
+  of the snapshot format, so every broker counts as a "shared" broker with no policy applying.
+* ``filter_max_topics`` (step 4, ``filterBrokersWithLargeTopicCount``): keep brokers with
+  ``numTopics + Σ preallocated topics ≤ loadBalancerBrokerMaxTopics``; if none is left, keep all.
+* ``filter_anti_affinity`` (step 5, ``filterAntiAffinityGroupOwnedBrokers``): anti-affinity groups
+  are namespace policies, absent from the snapshot, so no namespace has a group and this is the
+  identity (a copy).
+* ``filter_distribute_evenly`` (step 6, ``removeMostServicingBrokersForNamespace``): keep the
+  brokers owning the fewest distinct bundles of the bundle's namespace (owned + preallocated).
+* ``filter_load_manager_class`` (step 7, ``BrokerLoadManagerClassFilter``): drop brokers whose
+  reported ``loadManagerClassName`` differs from ours.
+* ``filter_broker_version`` (step 7, ``BrokerVersionFilter``): with ``preferLaterVersions``, keep
+  only the brokers running the newest semantic version; a missing or invalid version raises
+  ``BrokerFilterError`` (the caller then resets to the step-3 set).
+* ``is_overloaded`` (step 9): weighted max usage strictly above the overload threshold.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from bundlewise.config import Config
+from bundlewise.config.config import short_class_name
+from bundlewise.model.load import LoadData
+
+SYSTEM_NAMESPACE = "pulsar/system"
+
+
+class BrokerFilterError(Exception):
+    """A filter of the pipeline could not decide (Pulsar ``BrokerFilterException``)."""
+
+
+def namespace_of(bundle: str) -> str:
+    """``tenant/ns/0x..._0x...`` -> ``tenant/ns`` (Pulsar ``getNamespaceNameFromBundleName``).
+
+    A snapshot bundle key without ``/`` (e.g. ``bundle-1``) belongs to the empty namespace.
+    """
+    return bundle.rpartition("/")[0]
+
+
+def topic_type_candidates(load: LoadData, *, non_persistent: bool = False) -> list[str]:
+    """Step 3: the available brokers that accept the bundle's topic type, in input order."""
+    out = []
+    for name, broker in load.brokers.items():
+        local = broker.localData
+        accepts = local.nonPersistentTopicsEnabled if non_persistent else local.persistentTopicsEnabled
+        if accepts:
+            out.append(name)
+    return out
+
+
+def filter_max_topics(candidates: Sequence[str], load: LoadData, max_topics: int) -> list[str]:
+    """Step 4: brokers whose topics (own + preallocated bundles') are at most ``max_topics``.
+
+    If every broker is above the limit, the original candidates are kept.  A broker without load
+    data counts 0 topics, as in Pulsar.
+    """
+    kept = []
+    for name in candidates:
+        broker = load.brokers.get(name)
+        total = 0
+        if broker is not None:
+            total = broker.localData.numTopics + sum(d.topics for d in broker.preallocatedBundleData.values())
+        if total <= max_topics:
+            kept.append(name)
+    return kept if kept else list(candidates)
+
+
+def filter_anti_affinity(candidates: Sequence[str], bundle: str, load: LoadData) -> list[str]:
+    """Step 5: identity, since snapshots carry no anti-affinity groups (namespace policies)."""
+    return list(candidates)
+
+
+def namespace_bundle_counts(brokers: Sequence[str], load: LoadData, namespace: str) -> dict[str, int]:
+    """broker -> distinct bundles of ``namespace`` it owns or has preallocated (Pulsar's
+    ``brokerToNamespaceToBundleRange``); a broker without load data owns none."""
+    counts: dict[str, int] = {}
+    for name in brokers:
+        broker = load.brokers.get(name)
+        if broker is None:
+            counts[name] = 0
+            continue
+        owned = {b for b in broker.localData.bundles if namespace_of(b) == namespace}
+        owned.update(b for b in broker.preallocatedBundleData if namespace_of(b) == namespace)
+        counts[name] = len(owned)
+    return counts
+
+
+def filter_distribute_evenly(candidates: Sequence[str], bundle: str, load: LoadData) -> list[str]:
+    """Step 6: the candidates owning the fewest bundles of the bundle's namespace (all ties kept)."""
+    if not candidates:
+        return []
+    counts = namespace_bundle_counts(candidates, load, namespace_of(bundle))
+    least = min(counts.values())
+    return [b for b in candidates if counts[b] == least]
+
+
+def distribute_evenly_applies(bundle: str, config: Config) -> bool:
+    """``loadBalancerDistributeBundlesEvenlyEnabled``, or always for the system namespace."""
+    return bool(config["loadBalancerDistributeBundlesEvenlyEnabled"]) or namespace_of(bundle) == SYSTEM_NAMESPACE
+
+
+def filter_load_manager_class(candidates: Sequence[str], load: LoadData, config: Config) -> list[str]:
+    """Step 7a: drop brokers that report a different ``loadManagerClassName``.
+
+    Names are compared by their short class name.  A broker whose snapshot omits the field is
+    taken to run the configured load manager (the snapshot default; Pulsar would see a real
+    broker's name there and drops brokers reporting none).
+    """
+    ours = short_class_name(str(config["loadManagerClassName"]))
+    out = []
+    for name in candidates:
+        broker = load.brokers.get(name)
+        reported = broker.localData.loadManagerClassName if broker is not None else None
+        if reported is None or short_class_name(reported) == ours:
+            out.append(name)
+    return out
+
+
+# -- semantic versions (com.github.zafarkhaja.semver, as BrokerVersionFilter uses them) ----------
+
+_SEMVER = re.compile(
+    r"^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)"
+    r"(?:-([0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*))?"
+    r"(?:\+([0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*))?$"
+)
+
+
+def _cmp_identifiers(a: tuple[str, ...], b: tuple[str, ...]) -> int:
+    """SemVer precedence of dot-separated identifiers (numeric < alphanumeric; prefix is lower)."""
+    for x, y in zip(a, b, strict=False):
+        if x == y:
+            continue
+        xd, yd = x.isdigit(), y.isdigit()
+        if xd and yd:
+            return -1 if int(x) < int(y) else 1
+        if xd != yd:
+            return -1 if xd else 1
+        return -1 if x < y else 1
+    return (len(a) > len(b)) - (len(a) < len(b))
+
+
+@dataclass(frozen=True, slots=True)
+class SemVer:
+    major: int
+    minor: int
+    patch: int
+    pre: tuple[str, ...] = ()
+    build: tuple[str, ...] = ()
+
+    @classmethod
+    def parse(cls, text: str) -> SemVer:
+        m = _SEMVER.match(text.strip())
+        if m is None:
+            raise BrokerFilterError(f"invalid version string {text!r}")
+        pre = tuple(m.group(4).split(".")) if m.group(4) else ()
+        build = tuple(m.group(5).split(".")) if m.group(5) else ()
+        return cls(int(m.group(1)), int(m.group(2)), int(m.group(3)), pre, build)
+
+    def compare(self, other: SemVer) -> int:
+        """Natural order: numbers, then pre-release (a release ranks above its pre-releases)."""
+        a, b = (self.major, self.minor, self.patch), (other.major, other.minor, other.patch)
+        if a != b:
+            return -1 if a < b else 1
+        if self.pre == other.pre:
+            return 0
+        if not self.pre:
+            return 1
+        if not other.pre:
+            return -1
+        return _cmp_identifiers(self.pre, other.pre)
+
+    def compare_build_aware(self, other: SemVer) -> int:
+        """``Version.BUILD_AWARE_ORDER``: on a natural tie, build metadata ranks above none."""
+        c = self.compare(other)
+        if c != 0 or self.build == other.build:
+            return c
+        if not self.build:
+            return -1
+        if not other.build:
+            return 1
+        return _cmp_identifiers(self.build, other.build)
+
+
+def _version_of(name: str, load: LoadData) -> SemVer:
+    broker = load.brokers.get(name)
+    if broker is None:
+        raise BrokerFilterError(f"no broker data for broker {name!r}")
+    text = broker.localData.brokerVersionString
+    if not text:
+        raise BrokerFilterError(f"no version string in the load report of broker {name!r}")
+    return SemVer.parse(text)
+
+
+def filter_broker_version(candidates: Sequence[str], load: LoadData, config: Config) -> list[str]:
+    """Step 7b: with ``preferLaterVersions``, keep the brokers whose version equals the newest.
+
+    The newest is found in build-aware order; equality ignores build metadata.  An empty set or a
+    missing/invalid version raises ``BrokerFilterError``.
+    """
+    if not config["preferLaterVersions"]:
+        return list(candidates)
+    if not candidates:
+        raise BrokerFilterError("cannot determine the newest version of an empty broker set")
+    versions = {name: _version_of(name, load) for name in candidates}
+    latest = versions[candidates[0]]
+    for v in versions.values():
+        if latest.compare_build_aware(v) < 0:
+            latest = v
+    return [name for name in candidates if versions[name].compare(latest) == 0]
+
+
+def is_overloaded(broker: str, load: LoadData, config: Config) -> bool:
+    """Step 9: the broker's weighted max usage is strictly above the overload threshold."""
+    data = load.brokers.get(broker)
+    if data is None:
+        return False
+    return data.localData.weighted_max_usage(config.weights()) > config.overload_threshold

@@ -1,0 +1,140 @@
+"""What every modular shedding strategy shares (spec §3.6, §5.1).
+
+* ``SheddableBundles``: Pulsar's ``LoadData#getBundleDataForLoadShedding`` (the leader's bundle data
+  minus bundles of system service namespaces: ``pulsar/system``, the heartbeat namespaces
+  ``pulsar/<cluster>/<host:port>`` and ``pulsar/<host:port>``, and the SLA-monitor namespace
+  ``sla-monitor/<cluster>/<host:port>``) with the recently unloaded bundles removed.  Pulsar
+  streams that map once per broker it sheds; here the lookup is lazy (per bundle of the broker being
+  shed) so a decision over 100,000 bundles does not touch bundles no strategy looks at.
+* Ordering: Pulsar sorts a stream of that map with a stable sort, so equal values keep the map's
+  iteration order; bundlewise iterates maps in input order (contract §0), so ties keep the order of
+  ``bundleData``.
+* ``select_at_least`` is the Overload/Threshold selection: bundles by short-term throughput
+  descending, taken while the total is below the target or nothing is taken yet.
+* Reason helpers format bytes/s and name the resource behind a broker's (weighted) max usage.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from bundlewise.model.load import BundleData, LoadData, LocalBrokerData
+from bundlewise.model.resources import ResourceWeights
+
+MIB = 1024 * 1024
+ADDITIONAL_THRESHOLD_PERCENT_MARGIN = 0.05
+
+SYSTEM_NAMESPACE = "pulsar/system"
+_SYSTEM_PATTERNS = (
+    re.compile(r"pulsar/[^/]+/([^:]+:\d+)"),  # heartbeat, v1
+    re.compile(r"pulsar/([^:]+:\d+)"),  # heartbeat, v2
+    re.compile(r"sla-monitor/[^/]+/([^:]+:\d+)"),  # SLA monitor
+)
+
+
+def bundle_namespace(bundle: str) -> str | None:
+    """``tenant/ns/0x..._0x...`` -> ``tenant/ns``; an opaque key without ``/`` has no namespace."""
+    cut = bundle.rfind("/")
+    return bundle[:cut] if cut > 0 else None
+
+
+def is_system_namespace(namespace: str | None) -> bool:
+    """Pulsar's ``NamespaceService#isSystemServiceNamespace``."""
+    if namespace is None or not namespace.startswith(("pulsar/", "sla-monitor/")):
+        return False
+    return namespace == SYSTEM_NAMESPACE or any(p.fullmatch(namespace) for p in _SYSTEM_PATTERNS)
+
+
+class SheddableBundles:
+    """The bundles a strategy may pick in one call, looked up lazily."""
+
+    __slots__ = ("_data", "_position", "_recent")
+
+    def __init__(self, load: LoadData) -> None:
+        self._data = load.bundleData
+        self._recent = load.recentlyUnloadedBundles
+        self._position: dict[str, int] | None = None
+
+    def get(self, bundle: str) -> BundleData | None:
+        data = self._data.get(bundle)
+        if data is None or bundle in self._recent or is_system_namespace(bundle_namespace(bundle)):
+            return None
+        return data
+
+    def position(self, bundle: str) -> int:
+        """Rank of ``bundle`` in ``bundleData`` order (built on first use)."""
+        if self._position is None:
+            self._position = {b: i for i, b in enumerate(self._data)}
+        return self._position[bundle]
+
+    def ranked(self, local: LocalBrokerData, value: Callable[[BundleData], float]) -> list[tuple[str, float]]:
+        """The broker's sheddable bundles with ``value``, descending; ties in ``bundleData`` order."""
+        found = []
+        for b in local.bundles:
+            data = self.get(b)
+            if data is not None:
+                found.append((b, value(data)))
+        if len(found) > 1:
+            found.sort(key=lambda e: self.position(e[0]))
+            found.sort(key=lambda e: e[1], reverse=True)
+        return found
+
+
+def short_term_throughput(data: BundleData) -> float:
+    st = data.shortTermData
+    return st.msgThroughputIn + st.msgThroughputOut
+
+
+def short_term_rate(data: BundleData) -> float:
+    st = data.shortTermData
+    return st.msgRateIn + st.msgRateOut
+
+
+def select_at_least(ranked: Iterable[tuple[str, float]], target: float) -> list[tuple[str, float]]:
+    """Take bundles (largest first) while the total is below ``target``, and at least one."""
+    taken: list[tuple[str, float]] = []
+    total = 0.0
+    for bundle, value in ranked:
+        if total < target or not taken:
+            taken.append((bundle, value))
+            total += value
+        else:
+            break
+    return taken
+
+
+@dataclass(frozen=True, slots=True)
+class Dominant:
+    """The resource behind a broker's max usage, for reasons."""
+
+    resource: str
+    percent: float
+
+
+def dominant_resource(local: LocalBrokerData, weights: ResourceWeights | None = None) -> Dominant:
+    """The resource with the highest (weighted) percent; the first of equals, in Pulsar's order."""
+    r = local.resources
+    items = [
+        ("cpu", r.cpu, 1.0 if weights is None else weights.cpu),
+        ("directMemory", r.direct_memory, 1.0 if weights is None else weights.direct_memory),
+        ("bandwidthIn", r.bandwidth_in, 1.0 if weights is None else weights.bandwidth_in),
+        ("bandwidthOut", r.bandwidth_out, 1.0 if weights is None else weights.bandwidth_out),
+    ]
+    best = Dominant("cpu", -1.0)
+    for name, usage, w in items:
+        p = usage.percent_usage() * w
+        if p > best.percent:
+            best = Dominant(name, p)
+    return best
+
+
+def mb(x: float) -> str:
+    """Bytes/s as MB/s (1 MB = 1048576 bytes, as Pulsar's shedders count)."""
+    return f"{x / MIB:.2f} MB/s"
+
+
+def pct(x: float) -> str:
+    """A 0..1 fraction as a percentage with two decimals."""
+    return f"{x * 100:.2f}%"

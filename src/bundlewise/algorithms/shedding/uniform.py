@@ -1,0 +1,114 @@
+"""``UniformLoadShedder``: move part of the gap between the busiest and the idlest broker (spec §5.4).
+
+Stateless.  Each call:
+
+1. Over all brokers (input order, strict comparisons so the first of equals wins): the max and min of
+   ``msgRateIn + msgRateOut`` (start -1 and 2^31 - 1) and of ``msgThroughputIn + msgThroughputOut``.
+2. A minimum within 1e-6 of 0 becomes 1.0.  ``ratePct = (maxRate - minRate) * 100 / minRate``,
+   ``tputRatio = maxTput / minTput``.
+3. ``rateHit``: ``loadBalancerMsgRateDifferenceShedderThreshold > 0 and ratePct > it`` (50, percent);
+   ``tputHit``: ``loadBalancerMsgThroughputMultiplierDifferenceShedderThreshold > 0 and tputRatio > it`` (4).
+4. Rate has priority: with ``rateHit`` the max-rate broker sheds
+   ``need = int((maxRate - minRate) * maxUnloadPercentage)`` msg/s, else (``tputHit``) the max-throughput
+   broker sheds ``int((maxTput - minTput) * maxUnloadPercentage)`` bytes/s
+   (Java ``(int)`` truncation).  It proceeds only with more than one bundle and ``need >= minUnloadMessage``
+   (resp. ``minUnloadMessageThroughput``).
+5. Its sheddable bundles with short-term value > 0 (zero-traffic bundles skipped, as upstream PR #21214's
+   test expects), descending: a bundle is taken when ``value <= remaining`` and then ``remaining -= int(value)``
+   (the decrement is truncated, as Java's ``MutableInt.add(Number)``); larger bundles are skipped, not split;
+   at most ``maxUnloadBundleNumPerShedding`` bundles (-1 unlimited).  No ``+1000`` delta (removed by PR #21906).
+
+Only one broker sheds per call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from bundlewise.algorithms.shedding.base import Unload
+from bundlewise.algorithms.shedding.common import SheddableBundles, mb, short_term_rate, short_term_throughput
+from bundlewise.config import Config
+from bundlewise.model.load import LoadData
+
+EPS = 1e-6
+JAVA_INT_MAX = 2**31 - 1
+
+
+def java_int(x: float) -> int:
+    """Java's ``(int)`` cast of a double: truncation towards zero, saturating at the int range."""
+    if x != x:
+        return 0
+    return max(-(2**31), min(JAVA_INT_MAX, int(x)))
+
+
+def _per_second(x: float) -> str:
+    return f"{x:.2f} msg/s"
+
+
+class UniformLoadShedder:
+    name = "UniformLoadShedder"
+
+    def find_bundles_for_unloading(self, load: LoadData, config: Config, now: int) -> list[Unload]:
+        max_rate = max_tput = -1.0
+        min_rate = min_tput = float(JAVA_INT_MAX)
+        rate_hi: str | None = None
+        tput_hi: str | None = None
+        rate_lo: str | None = None
+        tput_lo: str | None = None
+        for broker, data in load.brokers.items():
+            rate, tput = data.localData.total_rate, data.localData.total_throughput
+            if rate > max_rate:
+                rate_hi, max_rate = broker, rate
+            if tput > max_tput:
+                tput_hi, max_tput = broker, tput
+            if rate < min_rate:
+                rate_lo, min_rate = broker, rate
+            if tput < min_tput:
+                tput_lo, min_tput = broker, tput
+        if -EPS <= min_rate <= EPS:
+            min_rate = 1.0
+        if -EPS <= min_tput <= EPS:
+            min_tput = 1.0
+        rate_pct = (max_rate - min_rate) * 100 / min_rate
+        tput_ratio = max_tput / min_tput
+        rate_limit = float(config["loadBalancerMsgRateDifferenceShedderThreshold"])
+        tput_limit = float(config["loadBalancerMsgThroughputMultiplierDifferenceShedderThreshold"])
+        rate_hit = rate_limit > 0 and rate_pct > rate_limit
+        tput_hit = tput_limit > 0 and tput_ratio > tput_limit
+        if not (rate_hit or tput_hit):
+            return []
+        share = float(config["maxUnloadPercentage"])
+        if rate_hit:
+            broker, need, floor = rate_hi, java_int((max_rate - min_rate) * share), int(config["minUnloadMessage"])
+            value, unit = short_term_rate, _per_second
+            head = (
+                f"UniformLoadShedder: msg rate of {rate_hi} {max_rate:.2f} vs {rate_lo} {min_rate:.2f} msg/s differs "
+                f"by {rate_pct:.2f}% > {rate_limit:g}%; offload {need} msg/s = int({share:g} x difference)"
+            )
+        else:
+            broker, need, floor = tput_hi, java_int((max_tput - min_tput) * share), int(
+                config["minUnloadMessageThroughput"]
+            )
+            value, unit = short_term_throughput, mb
+            head = (
+                f"UniformLoadShedder: throughput of {tput_hi} {mb(max_tput)} is {tput_ratio:.2f}x that of {tput_lo} "
+                f"{mb(min_tput)} > {tput_limit:g}x; offload {need} bytes/s = int({share:g} x difference)"
+            )
+        if broker is None:  # a hit needs at least one broker
+            return []
+        local = load.brokers[broker].localData
+        if len(local.bundles) <= 1 or need < floor:
+            return []
+        cap = int(config["maxUnloadBundleNumPerShedding"])
+        remaining = need
+        out: list[Unload] = []
+        for bundle, v in SheddableBundles(load).ranked(local, value):
+            if cap != -1 and len(out) >= cap:
+                break
+            if v > 0 and v <= remaining:
+                remaining = java_int(remaining - java_int(v))
+                out.append(Unload(broker, bundle, f"{head}; bundle short-term {unit(v)}"))
+        return out
+
+    def on_unload_attempt_completed(self, planned: Sequence[Unload]) -> None:
+        """Stateless."""

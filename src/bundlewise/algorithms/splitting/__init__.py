@@ -1,0 +1,1 @@
+"""Bundle splitting: WHEN to split (``conditions``, ``detector``) apart from WHERE (``algorithms``)."""

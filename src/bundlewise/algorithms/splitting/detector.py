@@ -1,0 +1,63 @@
+"""The leader's split detection over a snapshot (Pulsar ``BundleSplitterTask#findBundlesToSplit``).
+
+For every broker and every bundle of its ``lastStats``, in input order: the bundle is a candidate
+when ``split_reasons`` is non-empty, and it is accepted while
+``current bundles of its namespace + accepted this round < loadBalancerNamespaceMaximumBundles``.
+The current count is given by the caller (``--bundle-counts``) or counted from the snapshot.
+The leader's own guards (auto split enabled, more than one broker) are applied by the caller.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from bundlewise.algorithms.splitting.conditions import split_reasons
+from bundlewise.config import Config
+from bundlewise.model.load import LoadData
+
+
+@dataclass(frozen=True, slots=True)
+class SplitDecision:
+    bundle: str
+    broker: str
+    reasons: tuple[str, ...]
+
+    def to_json(self) -> dict[str, object]:
+        return {"bundle": self.bundle, "broker": self.broker, "reasons": list(self.reasons)}
+
+
+def namespace_of(bundle: str) -> str:
+    return bundle.rpartition("/")[0]
+
+
+def count_bundles(load: LoadData) -> Counter[str]:
+    """Distinct bundles per namespace seen in the snapshot (owned or reported)."""
+    seen: set[str] = set()
+    for b in load.brokers.values():
+        seen.update(b.localData.bundles)
+        seen.update(b.localData.lastStats)
+    return Counter(namespace_of(name) for name in seen)
+
+
+def find_bundles_to_split(
+    load: LoadData, config: Config, bundle_counts: Mapping[str, int] | None = None
+) -> list[SplitDecision]:
+    counts = bundle_counts if bundle_counts is not None else count_bundles(load)
+    limit = int(config["loadBalancerNamespaceMaximumBundles"])
+    accepted: Counter[str] = Counter()
+    out: list[SplitDecision] = []
+    for broker, data in load.brokers.items():
+        for bundle, stats in data.localData.lastStats.items():
+            bd = load.bundleData.get(bundle)
+            rate = bd.longTermData.total_msg_rate if bd else 0.0
+            tput = bd.longTermData.total_msg_throughput if bd else 0.0
+            reasons = split_reasons(stats, rate, tput, config)
+            if not reasons:
+                continue
+            ns = namespace_of(bundle)
+            if counts.get(ns, 1) + accepted[ns] < limit:
+                accepted[ns] += 1
+                out.append(SplitDecision(bundle, broker, tuple(reasons)))
+    return out

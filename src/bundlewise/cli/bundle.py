@@ -1,0 +1,72 @@
+"""``bundlewise bundle``: which bundle serves each topic (contract §2)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from bundlewise.cli.common import add_config_options, config_from_args
+from bundlewise.cli.inputs import emit
+from bundlewise.model.bundles import NamespaceBundles, initial_boundaries
+from bundlewise.model.errors import InputError
+from bundlewise.model.hashing import crc32_hash
+from bundlewise.model.names import TopicName
+
+
+def parse_boundaries(text: str, where: str = "--boundaries") -> list[int]:
+    out = []
+    for part in text.split(","):
+        p = part.strip()
+        try:
+            out.append(int(p, 16) if p[:2].lower() == "0x" else int(p, 10))
+        except ValueError:
+            raise InputError(f"expected 0x-hex or decimal boundaries, got {p!r}", field=where) from None
+    return out
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "bundle",
+        help="map topics to bundles (CRC-32 of the full topic name)",
+        description="Map each topic to the namespace bundle that serves it, as Pulsar's "
+        "ConsistentHashingTopicBundleAssigner does: CRC-32 of the UTF-8 full topic name "
+        "(persistent://tenant/ns/name), looked up in the namespace's bundle boundaries. "
+        "Output: one JSON line per topic {topic, hash, bundle}.",
+    )
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--bundles", type=int, metavar="N",
+                   help="the namespace has N equal bundles (default: defaultNumberOfNamespaceBundles, 4)")
+    g.add_argument("--boundaries", metavar="B0,B1,...",
+                   help="explicit boundaries, e.g. 0x00000000,0x40000000,0x80000000,0xffffffff")
+    add_config_options(p)
+    p.add_argument("topics", nargs="*", metavar="TOPIC",
+                   help="topic names (a short name t means persistent://public/default/t); stdin if none")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    config = config_from_args(args)
+    if args.boundaries:
+        boundaries = parse_boundaries(args.boundaries)
+    else:
+        n = args.bundles if args.bundles is not None else int(config["defaultNumberOfNamespaceBundles"])
+        try:
+            boundaries = initial_boundaries(n)
+        except InputError as e:
+            raise InputError(str(e), field="--bundles") from None
+    topics = args.topics or [line.strip() for line in sys.stdin if line.strip()]
+    if not topics:
+        raise InputError("no topic given (arguments or one per line on stdin)", field="TOPIC")
+    cache: dict[str, NamespaceBundles] = {}
+    for raw in topics:
+        topic = TopicName.parse(raw)
+        ns = str(topic.namespace)
+        bundles = cache.get(ns)
+        if bundles is None:
+            try:
+                bundles = cache[ns] = NamespaceBundles.of(ns, boundaries)
+            except InputError as e:
+                raise InputError(str(e), field="--boundaries") from None
+        name = str(topic)
+        emit({"topic": name, "hash": crc32_hash(name), "bundle": bundles.find_bundle(topic).name})
+    return 0
