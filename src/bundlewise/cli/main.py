@@ -18,6 +18,7 @@ from bundlewise.model.errors import InputError
 COMMAND_MODULES = (
     "bundlewise.cli.bundle",
     "bundlewise.cli.split",
+    "bundlewise.cli.place",
 )
 
 

@@ -46,7 +46,7 @@ def canonical_placement_name(name: str) -> str:
         raise InputError(
             f"unknown placement strategy {name!r}; expected one of {', '.join(PLACEMENT_NAMES)} "
             f"(or {PULSAR_PACKAGE}<name>)",
-            field="strategy",
+            field="--strategy",
         )
     return short
 

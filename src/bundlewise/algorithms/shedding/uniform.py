@@ -79,14 +79,14 @@ class UniformLoadShedder:
             return []
         share = float(config["maxUnloadPercentage"])
         if rate_hit:
-            broker, need, floor = rate_hi, java_int((max_rate - min_rate) * share), int(config["minUnloadMessage"])
+            source, need, floor = rate_hi, java_int((max_rate - min_rate) * share), int(config["minUnloadMessage"])
             value, unit = short_term_rate, _per_second
             head = (
                 f"UniformLoadShedder: msg rate of {rate_hi} {max_rate:.2f} vs {rate_lo} {min_rate:.2f} msg/s differs "
                 f"by {rate_pct:.2f}% > {rate_limit:g}%; offload {need} msg/s = int({share:g} x difference)"
             )
         else:
-            broker, need, floor = tput_hi, java_int((max_tput - min_tput) * share), int(
+            source, need, floor = tput_hi, java_int((max_tput - min_tput) * share), int(
                 config["minUnloadMessageThroughput"]
             )
             value, unit = short_term_throughput, mb
@@ -94,9 +94,9 @@ class UniformLoadShedder:
                 f"UniformLoadShedder: throughput of {tput_hi} {mb(max_tput)} is {tput_ratio:.2f}x that of {tput_lo} "
                 f"{mb(min_tput)} > {tput_limit:g}x; offload {need} bytes/s = int({share:g} x difference)"
             )
-        if broker is None:  # a hit needs at least one broker
+        if source is None:  # a hit needs at least one broker
             return []
-        local = load.brokers[broker].localData
+        local = load.brokers[source].localData
         if len(local.bundles) <= 1 or need < floor:
             return []
         cap = int(config["maxUnloadBundleNumPerShedding"])
@@ -107,7 +107,7 @@ class UniformLoadShedder:
                 break
             if v > 0 and v <= remaining:
                 remaining = java_int(remaining - java_int(v))
-                out.append(Unload(broker, bundle, f"{head}; bundle short-term {unit(v)}"))
+                out.append(Unload(source, bundle, f"{head}; bundle short-term {unit(v)}"))
         return out
 
     def on_unload_attempt_completed(self, planned: Sequence[Unload]) -> None:

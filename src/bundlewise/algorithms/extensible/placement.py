@@ -1,0 +1,180 @@
+"""Broker selection of the extensible load manager (spec §A5, ``ExtensibleLoadManagerImpl#selectAsync``).
+
+Filter chain (§A5.1), each filter returning a NEW candidate tuple (input order kept):
+
+1. load-manager class: keep brokers whose registered ``loadManagerClassName`` equals ours (a missing
+   one is removed);
+2. max topics: drop brokers with ``topics >= loadBalancerBrokerMaxTopics`` (no load data: kept);
+3. version (only with ``preferLaterVersions``): keep the brokers of the highest semantic version;
+   a missing or invalid version makes the filter fail;
+4. anti-affinity group: acts only for namespaces with a group -- none in a §6 snapshot;
+5. isolation: without a policy (none in a §6 snapshot) the shared brokers that support the bundle's
+   topic kind (persistent assumed: ``persistentTopicsEnabled``).
+
+A filter that fails is ignored (Pulsar logs the error and keeps whatever the filters left). Filters
+reading the registry need ``lookupData``; without it they have nothing to compare and pass all.
+
+Strategy (§A5.2, extensions ``LeastResourceUsageWithWeight``): ``avg`` of ``weightedMaxEMA`` over the
+candidates with load data; ``best`` = those with ``EMA + diff <= avg`` (``diff`` =
+``loadBalancerAverageResourceUsageDifferenceThresholdPercentage/100``); when ``best`` is empty, all
+candidates (also those without data); the pick is uniformly random over ``best`` with the given rng.
+Bundles of ``loadBalancerSheddingExcludedNamespaces`` are placed round-robin instead (PIP-380).
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from bundlewise.algorithms.extensible.reporting import namespace_of
+from bundlewise.algorithms.placement.base import Selection
+from bundlewise.config import Config
+from bundlewise.config.keys_extensible import EXTENSIBLE_LOAD_MANAGER
+from bundlewise.model.extensible import BrokerLoadData, BrokerLookupData
+
+Candidates = tuple[str, ...]
+_SEMVER = re.compile(r"^(\d+)\.(\d+)\.(\d+)(?:-([0-9A-Za-z.-]+))?(?:\+([0-9A-Za-z.-]+))?$")
+
+
+class FilterError(Exception):
+    """A broker filter could not run (Pulsar ``BrokerFilterException``); the chain ignores it."""
+
+
+@dataclass(frozen=True, slots=True)
+class FilterContext:
+    """What the filters read: load data, registry records (or None) and the config."""
+
+    load: Mapping[str, BrokerLoadData]
+    lookup: Mapping[str, BrokerLookupData] | None
+    config: Config
+
+
+def expected_load_manager_class(config: Config) -> str:
+    """Our own class: the configured one when set explicitly, else the extensible load manager."""
+    return str(config.explicit.get("loadManagerClassName", EXTENSIBLE_LOAD_MANAGER))
+
+
+def _lookup(ctx: FilterContext, broker: str) -> BrokerLookupData:
+    assert ctx.lookup is not None
+    return ctx.lookup.get(broker, BrokerLookupData())
+
+
+def load_manager_class_filter(c: Candidates, bundle: str, ctx: FilterContext) -> Candidates:
+    if ctx.lookup is None:
+        return c
+    mine = expected_load_manager_class(ctx.config)
+    return tuple(b for b in c if _lookup(ctx, b).loadManagerClassName == mine)
+
+
+def max_topic_count_filter(c: Candidates, bundle: str, ctx: FilterContext) -> Candidates:
+    limit = int(ctx.config["loadBalancerBrokerMaxTopics"])
+    return tuple(b for b in c if b not in ctx.load or ctx.load[b].topics < limit)
+
+
+def version_key(text: str | None) -> tuple[object, ...]:
+    """Semantic-version order: a pre-release sorts below its release, build metadata counts."""
+    m = _SEMVER.match(text or "")
+    if m is None:
+        raise FilterError(f"bad broker version {text!r}")
+    pre, build = m.group(4), m.group(5)
+
+    def ids(s: str | None) -> tuple[tuple[int, int | str], ...]:
+        return tuple((0, int(p)) if p.isdigit() else (1, p) for p in (s or "").split(".") if p)
+
+    return (int(m.group(1)), int(m.group(2)), int(m.group(3)), pre is None, ids(pre), ids(build))
+
+
+def version_filter(c: Candidates, bundle: str, ctx: FilterContext) -> Candidates:
+    if not ctx.config["preferLaterVersions"] or not c:
+        return c
+    if ctx.lookup is None:
+        raise FilterError("no broker versions (lookupData) to compare")
+    keys = {b: version_key(_lookup(ctx, b).brokerVersion) for b in c}
+    top = max(keys.values())
+    return tuple(b for b in c if keys[b] == top)
+
+
+def anti_affinity_filter(c: Candidates, bundle: str, ctx: FilterContext) -> Candidates:
+    return c  # no namespace of a §6 snapshot has an anti-affinity group
+
+
+def isolation_filter(c: Candidates, bundle: str, ctx: FilterContext) -> Candidates:
+    if ctx.lookup is None:
+        return c
+    return tuple(b for b in c if _lookup(ctx, b).persistentTopicsEnabled)
+
+
+Filter = Callable[[Candidates, str, FilterContext], Candidates]
+FILTER_CHAIN: tuple[Filter, ...] = (
+    load_manager_class_filter,
+    max_topic_count_filter,
+    version_filter,
+    anti_affinity_filter,
+    isolation_filter,
+)
+
+
+def apply_filters(candidates: Sequence[str], bundle: str, ctx: FilterContext) -> Candidates:
+    out = tuple(candidates)
+    for f in FILTER_CHAIN:
+        try:
+            out = f(out, bundle, ctx)
+        except FilterError:
+            continue
+    return out
+
+
+def least_resource_usage_with_weight(
+    candidates: Sequence[str], load: Mapping[str, BrokerLoadData], config: Config, rng: random.Random
+) -> Selection:
+    if not candidates:
+        return Selection.none()
+    with_data = [b for b in candidates if b in load]
+    best: list[str] = []
+    if with_data:
+        avg = sum(load[b].weightedMaxEMA for b in with_data) / len(with_data)
+        diff = float(config["loadBalancerAverageResourceUsageDifferenceThresholdPercentage"]) / 100.0
+        best = [b for b in with_data if load[b].weightedMaxEMA + diff <= avg]
+    if not best:
+        best = list(candidates)
+    return Selection(best[rng.randrange(len(best))], tuple(best))
+
+
+@dataclass(slots=True)
+class RoundRobin:
+    """``RoundRobinBrokerSelector``: ``counter mod |C|`` with post-increment over a cached copy of C."""
+
+    counter: int = 0
+    cache: list[str] = field(default_factory=list)
+
+    def select(self, candidates: Sequence[str]) -> Selection:
+        if not candidates:
+            return Selection.none()
+        index = self.counter % len(candidates)
+        if len(self.cache) != len(candidates) or self.cache[index] not in candidates:
+            self.cache = list(candidates)
+        self.counter = (self.counter + 1) % 2**31
+        return Selection(self.cache[index], (self.cache[index],))
+
+
+@dataclass(slots=True)
+class ExtensiblePlacement:
+    """The assignment flow: filters, then LeastResourceUsageWithWeight (round-robin for excluded namespaces)."""
+
+    round_robin: RoundRobin = field(default_factory=RoundRobin)
+
+    def select(
+        self,
+        bundle: str,
+        available: Sequence[str],
+        ctx: FilterContext,
+        rng: random.Random,
+        candidates: Sequence[str] | None = None,
+    ) -> Selection:
+        """Without ``candidates`` the full flow; with them, the strategy alone on exactly that list."""
+        pool = tuple(candidates) if candidates is not None else apply_filters(available, bundle, ctx)
+        if namespace_of(bundle) in set(ctx.config["loadBalancerSheddingExcludedNamespaces"]):
+            return self.round_robin.select(pool)
+        return least_resource_usage_with_weight(pool, ctx.load, ctx.config, rng)
