@@ -167,10 +167,20 @@ def test_all_equal_usage_makes_every_candidate_best() -> None:
 
 
 def test_best_set_uses_the_delta_margin() -> None:
-    # default delta 0.10: usages 0.10, 0.20, 0.60 -> avg 0.30; 0.10+0.10 <= 0.30, 0.20+0.10 <= 0.30 as well
-    load = LoadData({"a": usage_broker(10), "b": usage_broker(20), "c": usage_broker(60)})
+    # default delta 0.10: usages 0.10, 0.40, 0.70 -> avg 0.40; only 0.10 + 0.10 <= 0.40
+    load = LoadData({"a": usage_broker(10), "b": usage_broker(40), "c": usage_broker(70)})
     sel = LeastResourceUsageWithWeight().select(["a", "b", "c"], "x", DATA, load, Config(), random.Random(3))
-    assert set(sel.best) <= {"a", "b"} and "a" in sel.best
+    assert sel.best == ("a",)
+
+
+def test_best_set_boundary_is_inclusive() -> None:
+    # delta 0.25: usages 0.25, 0.50, 0.75 -> avg 0.50; 0.25 + 0.25 <= 0.50 holds with equality
+    cfg = Config().with_values({"loadBalancerAverageResourceUsageDifferenceThresholdPercentage": 25})
+    load = LoadData({"a": usage_broker(25), "b": usage_broker(50), "c": usage_broker(75)})
+    assert LeastResourceUsageWithWeight().select(["a", "b", "c"], "x", DATA, load, cfg, random.Random(0)).best == ("a",)
+    cfg = Config().with_values({"loadBalancerAverageResourceUsageDifferenceThresholdPercentage": 26})
+    sel = LeastResourceUsageWithWeight().select(["a", "b", "c"], "x", DATA, load, cfg, random.Random(0))
+    assert sel.best == ("a", "b", "c")  # nobody qualifies -> all candidates
 
 
 def test_departed_brokers_lose_their_history() -> None:

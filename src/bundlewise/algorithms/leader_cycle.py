@@ -91,7 +91,8 @@ class LeaderSheddingCycle:
         for u in group_by_broker(plan):
             ns = bundle_namespace(u.bundle)
             if ns is not None and ns in excluded:
-                skipped.append(Skipped(u.broker, u.bundle, f"namespace {ns} is in loadBalancerSheddingExcludedNamespaces"))
+                why = f"namespace {ns} is in loadBalancerSheddingExcludedNamespaces"
+                skipped.append(Skipped(u.broker, u.bundle, why))
                 continue
             dest = self.choose_destination(u.bundle, view, config)
             if dest is None:

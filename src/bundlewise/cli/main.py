@@ -19,6 +19,8 @@ COMMAND_MODULES = (
     "bundlewise.cli.bundle",
     "bundlewise.cli.split",
     "bundlewise.cli.place",
+    "bundlewise.cli.shed",
+    "bundlewise.cli.pipeline",
 )
 
 

@@ -78,7 +78,9 @@ def parse_step_request(doc: Mapping[str, Any], where: str) -> tuple[str, list[st
 def _run_extensible(args: argparse.Namespace, config: Any, docs: list[Any], source: str) -> int:
     try:
         module = importlib.import_module("bundlewise.cli.place_extensible")
-    except ModuleNotFoundError:
+    except ModuleNotFoundError as e:
+        if e.name not in ("bundlewise.cli.place_extensible", None):
+            raise
         raise InputError("--extensible placement is not available in this build", field="--extensible") from None
     return int(module.run_extensible(args, config, docs, source))
 

@@ -10,10 +10,11 @@ from typing import Any
 from bundlewise.config.keys import Key, registry
 from bundlewise.config.keys_extensible import EXTENSIBLE_KEYS
 from bundlewise.config.keys_modular import MODULAR_KEYS
+from bundlewise.config.keys_throttling import THROTTLING_KEYS
 from bundlewise.model.errors import InputError
 from bundlewise.model.resources import ResourceWeights
 
-ALL_KEYS: dict[str, Key] = registry(MODULAR_KEYS, EXTENSIBLE_KEYS)
+ALL_KEYS: dict[str, Key] = registry(MODULAR_KEYS, EXTENSIBLE_KEYS, THROTTLING_KEYS)
 WATCHED_PREFIXES = ("loadBalancer", "dispatchThrottling", "dispatcher")
 MIB = 1024 * 1024
 

@@ -49,7 +49,7 @@ def _ema(prev: float, sample: float, history: float, first: bool) -> float:
 class BrokerLoadData:
     """One broker's load record as it sits in the broker-load store (immutable; ``updated`` derives)."""
 
-    resources: SystemResources = SystemResources()
+    resources: SystemResources = field(default_factory=SystemResources)
     msgThroughputIn: float = 0.0
     msgThroughputOut: float = 0.0
     msgRateIn: float = 0.0

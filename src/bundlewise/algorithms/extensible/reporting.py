@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from bundlewise.config import Config
 from bundlewise.model.extensible import BrokerLoadData, BundleLoadData, TopBundlesLoadData
@@ -64,7 +64,7 @@ class BrokerLoadReporter:
     tick is skipped.  ``clear`` is the tombstone reaction to an ownership change (EMAs restart).
     """
 
-    local: BrokerLoadData = BrokerLoadData()
+    local: BrokerLoadData = field(default_factory=BrokerLoadData)
     last: BrokerLoadData | None = None
 
     def tick(

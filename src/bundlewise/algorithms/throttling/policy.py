@@ -112,32 +112,33 @@ def broker_rate(config: Mapping[str, Any], level: Level) -> DispatchRate:
     return DispatchRate(msg=int(config[msg_key]), byte=int(config[byte_key]))
 
 
-def _first(*candidates: DispatchRate | None) -> DispatchRate | None:
-    for c in candidates:
-        n = c.normalized() if c is not None else None
-        if n is not None:
-            return n
-    return None
-
-
 def resolve(level: Level, policies: Policies, config: Mapping[str, Any]) -> DispatchRate | None:
-    """The effective rate of ``level`` (topic > namespace > broker), or None when the level is off.
+    """The effective rate of ``level`` (topic > namespace > broker), or None when the level is off."""
+    return resolve_with_source(level, policies, config)[0]
+
+
+def resolve_with_source(level: Level, policies: Policies,
+                        config: Mapping[str, Any]) -> tuple[DispatchRate | None, str | None]:
+    """The effective rate of ``level`` and where it came from (``subscription``, ``topic``,
+    ``namespace``, ``broker``; None when the level is off).
 
     Each policy is normalised first, so a policy with both dimensions <= 0 falls through; the
     broker value is used when no policy is present, and is off when both its keys are <= 0.
     """
     p = policies
-    if level is Level.BROKER:
-        chosen = None
-    elif level is Level.TOPIC:
+    candidates: list[tuple[DispatchRate | None, str]] = []
+    if level is Level.TOPIC:
         # the namespace's topicDispatchRate, or clusterDispatchRate only when the former is unset;
         # a set-but-disabled topicDispatchRate falls through to the broker (testClusterPolicyOverride...)
         namespace = p.namespace_topic if p.namespace_topic is not None else p.namespace_cluster
-        chosen = _first(p.topic_local, p.topic_global, namespace)
+        candidates = [(p.topic_local, "topic"), (p.topic_global, "topic"), (namespace, "namespace")]
     elif level is Level.SUBSCRIPTION:
-        chosen = _first(p.subscription, p.topic_subscription, p.namespace_subscription)
-    else:
-        chosen = _first(p.topic_replicator, p.namespace_replicator)
-    if chosen is not None:
-        return chosen
-    return broker_rate(config, level).normalized()
+        candidates = [(p.subscription, "subscription"), (p.topic_subscription, "topic"),
+                      (p.namespace_subscription, "namespace")]
+    elif level is Level.REPLICATOR:
+        candidates = [(p.topic_replicator, "topic"), (p.namespace_replicator, "namespace")]
+    for rate, source in candidates:
+        if rate is not None and rate.enabled:
+            return rate, source
+    broker = broker_rate(config, level).normalized()
+    return broker, ("broker" if broker is not None else None)

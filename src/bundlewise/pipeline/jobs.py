@@ -1,0 +1,291 @@
+"""The pipeline job: the only code of ``pipeline`` that reads or writes paths.
+
+``run_pipeline`` reads the input (``--format``: trace | topics-stats | load-report | prometheus, or
+detected from the file names), runs the transforms and writes under ``out``:
+
+    topic_samples/     the canonical samples with full topic, namespace and bundle
+    bundle_load/       per (timestamp, bundle): NamespaceBundleStats + short/long-term averages
+    broker_load/       per (timestamp, broker): totals + TimeAverageBrokerData
+    split_candidates/  per (timestamp, bundle) meeting a split condition, with reasons
+    rejects/           malformed records with their reason
+    broker_reports/    (load reports only) the broker-level rows
+
+and returns a ``Summary``.  An input path that does not exist or cannot be read is an ``InputError``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from pyspark.errors import AnalysisException
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from bundlewise.config import Config
+from bundlewise.model.errors import InputError
+from bundlewise.pipeline import ingest, transforms
+from bundlewise.pipeline.boundaries import Boundaries, parse_bundles_doc
+
+FORMATS = ("trace", "topics-stats", "load-report", "prometheus")
+TRACE_EXTENSIONS = {".parquet": "parquet", ".csv": "csv", ".jsonl": "json", ".ndjson": "json", ".json": "json"}
+PROM_EXTENSIONS = (".prom", ".txt", ".metrics")
+Progress = Callable[[str], None]
+
+
+@dataclass
+class Summary:
+    rows_in: int
+    rows_rejected: int
+    bundles: int
+    brokers: int
+    time_span: tuple[int | None, int | None]
+    hottest: list[dict[str, Any]]
+    split_candidates: int
+    reject_reasons: dict[str, int] = field(default_factory=dict)
+    outputs: dict[str, str] = field(default_factory=dict)
+    seconds: float = 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "rowsIn": self.rows_in,
+            "rowsRejected": self.rows_rejected,
+            "rejectReasons": self.reject_reasons,
+            "bundles": self.bundles,
+            "brokers": self.brokers,
+            "timeSpan": {"from": self.time_span[0], "to": self.time_span[1]},
+            "splitCandidates": self.split_candidates,
+            "hottestBundles": self.hottest,
+            "outputs": self.outputs,
+            "seconds": round(self.seconds, 3),
+        }
+
+
+def _is_local(path: str) -> bool:
+    return "://" not in path or path.startswith("file://")
+
+
+def _local(path: str) -> str:
+    return path[len("file://"):] if path.startswith("file://") else path
+
+
+def _files(path: str) -> list[str]:
+    p = _local(path)
+    if os.path.isdir(p):
+        out = []
+        for root, _dirs, names in os.walk(p):
+            out.extend(os.path.join(root, n) for n in names if not n.startswith((".", "_")))
+        return sorted(out)
+    return [p]
+
+
+def check_input(path: str) -> None:
+    """An unreadable input path is bad input (exit 2)."""
+    if not _is_local(path):
+        return
+    p = _local(path)
+    if not os.path.exists(p):
+        raise InputError("no such file or directory", source=path)
+    if not os.access(p, os.R_OK) or (os.path.isdir(p) and not os.access(p, os.X_OK)):
+        raise InputError("permission denied", source=path)
+    files = _files(path)
+    if not files:
+        raise InputError("directory holds no input files", source=path)
+    for f in files:
+        if not os.access(f, os.R_OK):
+            raise InputError("permission denied", source=f)
+
+
+def detect_format(path: str) -> str:
+    """``trace`` unless the files are ``.prom``/``.txt`` (Prometheus) or JSON dumps (sniffed)."""
+    if not _is_local(path):
+        return "trace"
+    files = _files(path)
+    ext = os.path.splitext(files[0])[1].lower()
+    if ext in PROM_EXTENSIONS:
+        return "prometheus"
+    if ext == ".json":
+        with open(files[0], encoding="utf-8", errors="replace") as fh:
+            head = fh.read(1 << 16).lstrip()
+        if head.startswith("{") and "\n{" not in head[:4096]:
+            if '"lastStats"' in head or '"report"' in head or '"bandwidthIn"' in head:
+                return "load-report"
+            return "topics-stats"
+    return "trace"
+
+
+def read_bundles_file(path: str, default: Boundaries) -> Boundaries:
+    try:
+        with open(path, encoding="utf-8") as fh:
+            doc = json.load(fh)
+    except OSError as e:
+        raise InputError(f"cannot read: {e.strerror}", source=path) from None
+    except ValueError as e:
+        raise InputError(f"not JSON: {e}", source=path) from None
+    return parse_bundles_doc(doc, default, path)
+
+
+def _read_trace(spark: Any, path: str) -> DataFrame:
+    exts = {os.path.splitext(f)[1].lower() for f in _files(path)} if _is_local(path) else {".parquet"}
+    kinds = {TRACE_EXTENSIONS.get(e) for e in exts}
+    if len(kinds) != 1 or None in kinds:
+        raise InputError(
+            f"trace files must all be .parquet, .csv or .jsonl (found {', '.join(sorted(exts))})", source=path
+        )
+    kind = kinds.pop()
+    reader = spark.read
+    if kind == "parquet":
+        return reader.parquet(path)
+    if kind == "csv":
+        return reader.option("header", "true").option("mode", "PERMISSIVE").csv(path)
+    return reader.option("mode", "PERMISSIVE").option("columnNameOfCorruptRecord", ingest.CORRUPT).json(path)
+
+
+def read_input(spark: Any, path: str, fmt: str | None) -> ingest.Ingested:
+    check_input(path)
+    fmt = fmt or detect_format(path)
+    if fmt not in FORMATS:
+        raise InputError(f"unknown format {fmt!r}; expected one of {', '.join(FORMATS)}")
+    try:
+        if fmt == "trace":
+            samples, rejects = ingest.validate_trace(_read_trace(spark, path), path)
+            return ingest.Ingested(samples, rejects)
+        target = path if not os.path.isdir(_local(path)) else ",".join(_files(path))
+        files = spark.sparkContext.wholeTextFiles(target, minPartitions=spark.sparkContext.defaultParallelism)
+        return ingest.samples_from_dumps(spark, files, fmt)
+    except AnalysisException as e:
+        raise InputError(f"cannot read as {fmt}: {str(e).splitlines()[0]}", source=path) from None
+
+
+class _Ticker:
+    """Prints the running Spark stage's task progress every ``every`` seconds (stderr via ``progress``)."""
+
+    def __init__(self, spark: Any, progress: Progress, every: float = 5.0) -> None:
+        self.tracker = spark.sparkContext.statusTracker()
+        self.progress = progress
+        self.every = every
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self.stop.wait(self.every):
+            for sid in self.tracker.getActiveStageIds():
+                info = self.tracker.getStageInfo(sid)
+                if info is not None:
+                    self.progress(f"  stage {sid}: {info.numCompletedTasks}/{info.numTasks} tasks")
+
+    def __enter__(self) -> _Ticker:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop.set()
+
+
+def run_pipeline(
+    spark: Any,
+    input_path: str,
+    fmt: str | None,
+    boundaries: Boundaries,
+    config: Config,
+    out: str | None,
+    progress: Progress = lambda _msg: None,
+    bundle_counts_known: bool = False,
+) -> Summary:
+    """Read, transform, write; returns the run's summary."""
+    t0 = time.perf_counter()
+
+    def step(msg: str) -> None:
+        progress(f"[{time.perf_counter() - t0:6.1f}s] {msg}")
+
+    with _Ticker(spark, progress):
+        step(f"reading {input_path}")
+        data = read_input(spark, input_path, fmt)
+        keys = transforms.assign_bundles(transforms.topic_keys(data.samples), boundaries)
+        resolved, unresolved = transforms.resolve(data.samples, keys)
+        rejects = data.rejects.unionByName(unresolved)
+        outputs: dict[str, str] = {}
+        if out is not None:
+            step("writing topic_samples")
+            outputs["topic_samples"] = _write(resolved, out, "topic_samples")
+            resolved = spark.read.parquet(outputs["topic_samples"])
+        step("aggregating bundle load and time averages")
+        bundle_load = transforms.time_averages(transforms.bundle_samples(resolved)).cache()
+        counts = None
+        if bundle_counts_known:
+            namespaces = [r[0] for r in bundle_load.select("namespace").distinct().collect()]
+            counts = {ns: boundaries.bundle_count(ns) for ns in namespaces}
+        candidates = transforms.split_candidates(bundle_load, config, counts)
+        brokers = transforms.broker_load(bundle_load)
+        if out is not None:
+            step("writing bundle_load, broker_load, split_candidates, rejects")
+            outputs["bundle_load"] = _write(bundle_load.drop("rows"), out, "bundle_load")
+            outputs["broker_load"] = _write(brokers, out, "broker_load")
+            outputs["split_candidates"] = _write(candidates, out, "split_candidates")
+            outputs["rejects"] = _write(rejects, out, "rejects")
+            if data.broker_reports is not None:
+                outputs["broker_reports"] = _write(data.broker_reports, out, "broker_reports")
+            rejects = spark.read.parquet(outputs["rejects"])
+        step("summarising")
+        summary = _summarise(bundle_load, rejects, candidates)
+        bundle_load.unpersist()
+    summary.outputs = outputs
+    summary.seconds = time.perf_counter() - t0
+    step("done")
+    return summary
+
+
+def _write(df: DataFrame, out: str, name: str) -> str:
+    path = os.path.join(out, name)
+    try:
+        df.write.mode("overwrite").parquet(path)
+    except AnalysisException as e:
+        raise InputError(f"cannot write: {str(e).splitlines()[0]}", source=path) from None
+    return path
+
+
+def _summarise(bundle_load: DataFrame, rejects: DataFrame, candidates: DataFrame) -> Summary:
+    agg = bundle_load.agg(
+        F.sum("rows").alias("rows"), F.countDistinct("bundle").alias("bundles"),
+        F.countDistinct("broker").alias("brokers"), F.min("timestamp").alias("t0"), F.max("timestamp").alias("t1"),
+    ).collect()[0]
+    reasons = {r["reason"]: r["n"] for r in rejects.groupBy("reason").agg(F.count(F.lit(1)).alias("n")).collect()}
+    rejected = sum(reasons.values())
+    hottest = [
+        {"bundle": r["bundle"], "peakThroughput": r["peakThroughput"], "peakMsgRate": r["peakMsgRate"]}
+        for r in transforms.hottest_bundles(bundle_load).collect()
+    ]
+    return Summary(
+        rows_in=int(agg["rows"] or 0) + rejected,
+        rows_rejected=rejected,
+        bundles=int(agg["bundles"]),
+        brokers=int(agg["brokers"]),
+        time_span=(agg["t0"], agg["t1"]),
+        hottest=hottest,
+        split_candidates=candidates.count(),
+        reject_reasons=dict(sorted(reasons.items(), key=lambda kv: (-kv[1], kv[0]))[:10]),
+    )
+
+
+def format_summary(s: Summary) -> str:
+    """The one-screen human summary (stderr)."""
+    lines = [
+        f"rows in        {s.rows_in:,}",
+        f"rows rejected  {s.rows_rejected:,}",
+    ]
+    lines += [f"  {n:>10,}  {reason}" for reason, n in s.reject_reasons.items()]
+    lines += [
+        f"bundles        {s.bundles:,}",
+        f"brokers        {s.brokers:,}",
+        f"time span      {s.time_span[0]} .. {s.time_span[1]} ms",
+        f"split candidates {s.split_candidates:,}",
+        "hottest bundles (peak throughput in+out, B/s; peak msg/s):",
+    ]
+    lines += [f"  {h['bundle']}  {h['peakThroughput']:,.0f}  {h['peakMsgRate']:,.1f}" for h in s.hottest]
+    lines.append(f"took {s.seconds:.1f}s")
+    return "\n".join(lines)

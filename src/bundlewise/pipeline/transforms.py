@@ -1,0 +1,293 @@
+"""Pure DataFrame → DataFrame transforms of the pipeline (no paths, no session).
+
+1. ``topic_keys``: each DISTINCT topic once → its full name and namespace (the model's ``TopicName``
+   in a pandas UDF) and its hash: Spark's native ``crc32`` over the UTF-8 full name, proven equal to
+   ``model.hashing.crc32_hash`` in tests (spec §1.1-1.2).
+2. ``assign_bundles``: hash → bundle by the namespace's boundaries, bundle i = ``[p_i, p_{i+1})``, the
+   last closed at 0xffffffff (spec §1.4-1.5); ``resolve`` joins the keys back to the samples (a carried
+   bundle wins) and sends unusable rows to the rejects.
+3. ``bundle_samples``: per (timestamp, bundle) sums of rates, throughput, topics, producers and consumers
+   — one ``NamespaceBundleStats`` sample per bundle and time.
+4. ``time_averages``: the short-term (10) and long-term (1000) ``TimeAverageMessageData`` of each bundle
+   over its samples in time order, with Pulsar's recurrence (``model.load.time_average_step``, called on
+   numpy arrays in a grouped pandas UDF) starting from ``DEFAULT_STATS`` (spec §3.4).
+5. ``broker_load``: per (timestamp, broker), when the owner is known: totals and the eight sums of
+   ``TimeAverageBrokerData`` (spec §3.5).
+6. ``split_candidates``: the conditions of ``BundleSplitterTask`` (spec §2.1) as a native expression,
+   proven equal to ``algorithms.splitting.conditions.split_reasons`` in tests, plus the namespace cap.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+import pandas as pd
+from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from bundlewise.config import Config
+from bundlewise.model.errors import InputError
+from bundlewise.model.hashing import FULL_UPPER_BOUND
+from bundlewise.model.load import DEFAULT_STATS, NUM_LONG_SAMPLES, NUM_SHORT_SAMPLES, time_average_step
+from bundlewise.model.names import TopicName
+from bundlewise.pipeline import schemas
+from bundlewise.pipeline.boundaries import Boundaries
+
+MIB = 1024 * 1024
+TOPIC_KEY = T.StructType(
+    [
+        T.StructField("fullTopic", T.StringType()),
+        T.StructField("namespace", T.StringType()),
+        T.StructField("error", T.StringType()),
+    ]
+)
+_PRIOR = {
+    "MsgThroughputIn": DEFAULT_STATS.msgThroughputIn,
+    "MsgThroughputOut": DEFAULT_STATS.msgThroughputOut,
+    "MsgRateIn": DEFAULT_STATS.msgRateIn,
+    "MsgRateOut": DEFAULT_STATS.msgRateOut,
+}
+
+
+def _normalise(names: pd.Series) -> pd.DataFrame:
+    full, ns, err = [], [], []
+    for raw in names:
+        try:
+            t = TopicName.parse(raw)
+            full.append(str(t))
+            ns.append(str(t.namespace))
+            err.append(None)
+        except InputError as e:
+            full.append(None)
+            ns.append(None)
+            err.append(str(e))
+    return pd.DataFrame({"fullTopic": full, "namespace": ns, "error": err})
+
+
+_normalise_udf = F.pandas_udf(_normalise, TOPIC_KEY)  # type: ignore[call-overload]
+
+
+def topic_hash(col: Column) -> Column:
+    """Unsigned CRC-32 of the UTF-8 string (Spark's ``crc32`` equals ``zlib.crc32``)."""
+    return F.crc32(col.cast("binary"))
+
+
+def topic_keys(samples: DataFrame) -> DataFrame:
+    """Distinct ``topic`` → ``fullTopic``, ``namespace``, ``hash``, ``error`` (null when valid)."""
+    keys = samples.where(F.col("topic").isNotNull()).select("topic").distinct()
+    k = keys.select("topic", _normalise_udf(F.col("topic")).alias("k"))
+    return k.select(
+        "topic", "k.fullTopic", "k.namespace", topic_hash(F.col("k.fullTopic")).alias("hash"), "k.error"
+    )
+
+
+def _hex8(c: Column) -> Column:
+    return F.lpad(F.lower(F.hex(c)), 8, "0")
+
+
+def bundle_name(namespace: Column, lower: Column, upper: Column) -> Column:
+    """``tenant/ns/0xllllllll_0xuuuuuuuu`` (spec §1.6)."""
+    return F.concat(namespace, F.lit("/0x"), _hex8(lower), F.lit("_0x"), _hex8(upper))
+
+
+def _array(bounds: tuple[int, ...]) -> Column:
+    return F.array(*[F.lit(b).cast("long") for b in bounds])
+
+
+def assign_bundles(keys: DataFrame, boundaries: Boundaries) -> DataFrame:
+    """Adds ``bundle`` (null when the hash lies outside the namespace's boundaries)."""
+    b = _array(boundaries.default)
+    if boundaries.per_namespace:
+        lookup = F.create_map(*[x for ns, bs in boundaries.per_namespace.items() for x in (F.lit(ns), _array(bs))])
+        b = F.coalesce(F.element_at(lookup, F.col("namespace")), b)
+    h = F.col("hash")
+    n = F.size(F.col("_b"))
+    idx = F.least(F.size(F.filter(F.col("_b"), lambda x: x <= h)), n - 1)  # 1-based lower boundary
+    lower = F.element_at(F.col("_b"), idx)
+    upper = F.element_at(F.col("_b"), idx + 1)
+    inside = (h >= F.element_at(F.col("_b"), 1)) & (
+        (h < F.element_at(F.col("_b"), -1)) | (h == F.lit(FULL_UPPER_BOUND))
+    )
+    return (
+        keys.withColumn("_b", b)
+        .withColumn("bundle", F.when(inside & F.col("namespace").isNotNull(), bundle_name(F.col("namespace"), lower, upper)))
+        .withColumn(
+            "error",
+            F.coalesce(F.col("error"), F.when(F.col("bundle").isNull(), F.lit("hash outside the namespace's bundles"))),
+        )
+        .drop("_b")
+    )
+
+
+def resolve(samples: DataFrame, keys: DataFrame) -> tuple[DataFrame, DataFrame]:
+    """Samples with full ``topic``, ``namespace`` and ``bundle``; rows that cannot be placed → rejects."""
+    joined = samples.join(
+        F.broadcast(keys.select("topic", "fullTopic", F.col("namespace").alias("_ns"),
+                                F.col("bundle").alias("_bundle"), "error")),
+        on="topic",
+        how="left",
+    )
+    carried = F.col("bundle")
+    carried_ns = F.expr("left(bundle, length(bundle) - length(substring_index(bundle, '/', -1)) - 1)")
+    reason = F.when(carried.isNull() & F.col("topic").isNull(), F.lit("neither topic nor bundle")).when(
+        carried.isNull() & F.col("error").isNotNull(), F.concat(F.lit("topic: "), F.col("error"))
+    )
+    tagged = joined.withColumn("_reason", reason)
+    cols = [c for c in schemas.TOPIC_SAMPLES.fieldNames() if c not in ("topic", "bundle")]
+    good = tagged.where(F.col("_reason").isNull()).select(
+        *[F.col(c) for c in cols[:2]],
+        F.coalesce(F.col("fullTopic"), F.col("topic")).alias("topic"),
+        F.coalesce(carried, F.col("_bundle")).alias("bundle"),
+        F.when(carried.isNotNull(), carried_ns).otherwise(F.col("_ns")).alias("namespace"),
+        *[F.col(c) for c in cols[2:]],
+    )
+    bad = tagged.where(F.col("_reason").isNotNull()).select(
+        F.lit("input").alias("source"),
+        F.to_json(F.struct(*[F.col(c) for c in schemas.TOPIC_SAMPLES.fieldNames()])).alias("record"),
+        F.col("_reason").alias("reason"),
+    )
+    return good, bad
+
+
+def bundle_samples(resolved: DataFrame) -> DataFrame:
+    """One sample per (timestamp, bundle): sums over its topics; ``broker`` = the (least) reporting owner."""
+    s = F.sum
+    return resolved.groupBy("timestamp", "bundle").agg(
+        F.first("namespace").alias("namespace"),
+        F.min("broker").alias("broker"),
+        *[s(c).alias(c) for c in schemas.RATE_FIELDS],
+        s("topics").alias("topics"),
+        s("producerCount").alias("producerCount"),
+        s("consumerCount").alias("consumerCount"),
+        F.count(F.lit(1)).alias("rows"),
+    ).withColumn("sessions", F.col("producerCount") + F.col("consumerCount"))
+
+
+def _field_of(name: str) -> str:
+    """``MsgRateIn`` → ``msgRateIn``."""
+    return name[0].lower() + name[1:]
+
+
+def averages_frame(pdf: pd.DataFrame) -> pd.DataFrame:
+    """Pulsar's ``TimeAverageMessageData`` recurrence over each bundle's samples in time order.
+
+    Vectorised across bundles: step k updates the k-th sample of every bundle at once with the model's
+    ``time_average_step`` (numpy applies the same IEEE-754 operations as the scalar version).
+    """
+    pdf = pdf.sort_values(["bundle", "timestamp"], kind="mergesort").reset_index(drop=True)
+    n = len(pdf)
+    bundles = pdf["bundle"].to_numpy()
+    starts = np.flatnonzero(np.r_[True, bundles[1:] != bundles[:-1]]) if n else np.array([], dtype=np.int64)
+    lengths = np.diff(np.r_[starts, n])
+    rank = np.arange(n) - np.repeat(starts, lengths)
+    for window, max_samples in (("shortTerm", NUM_SHORT_SAMPLES), ("longTerm", NUM_LONG_SAMPLES)):
+        pdf[f"{window}Samples"] = np.minimum(rank + 1, max_samples).astype(np.int32)
+        for name, prior in _PRIOR.items():
+            x = pdf[_field_of(name)].to_numpy(dtype=np.float64)
+            out = np.empty(n, dtype=np.float64)
+            prev = np.full(len(starts), prior, dtype=np.float64)
+            for k in range(int(lengths.max()) if n else 0):
+                active = lengths > k
+                rows = starts[active] + k
+                value = time_average_step(prev[active], min(k + 1, max_samples), x[rows])
+                out[rows] = value
+                prev[active] = value
+            pdf[f"{window}{name}"] = out
+    return pdf
+
+
+def time_averages(samples: DataFrame, buckets: int | None = None) -> DataFrame:
+    """``bundle_samples`` + short/long-term averages (``BUNDLE_LOAD`` columns plus ``rows``)."""
+    parts = buckets or int(samples.sparkSession.conf.get("spark.sql.shuffle.partitions") or 2)
+    fields = [*schemas.BUNDLE_LOAD.fields, T.StructField("rows", T.LongType(), False)]
+    out_schema = T.StructType(fields)
+    names = out_schema.fieldNames()
+    base = [c for c in names if c not in schemas.AVERAGE_FIELDS and not c.endswith("Samples")]
+
+    def run(pdf: pd.DataFrame) -> pd.DataFrame:
+        return averages_frame(pdf[base])[names]
+
+    keyed = samples.withColumn("_bucket", F.pmod(F.xxhash64("bundle"), F.lit(parts)))
+    return keyed.groupBy("_bucket").applyInPandas(run, out_schema)
+
+
+def broker_load(bundle_load: DataFrame) -> DataFrame:
+    """Per (timestamp, broker) for bundles whose owner is known: totals and ``TimeAverageBrokerData``."""
+    s = F.sum
+    return (
+        bundle_load.where(F.col("broker").isNotNull())
+        .groupBy("timestamp", "broker")
+        .agg(
+            *[s(c).alias(c) for c in schemas.RATE_FIELDS],
+            F.count(F.lit(1)).alias("bundles"),
+            s("topics").alias("topics"),
+            s("producerCount").alias("producerCount"),
+            s("consumerCount").alias("consumerCount"),
+            *[s(c).alias(c) for c in schemas.AVERAGE_FIELDS],
+        )
+        .select(*schemas.BROKER_LOAD.fieldNames())
+    )
+
+
+def split_reasons_expr(config: Config) -> Column:
+    """``split_reasons`` as a Spark expression: an array of Topics/Sessions/MsgRate/Bandwidth, in order."""
+    topics = F.col("topics")
+    sessions = F.col("producerCount") + F.col("consumerCount")
+    rate = F.col("longTermMsgRateIn") + F.col("longTermMsgRateOut")
+    tput = F.col("longTermMsgThroughputIn") + F.col("longTermMsgThroughputOut")
+    max_sessions = config["loadBalancerNamespaceBundleMaxSessions"]
+    conds = [
+        ("Topics", topics > F.lit(config["loadBalancerNamespaceBundleMaxTopics"])),
+        ("Sessions", F.lit(max_sessions > 0) & (sessions > F.lit(max_sessions))),
+        ("MsgRate", rate > F.lit(float(config["loadBalancerNamespaceBundleMaxMsgRate"]))),
+        ("Bandwidth", tput > F.lit(float(config["loadBalancerNamespaceBundleMaxBandwidthMbytes"] * MIB))),
+    ]
+    arr = F.array(*[F.when(c, F.lit(name)) for name, c in conds])
+    reasons = F.filter(arr, lambda x: x.isNotNull())
+    return F.when(topics >= 2, reasons).otherwise(F.array().cast("array<string>"))
+
+
+def split_candidates(
+    bundle_load: DataFrame, config: Config, bundle_counts: Mapping[str, int] | None = None
+) -> DataFrame:
+    """Bundles meeting a split condition, per timestamp, with their reasons (spec §2.1).
+
+    ``bundleCount`` is the namespace's current bundle count: from ``bundle_counts`` when it lists the
+    namespace, else the number of distinct bundles of the namespace in the data at that time.  Candidates of
+    a namespace are taken in (broker, bundle) order; ``withinNamespaceCap`` is Pulsar's
+    ``count + acceptedSoFar < loadBalancerNamespaceMaximumBundles``.
+    """
+    observed = F.count(F.lit(1)).over(Window.partitionBy("timestamp", "namespace"))
+    count: Column = observed
+    if bundle_counts:
+        lookup = F.create_map(*[x for ns, c in bundle_counts.items() for x in (F.lit(ns), F.lit(c).cast("long"))])
+        count = F.coalesce(F.element_at(lookup, F.col("namespace")), observed)
+    with_reasons = (
+        bundle_load.withColumn("bundleCount", count.cast("long"))
+        .withColumn("reasons", split_reasons_expr(config))
+        .where(F.size("reasons") > 0)
+    )
+    order = Window.partitionBy("timestamp", "namespace").orderBy(F.col("broker").asc_nulls_last(), "bundle")
+    accepted = F.row_number().over(order) - 1
+    cap = config["loadBalancerNamespaceMaximumBundles"]
+    return with_reasons.select(
+        "timestamp", "namespace", "bundle", "broker", "topics", "sessions",
+        (F.col("longTermMsgRateIn") + F.col("longTermMsgRateOut")).alias("longTermMsgRate"),
+        (F.col("longTermMsgThroughputIn") + F.col("longTermMsgThroughputOut")).alias("longTermMsgThroughput"),
+        "reasons", "bundleCount",
+        (F.col("bundleCount") + accepted < F.lit(cap)).alias("withinNamespaceCap"),
+    )
+
+
+def hottest_bundles(bundle_load: DataFrame, n: int = 5) -> DataFrame:
+    """The ``n`` bundles with the highest peak total throughput (in + out), for the summary."""
+    tput = F.col("msgThroughputIn") + F.col("msgThroughputOut")
+    rate = F.col("msgRateIn") + F.col("msgRateOut")
+    return (
+        bundle_load.groupBy("bundle")
+        .agg(F.max(tput).alias("peakThroughput"), F.max(rate).alias("peakMsgRate"))
+        .orderBy(F.col("peakThroughput").desc(), "bundle")
+        .limit(n)
+    )
