@@ -66,20 +66,23 @@ def test_round_robin_position_carries_across_steps(capsys: pytest.CaptureFixture
     assert out == [{"step": i, "selected": s, "best": [s]} for i, s in enumerate("abca")]
 
 
-def usage(u: float) -> dict[str, Any]:
+def usage(u: float, owned: str) -> dict[str, Any]:
     r = {"usage": u, "limit": 100}
-    return {"cpu": r, "bandwidthIn": r, "bandwidthOut": r, "msgRateIn": 100, "msgRateOut": 100,
-            "bundles": ["x/y/0x00000000_0xffffffff"]}
+    return {"cpu": r, "bandwidthIn": r, "bandwidthOut": r, "msgRateIn": 100, "msgRateOut": 100, "bundles": [owned]}
 
 
 def test_least_resource_usage_history_carries_across_steps(capsys: pytest.CaptureFixture[str],
                                                             tmp_path: Path) -> None:
     cfg = {"loadBalancerHistoryResourcePercentage": 0.5,
            "loadBalancerAverageResourceUsageDifferenceThresholdPercentage": 5}
-    steps = [{"bundle": B0, "candidates": ["1", "2", "3"], "brokers": {"1": usage(a), "2": usage(b), "3": usage(c)}}
+    steps = [{"bundle": B0, "candidates": ["1", "2", "3"], "brokers": {
+        "1": usage(a, "x/y/0x00000000_0x40000000"), "2": usage(b, "x/y/0x40000000_0x80000000"),
+        "3": usage(c, "x/y/0x80000000_0xffffffff")}}
              for a, b, c in [(10, 30, 60), (20, 30, 50), (30, 30, 40), (30, 30, 40), (35, 20, 45)]]
     steps[0]["config"] = cfg
-    _, out, _ = run(capsys, "place", "--strategy", "LeastResourceUsageWithWeight", write(tmp_path, {"steps": steps}))
+    code, out, err = run(capsys, "place", "--strategy", "LeastResourceUsageWithWeight",
+                         write(tmp_path, {"steps": steps}))
+    assert (code, err) == (0, "")
     assert [o["best"] for o in out] == [["1"], ["1"], ["1"], ["1"], ["2"]]
     # without history (a fresh instance on the last step alone), 20 vs avg 33.3 would give 1 and 2
     _, out, _ = run(capsys, "place", "--strategy", "LeastResourceUsageWithWeight",

@@ -76,8 +76,13 @@ def _topics(path: str) -> list[TopicLoad]:
             if not name:
                 raise InputError("expected a topic name", field=f"{where}.name")
             TopicName.parse(name)
-            out.append(TopicLoad(name, *(fields.num(d, k, where) for k in
-                                         ("msgRateIn", "msgRateOut", "msgThroughputIn", "msgThroughputOut"))))
+            out.append(TopicLoad(
+                name,
+                msgRateIn=fields.num(d, "msgRateIn", where),
+                msgRateOut=fields.num(d, "msgRateOut", where),
+                msgThroughputIn=fields.num(d, "msgThroughputIn", where),
+                msgThroughputOut=fields.num(d, "msgThroughputOut", where),
+            ))
         except InputError as e:
             raise e.within(path) from None
     return out

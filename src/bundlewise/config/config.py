@@ -10,11 +10,12 @@ from typing import Any
 from bundlewise.config.keys import Key, registry
 from bundlewise.config.keys_extensible import EXTENSIBLE_KEYS
 from bundlewise.config.keys_modular import MODULAR_KEYS
+from bundlewise.config.keys_sim import SIM_KEYS
 from bundlewise.config.keys_throttling import THROTTLING_KEYS
 from bundlewise.model.errors import InputError
 from bundlewise.model.resources import ResourceWeights
 
-ALL_KEYS: dict[str, Key] = registry(MODULAR_KEYS, EXTENSIBLE_KEYS, THROTTLING_KEYS)
+ALL_KEYS: dict[str, Key] = registry(MODULAR_KEYS, EXTENSIBLE_KEYS, THROTTLING_KEYS, SIM_KEYS)
 WATCHED_PREFIXES = ("loadBalancer", "dispatchThrottling", "dispatcher")
 MIB = 1024 * 1024
 
@@ -64,10 +65,10 @@ def _coerce(key: Key, raw: Any, where: str) -> Any:
         raise bad("a comma-separated list")
     if not isinstance(raw, str):
         raise bad("a string")
-    value = raw.strip()
-    if key.allowed is not None and value not in key.allowed:
+    text = raw.strip()
+    if key.allowed is not None and text not in key.allowed:
         raise bad("one of " + ", ".join(key.allowed))
-    return value
+    return text
 
 
 def closest_key(name: str) -> str | None:

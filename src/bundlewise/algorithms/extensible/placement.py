@@ -9,7 +9,8 @@ Filter chain (§A5.1), each filter returning a NEW candidate tuple (input order 
    a missing or invalid version makes the filter fail;
 4. anti-affinity group: acts only for namespaces with a group -- none in a §6 snapshot;
 5. isolation: without a policy (none in a §6 snapshot) the shared brokers that support the bundle's
-   topic kind (persistent assumed: ``persistentTopicsEnabled``).
+   topic kind (``nonPersistentTopicsEnabled`` for a bundle with non-persistent topics, else
+   ``persistentTopicsEnabled``; shedding assumes persistent).
 
 A filter that fails is ignored (Pulsar logs the error and keeps whatever the filters left). Filters
 reading the registry need ``lookupData``; without it they have nothing to compare and pass all.
@@ -49,6 +50,7 @@ class FilterContext:
     load: Mapping[str, BrokerLoadData]
     lookup: Mapping[str, BrokerLookupData] | None
     config: Config
+    non_persistent: bool = False  # the bundle holds non-persistent topics
 
 
 def expected_load_manager_class(config: Config) -> str:
@@ -103,6 +105,8 @@ def anti_affinity_filter(c: Candidates, bundle: str, ctx: FilterContext) -> Cand
 def isolation_filter(c: Candidates, bundle: str, ctx: FilterContext) -> Candidates:
     if ctx.lookup is None:
         return c
+    if ctx.non_persistent:
+        return tuple(b for b in c if _lookup(ctx, b).nonPersistentTopicsEnabled)
     return tuple(b for b in c if _lookup(ctx, b).persistentTopicsEnabled)
 
 

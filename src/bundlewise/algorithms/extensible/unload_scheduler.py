@@ -1,0 +1,49 @@
+"""The leader's unload cycle around TransferShedder (spec §A4.1, ``UnloadScheduler#execute``).
+
+* A cycle runs only when ``loadBalancerEnabled`` and ``loadBalancerSheddingEnabled`` and more than one
+  broker is available; otherwise the strategy is not called at all.
+* Before each run, ``recentlyUnloadedBundles`` entries older than ``loadBalancerSheddingGracePeriodMinutes``
+  are purged.
+* Every ``Success`` decision is carried out: ``recentlyUnloadedBundles[bundle] = now`` and
+  ``recentlyUnloadedBrokers[source] = now`` (the broker's cool-down, checked by the next cycles).
+* The cool-down entries the strategy found expired are forgotten (Pulsar removes them in place).
+
+The snapshot's own ``recentlyUnloadedBundles``/``recentlyUnloadedBrokers`` are merged into the
+remembered ones at each step (the input is taken as the leader's view).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from bundlewise.algorithms.extensible.transfer_shedder import ShedResult, TransferShedder
+from bundlewise.config import Config
+from bundlewise.model.extensible import ExtensibleSnapshot
+
+
+@dataclass(slots=True)
+class UnloadScheduler:
+    shedder: TransferShedder = field(default_factory=TransferShedder)
+    recently_unloaded_bundles: dict[str, int] = field(default_factory=dict)
+    recently_unloaded_brokers: dict[str, int] = field(default_factory=dict)
+
+    def run(self, snapshot: ExtensibleSnapshot, config: Config, now: int) -> ShedResult | None:
+        """One cycle; ``None`` when the cycle does not run (disabled, or at most one broker)."""
+        self.recently_unloaded_bundles.update(snapshot.recently_unloaded_bundles)
+        self.recently_unloaded_brokers.update(snapshot.recently_unloaded_brokers)
+        if not (config["loadBalancerEnabled"] and config["loadBalancerSheddingEnabled"]):
+            return None
+        if len(snapshot.available_brokers) <= 1:
+            return None
+        grace_ms = int(config["loadBalancerSheddingGracePeriodMinutes"]) * 60_000
+        for bundle in [b for b, t in self.recently_unloaded_bundles.items() if now - t > grace_ms]:
+            del self.recently_unloaded_bundles[bundle]
+        result = self.shedder.find_bundles_for_unloading(
+            snapshot, config, now, self.recently_unloaded_bundles, self.recently_unloaded_brokers
+        )
+        for broker in result.forgotten_brokers:
+            self.recently_unloaded_brokers.pop(broker, None)
+        for d in result.decisions:
+            self.recently_unloaded_bundles[d.bundle] = now
+            self.recently_unloaded_brokers[d.broker] = now
+        return result

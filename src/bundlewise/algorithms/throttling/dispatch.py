@@ -1,0 +1,404 @@
+"""A small deterministic dispatch simulation: subscriptions draining backlogs through the limiters.
+
+Model (spec Part B §B6; one broker):
+
+* Each topic (each *partition* of a partitioned topic: limits are per partition) has a backlog
+  of entries whose messages per entry and sizes cycle through the given patterns, and may
+  receive new entries at ``publish_entries_per_second``.
+* Each subscription is one dispatcher with its own cursor.  A **read** at time t is sized by
+  :func:`read_sizing.size_read` from the consumers' permits (consumers ack instantly, so permits
+  are always their ``receiverQueueSize``: Shared/Key_Shared sum them, Failover/Exclusive use the
+  first consumer), ``dispatcherMaxReadBatchSize``, ``dispatcherMaxReadSizeBytes`` and the
+  broker -> topic -> subscription limiters.  A throttled read is retried 1000 ms later.
+* The managed ledger returns at most ``max(1, max_bytes // average entry size)`` entries.
+* The entries are **delivered ``read_latency_ms`` later**; only then are the limiters charged
+  (§B6.7) and the next read issued.  Reads in flight at the same time (several subscriptions
+  sharing a topic or broker limiter) therefore see the same quota: Pulsar's over-delivery.
+* The cursor is *active* (not backlogged) while its backlog is below ``backlogged_threshold``
+  entries (``managedLedgerCursorBackloggedThreshold``, 1000); it matters only when
+  ``dispatchThrottlingOnNonBacklogConsumerEnabled`` is false.
+* Replicators read the same backlog through their replicator limiter only (§B6.9).
+
+Events are processed in time order, ties in the order they were scheduled (input order at the
+start), so a run is reproducible from its input alone.
+
+API for the cluster simulator: build a :class:`DispatchSimulation` from a config and
+:class:`TopicSpec` values, then call ``step(now_ms)`` as time advances; each call processes
+every event before ``now_ms`` and returns a :class:`Delivered` with the messages, bytes and
+entries delivered since the previous call, per level.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from bundlewise.algorithms.throttling.clock import NANOS_PER_MS, NANOS_PER_SECOND, ManualClock
+from bundlewise.algorithms.throttling.limiter import DispatchRateLimiter, LimiterSlot, implementation_of
+from bundlewise.algorithms.throttling.policy import DispatchRate, Level, Policies, resolve_with_source
+from bundlewise.algorithms.throttling.read_sizing import (
+    MESSAGE_RATE_BACKOFF_MS,
+    AvgMessagesPerEntry,
+    charge_delivery,
+    replicator_read,
+    size_read,
+    throttling_applies,
+)
+from bundlewise.model.errors import InputError
+
+SHARED_TYPES = ("Shared", "Key_Shared")
+SUBSCRIPTION_TYPES = ("Shared", "Key_Shared", "Failover", "Exclusive")
+DEFAULT_BACKLOGGED_THRESHOLD = 1000
+DEFAULT_REPLICATOR_PERMITS = 1000
+
+
+@dataclass(frozen=True, slots=True)
+class EntryShape:
+    """Entry ``i`` holds ``messages_per_entry[i % n]`` messages in ``entry_bytes[i % m]`` bytes."""
+
+    messages_per_entry: tuple[int, ...] = (1,)
+    entry_bytes: tuple[int, ...] = (1024,)
+
+    def messages(self, i: int) -> int:
+        return self.messages_per_entry[i % len(self.messages_per_entry)]
+
+    def nbytes(self, i: int) -> int:
+        return self.entry_bytes[i % len(self.entry_bytes)]
+
+    @property
+    def mean_bytes(self) -> int:
+        return max(1, sum(self.entry_bytes) // len(self.entry_bytes))
+
+    @property
+    def mean_messages(self) -> float:
+        return sum(self.messages_per_entry) / len(self.messages_per_entry)
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerSpec:
+    name: str
+    receiver_queue_size: int = 1000
+    precise: bool | None = None  # None: the broker's preciseDispatcherFlowControl
+    writable: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class SubscriptionSpec:
+    name: str
+    consumers: tuple[ConsumerSpec, ...] = (ConsumerSpec("c1"),)
+    type: str = "Shared"
+    backlog_entries: int = 0  # per partition
+    policy: DispatchRate | None = None  # PIP-152 per-subscription policy
+
+
+@dataclass(frozen=True, slots=True)
+class ReplicatorSpec:
+    name: str  # the remote cluster
+    producer_permits: int = DEFAULT_REPLICATOR_PERMITS
+    backlog_entries: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class TopicSpec:
+    """A topic; ``partitions`` 0 means non-partitioned, N gives N partitions with equal backlogs."""
+
+    name: str
+    partitions: int = 0
+    shape: EntryShape = EntryShape()
+    publish_entries_per_second: float = 0.0
+    subscriptions: tuple[SubscriptionSpec, ...] = ()
+    replicators: tuple[ReplicatorSpec, ...] = ()
+    policies: Policies = Policies()
+
+    def partition_names(self) -> list[str]:
+        if self.partitions <= 0:
+            return [self.name]
+        return [f"{self.name}-partition-{i}" for i in range(self.partitions)]
+
+
+@dataclass(slots=True)
+class Counts:
+    """What one level delivered: messages, bytes, entries, and reads skipped because it was exhausted."""
+
+    msgs: int = 0
+    bytes: int = 0
+    entries: int = 0
+    throttled_reads: int = 0
+
+    def to_json(self) -> dict[str, int]:
+        return {"msgs": self.msgs, "bytes": self.bytes, "entries": self.entries,
+                "throttledReads": self.throttled_reads}
+
+
+@dataclass(slots=True)
+class Delivered:
+    """Deliveries between two ``step`` calls: broker total, per topic partition, per subscription
+    (keyed ``(topic, subscription)``) and per replicator (``(topic, cluster)``)."""
+
+    broker: Counts = field(default_factory=Counts)
+    topics: dict[str, Counts] = field(default_factory=dict)
+    subscriptions: dict[tuple[str, str], Counts] = field(default_factory=dict)
+    replicators: dict[tuple[str, str], Counts] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        topics: dict[str, Any] = {}
+        for name, c in self.topics.items():
+            topics[name] = {**c.to_json(), "subscriptions": {}, "replicators": {}}
+        for (t, s), c in self.subscriptions.items():
+            topics[t]["subscriptions"][s] = c.to_json()
+        for (t, r), c in self.replicators.items():
+            topics[t]["replicators"][r] = c.to_json()
+        return {"broker": self.broker.to_json(), "topics": topics}
+
+
+class _Partition:
+    __slots__ = ("name", "policies", "published", "shape", "slot", "spec")
+
+    def __init__(self, name: str, spec: TopicSpec, slot: LimiterSlot) -> None:
+        self.name = name
+        self.spec = spec
+        self.shape = spec.shape
+        self.policies = spec.policies
+        self.slot = slot
+        self.published = 0
+
+    def publish_rate(self) -> tuple[float, float]:
+        r = self.spec.publish_entries_per_second
+        return r * self.shape.mean_messages, r * self.shape.mean_bytes
+
+
+class _Dispatcher:
+    __slots__ = ("avg", "cursor", "initial", "name", "partition", "permits", "precise", "replicator", "slot",
+                 "writable")
+
+    def __init__(self, name: str, partition: _Partition, slot: LimiterSlot, initial: int, permits: int,
+                 precise: bool, writable: bool, replicator: bool) -> None:
+        self.name = name
+        self.partition = partition
+        self.slot = slot
+        self.initial = initial
+        self.cursor = 0
+        self.permits = permits
+        self.precise = precise
+        self.writable = writable
+        self.replicator = replicator
+        self.avg = AvgMessagesPerEntry()
+
+
+class DispatchSimulation:
+    """Event-driven dispatch of subscription backlogs through Pulsar's limiters; see the module docstring."""
+
+    def __init__(self, config: Mapping[str, Any], topics: list[TopicSpec], *, read_latency_ms: int = 1,
+                 backlogged_threshold: int = DEFAULT_BACKLOGGED_THRESHOLD, start_ms: int = 0) -> None:
+        try:
+            self.implementation = implementation_of(str(config["dispatchRateLimiterFactoryClassName"]))
+        except ValueError as e:
+            raise InputError(str(e), field="dispatchRateLimiterFactoryClassName") from None
+        self.config = config
+        self.clock = ManualClock(start_ms * NANOS_PER_MS)
+        self.latency_ns = read_latency_ms * NANOS_PER_MS
+        self.backlogged_threshold = backlogged_threshold
+        self.broker = DispatchRateLimiter(Level.BROKER, "broker", self.clock, self.implementation)
+        self.broker.update(resolve_with_source(Level.BROKER, Policies(), config)[0])
+        self.partitions: list[_Partition] = []
+        self.dispatchers: list[_Dispatcher] = []
+        self.sources: dict[str, str | None] = {}
+        self._subs: dict[tuple[str, str], SubscriptionSpec] = {}
+        self._events: list[tuple[int, int, int, int, int, int]] = []
+        self._seq = 0
+        self._out = Delivered()
+        start = self._start = self.clock.now_ns()
+        for spec in topics:
+            for name in spec.partition_names():
+                self._add_partition(name, spec, start)
+
+    # -- construction --------------------------------------------------------------------------
+
+    def _add_partition(self, name: str, spec: TopicSpec, start: int) -> None:
+        part = _Partition(name, spec, LimiterSlot(Level.TOPIC, name, self.clock, self.implementation))
+        part.slot.publish_rate = part.publish_rate
+        self.partitions.append(part)
+        rate, self.sources[name] = resolve_with_source(Level.TOPIC, spec.policies, self.config)
+        part.slot.update(rate)
+        default_precise = bool(self.config["preciseDispatcherFlowControl"])
+        for sub in spec.subscriptions:
+            if sub.type not in SUBSCRIPTION_TYPES:
+                raise InputError(f"expected one of {', '.join(SUBSCRIPTION_TYPES)}, got {sub.type!r}",
+                                 field=f"{spec.name}.subscriptions.{sub.name}.type")
+            if not sub.consumers:
+                raise InputError("expected at least one consumer", field=f"{spec.name}.subscriptions.{sub.name}")
+            first = sub.consumers[0]
+            permits = (sum(c.receiver_queue_size for c in sub.consumers) if sub.type in SHARED_TYPES
+                       else first.receiver_queue_size)
+            precise = default_precise if first.precise is None else first.precise
+            slot = LimiterSlot(Level.SUBSCRIPTION, f"{name}:{sub.name}", self.clock, self.implementation,
+                               part.publish_rate)
+            self._subs[(name, sub.name)] = sub
+            d = _Dispatcher(sub.name, part, slot, sub.backlog_entries, permits, precise, first.writable, False)
+            self._update_subscription(d)
+            self._add_dispatcher(d, start)
+        for rep in spec.replicators:
+            slot = LimiterSlot(Level.REPLICATOR, f"{name}:{rep.name}", self.clock, self.implementation,
+                               part.publish_rate)
+            slot.update(self._resolve(Level.REPLICATOR, part, slot.name))
+            d = _Dispatcher(rep.name, part, slot, rep.backlog_entries, rep.producer_permits, False, True, True)
+            self._add_dispatcher(d, start)
+
+    def _resolve(self, level: Level, part: _Partition, key: str, extra: DispatchRate | None = None) -> DispatchRate | None:
+        policies = part.policies
+        if extra is not None:
+            policies = replace(policies, subscription=extra)
+        rate, self.sources[key] = resolve_with_source(level, policies, self.config)
+        return rate
+
+    def _update_subscription(self, d: _Dispatcher) -> None:
+        sub = self._subs[(d.partition.name, d.name)]
+        d.slot.update(self._resolve(Level.SUBSCRIPTION, d.partition, d.slot.name, sub.policy))
+
+    def _add_dispatcher(self, d: _Dispatcher, at: int) -> None:
+        self.dispatchers.append(d)
+        self._schedule(at, len(self.dispatchers) - 1, 0, 0, 0)
+
+    def set_policies(self, topic: str, policies: Policies) -> None:
+        """Replace a topic's policies (all partitions): limits are re-resolved; PIP-322 buckets reset."""
+        for part in self.partitions:
+            if part.spec.name != topic:
+                continue
+            part.policies = policies
+            part.slot.update(self._resolve(Level.TOPIC, part, part.name))
+            for d in self.dispatchers:
+                if d.partition is part:
+                    if d.replicator:
+                        d.slot.update(self._resolve(Level.REPLICATOR, part, d.slot.name))
+                    else:
+                        self._update_subscription(d)
+
+    # -- time ----------------------------------------------------------------------------------
+
+    def _schedule(self, t: int, index: int, entries: int, msgs: int, nbytes: int) -> None:
+        """A read (entries == 0) or a delivery of a read in flight."""
+        self._seq += 1
+        heapq.heappush(self._events, (t, self._seq, index, entries, msgs, nbytes))
+
+    def _published(self, part: _Partition, t: int) -> int:
+        rate = part.spec.publish_entries_per_second
+        return 0 if rate <= 0 else math.floor(rate * (t - self._start) / NANOS_PER_SECOND)
+
+    def _next_publish(self, part: _Partition, count: int) -> int | None:
+        rate = part.spec.publish_entries_per_second
+        if rate <= 0:
+            return None
+        return self._start + math.ceil((count + 1) * NANOS_PER_SECOND / rate)
+
+    def step(self, now_ms: int) -> Delivered:
+        """Process every event before ``now_ms``; return what was delivered since the last call."""
+        end = now_ms * NANOS_PER_MS
+        events = self._events
+        while events and events[0][0] < end:
+            t, _, index, entries, msgs, nbytes = heapq.heappop(events)
+            self.clock.set_ns(t)
+            d = self.dispatchers[index]
+            if entries == 0:
+                self._read(t, index, d)
+            else:
+                self._deliver(t, index, d, entries, msgs, nbytes)
+        if self.clock.now_ns() < end:
+            self.clock.set_ns(end)
+        out, self._out = self._out, Delivered()
+        return out
+
+    def _limiters(self, d: _Dispatcher) -> list[DispatchRateLimiter]:
+        out = []
+        for lim in (self.broker if self.broker.enabled else None, d.partition.slot.limiter, d.slot.limiter):
+            if lim is not None and lim.enabled:
+                out.append(lim)
+        return out
+
+    def _counts(self, d: _Dispatcher) -> tuple[Counts, ...]:
+        out = self._out
+        key = (d.partition.name, d.name)
+        if d.replicator:
+            return (out.replicators.setdefault(key, Counts()),)
+        topic = out.topics.setdefault(d.partition.name, Counts())
+        return out.broker, topic, out.subscriptions.setdefault(key, Counts())
+
+    def _throttles(self, d: _Dispatcher) -> bool:
+        backlog = d.initial + self._published(d.partition, self.clock.now_ns()) - d.cursor
+        active = backlog < self.backlogged_threshold
+        return throttling_applies(bool(self.config["dispatchThrottlingOnNonBacklogConsumerEnabled"]), active)
+
+    def _read(self, t: int, index: int, d: _Dispatcher) -> None:
+        part = d.partition
+        available = d.initial + self._published(part, t) - d.cursor
+        self._counts(d)  # a dispatcher appears in the output even when idle
+        if available <= 0:
+            nxt = self._next_publish(part, self._published(part, t))
+            if nxt is not None:
+                self._schedule(nxt, index, 0, 0, 0)
+            return
+        max_bytes = int(self.config["dispatcherMaxReadSizeBytes"])
+        if d.replicator:
+            size = replicator_read(d.permits, max_bytes, d.slot.limiter)
+        else:
+            size = size_read(d.permits, int(self.config["dispatcherMaxReadBatchSize"]), max_bytes,
+                             self._limiters(d), precise=d.precise, avg_msgs_per_entry=d.avg.value,
+                             writable=d.writable, throttle=self._throttles(d))
+        if size.throttled_by is not None:
+            self._note_throttle(d, size.throttled_by)
+            self._schedule(t + MESSAGE_RATE_BACKOFF_MS * NANOS_PER_MS, index, 0, 0, 0)
+            return
+        shape = part.shape
+        n = min(size.entries, available, max(1, size.max_bytes // shape.mean_bytes))
+        first = d.cursor
+        msgs = sum(shape.messages(first + i) for i in range(n))
+        nbytes = sum(shape.nbytes(first + i) for i in range(n))
+        d.cursor += n
+        self._schedule(t + self.latency_ns, index, n, msgs, nbytes)
+
+    def _note_throttle(self, d: _Dispatcher, level: Level) -> None:
+        counts = self._counts(d)
+        if d.replicator:
+            counts[0].throttled_reads += 1
+        elif level is Level.BROKER:
+            counts[0].throttled_reads += 1
+        elif level is Level.TOPIC:
+            counts[1].throttled_reads += 1
+        else:
+            counts[2].throttled_reads += 1
+
+    def _deliver(self, t: int, index: int, d: _Dispatcher, entries: int, msgs: int, nbytes: int) -> None:
+        if d.replicator:
+            if d.slot.limiter is not None:
+                d.slot.limiter.consume(entries, nbytes)  # one message per entry (§B6.9)
+        else:
+            if self._throttles(d):
+                charge_delivery(self._limiters(d), entries, msgs, nbytes,
+                                count_entries=bool(self.config["dispatchThrottlingOnBatchMessageEnabled"]))
+            d.avg.record(entries, msgs)
+        for c in self._counts(d):
+            c.msgs += msgs
+            c.bytes += nbytes
+            c.entries += entries
+        self._schedule(t, index, 0, 0, 0)
+
+    # -- reporting -----------------------------------------------------------------------------
+
+    def effective_limits(self) -> dict[str, Any]:
+        """The limits in force per level, with the policy level each came from."""
+
+        def describe(lim: DispatchRateLimiter | None, source: str | None) -> dict[str, Any] | None:
+            if lim is None or lim.rate is None:
+                return None
+            return {**lim.rate.to_json(), "source": source}
+
+        topics: dict[str, Any] = {}
+        for part in self.partitions:
+            topics[part.name] = {"limit": describe(part.slot.limiter, self.sources.get(part.name)),
+                                 "subscriptions": {}, "replicators": {}}
+        for d in self.dispatchers:
+            kind = "replicators" if d.replicator else "subscriptions"
+            topics[d.partition.name][kind][d.name] = describe(d.slot.limiter, self.sources.get(d.slot.name))
+        return {"broker": describe(self.broker, "broker"), "topics": topics}

@@ -1,0 +1,1 @@
+"""The cluster simulator: clock, workloads, cluster state, Pulsar's leader cycles, metrics, scenarios."""
