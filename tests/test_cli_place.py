@@ -84,10 +84,11 @@ def test_least_resource_usage_history_carries_across_steps(capsys: pytest.Captur
                          write(tmp_path, {"steps": steps}))
     assert (code, err) == (0, "")
     assert [o["best"] for o in out] == [["1"], ["1"], ["1"], ["1"], ["2"]]
-    # without history (a fresh instance on the last step alone), 20 vs avg 33.3 would give 1 and 2
+    # without history (a fresh instance on step 3 alone) 30/30/40 has no broker 5 points under the
+    # average 33.3, so every candidate is best; with history (0.2625/0.3/0.4375) only broker 1 is
     _, out, _ = run(capsys, "place", "--strategy", "LeastResourceUsageWithWeight",
-                    write(tmp_path, {**steps[-1], "config": cfg}))
-    assert out[0]["best"] == ["2"]
+                    write(tmp_path, {**steps[3], "config": cfg}))
+    assert out[0]["best"] == ["1", "2", "3"]
 
 
 def test_full_flow_without_candidates(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
@@ -186,3 +187,15 @@ def test_extensible_missing_module_is_a_clear_error(capsys: pytest.CaptureFixtur
     code, _, err = run(capsys, "place", "--extensible", "--strategy", "LeastResourceUsageWithWeight",
                        write(tmp_path, {"bundle": B0, "brokers": {}}))
     assert code == 2 and "--extensible placement is not available" in err
+
+
+def test_non_persistent_bundle_needs_a_broker_accepting_it(capsys: pytest.CaptureFixture[str],
+                                                           tmp_path: Path) -> None:
+    brokers = {"p": {"nonPersistentTopicsEnabled": False}, "n": {"timeAverageData": ta(999)}}
+    _, out, _ = run(capsys, "place", "--strategy", "LeastLongTermMessageRate",
+                    write(tmp_path, {"steps": [{"bundle": B0, "brokers": brokers},
+                                               {"bundle": B0, "nonPersistent": True, "brokers": brokers}]}))
+    assert [o["selected"] for o in out] == ["p", "n"]
+    code, _, err = run(capsys, "place", "--strategy", "LeastLongTermMessageRate",
+                       write(tmp_path, {"bundle": B0, "nonPersistent": "yes", "brokers": brokers}))
+    assert code == 2 and "snapshot.nonPersistent: expected true or false" in err

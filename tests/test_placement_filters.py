@@ -5,6 +5,8 @@ from __future__ import annotations
 import copy
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from bundlewise.algorithms.placement import filters
 from bundlewise.algorithms.placement.filters import BrokerFilterError, SemVer
@@ -70,7 +72,8 @@ def test_distribute_evenly_switch_and_system_namespace() -> None:
 
 
 def test_load_manager_class_filter() -> None:
-    load = LoadData({"same": broker(loadManagerClassName=MLM), "short": broker(loadManagerClassName="ModularLoadManagerImpl"),
+    load = LoadData({"same": broker(loadManagerClassName=MLM),
+                     "short": broker(loadManagerClassName="ModularLoadManagerImpl"),
                      "ext": broker(loadManagerClassName="org.apache.pulsar.broker.loadbalance.extensions."
                                                         "ExtensibleLoadManagerImpl"),
                      "absent": broker()})
@@ -93,7 +96,8 @@ def test_semver_order() -> None:
 
 def test_version_filter_keeps_the_newest_only_when_preferred() -> None:
     load = LoadData({"old": broker(brokerVersionString="3.1.2"), "new": broker(brokerVersionString="3.2.0"),
-                     "new2": broker(brokerVersionString="3.2.0+build7"), "pre": broker(brokerVersionString="3.2.0-rc1")})
+                     "new2": broker(brokerVersionString="3.2.0+build7"),
+                     "pre": broker(brokerVersionString="3.2.0-rc1")})
     cands = list(load.brokers)
     assert filters.filter_broker_version(cands, load, Config()) == cands
     prefer = Config().with_values({"preferLaterVersions": True})
@@ -131,3 +135,16 @@ def test_no_filter_mutates_the_load_data() -> None:
     filters.filter_load_manager_class(cands, load, prefer)
     filters.filter_broker_version(cands, load, prefer)
     assert load == before
+
+
+@given(st.lists(st.tuples(st.integers(0, 3), st.integers(0, 200)), min_size=0, max_size=8), st.integers(0, 150))
+def test_filters_return_an_ordered_subset_never_empty_unless_input_is(owned_topics: list[tuple[int, int]],
+                                                                      max_topics: int) -> None:
+    load = LoadData({f"b{i}": broker(numTopics=t, bundles=[f"{NS}/0x{i:04x}{k:04x}_0x{i:04x}{k + 1:04x}"
+                                                           for k in range(n)])
+                     for i, (n, t) in enumerate(owned_topics)})
+    cands = list(load.brokers)
+    for out in (filters.filter_max_topics(cands, load, max_topics),
+                filters.filter_distribute_evenly(cands, f"{NS}/0xffff0000_0xffffffff", load)):
+        assert out == [b for b in cands if b in out]  # an ordered subset
+        assert bool(out) == bool(cands)

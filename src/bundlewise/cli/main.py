@@ -21,6 +21,8 @@ COMMAND_MODULES = (
     "bundlewise.cli.place",
     "bundlewise.cli.shed",
     "bundlewise.cli.pipeline",
+    "bundlewise.cli.throttle",
+    "bundlewise.cli.simulate",
 )
 
 

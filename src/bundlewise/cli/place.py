@@ -5,7 +5,7 @@ and optionally ``"candidates"`` (an ordered broker list) and ``"nonPersistent"``
 non-persistent topics; default false).  With ``candidates`` only the strategy runs, on exactly that
 list (Pulsar's ``selectBroker(candidates, bundleData, loadData, conf)``); without it the load
 manager's full assignment flow runs (``ModularPlacement``: filters, overload re-check, preallocation
-into that step's snapshot).  ONE strategy instance and one ``random.Random(--seed)`` serve every
+into that step's snapshot).  ONE strategy instance and one ``random.Random(--seed)`` (default 0) serve every
 step, so round-robin position and history carry over.  Output, JSON Lines:
 ``{"step": i, "selected": broker|null, "best": [...]}``.  ``--extensible`` hands §6 inputs to
 ``bundlewise.cli.place_extensible``.
@@ -44,7 +44,7 @@ def register(sub: Any) -> None:
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--strategy", required=True, metavar="NAME", help="placement strategy")
     add_config_options(p)
-    p.add_argument("--seed", type=int, default=None, help="seed of the random tie-break (reproducible picks)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the random tie-break (default 0: reproducible picks)")
     p.add_argument("--format", choices=("json", "table"), default="json", help="JSON Lines (default) or a table")
     p.add_argument("--extensible", action="store_true",
                    help="extensible load manager input (contract §6) and its LeastResourceUsageWithWeight")

@@ -126,16 +126,16 @@ def run(args: argparse.Namespace) -> int:
                 unloads, skipped = list(result.unloaded), list(result.skipped)
         except InputError as e:
             raise e.within(source) from None
-        if args.format == "json":
-            out: dict[str, Any] = {"step": step.index, "timestamp": step.timestamp,
-                                   "unload": [u.to_json() for u in unloads]}
-            if skipped:
-                out["skipped"] = [s.to_json() for s in skipped]
-            emit(out)
-        else:
-            rows.append((step.index, step.timestamp, unloads, skipped))
+        rows.append((step.index, step.timestamp, unloads, skipped))
+    # printed only once every step is known good: bad input yields the one-line error and no partial output
     if args.format == "table":
         write_table(rows)
+        return 0
+    for index, timestamp, unloads, skipped in rows:
+        out: dict[str, Any] = {"step": index, "timestamp": timestamp, "unload": [u.to_json() for u in unloads]}
+        if skipped:
+            out["skipped"] = [s.to_json() for s in skipped]
+        emit(out)
     return 0
 
 

@@ -207,7 +207,7 @@ def run_pipeline(
         step(f"reading {input_path}")
         data = read_input(spark, input_path, fmt)
         keys = transforms.assign_bundles(transforms.topic_keys(data.samples), boundaries)
-        resolved, unresolved = transforms.resolve(data.samples, keys)
+        resolved, unresolved = transforms.resolve(data.samples, keys, input_path)
         rejects = data.rejects.unionByName(unresolved)
         outputs: dict[str, str] = {}
         if out is not None:

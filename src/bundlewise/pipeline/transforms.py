@@ -121,7 +121,7 @@ def assign_bundles(keys: DataFrame, boundaries: Boundaries) -> DataFrame:
     )
 
 
-def resolve(samples: DataFrame, keys: DataFrame) -> tuple[DataFrame, DataFrame]:
+def resolve(samples: DataFrame, keys: DataFrame, source: str = "input") -> tuple[DataFrame, DataFrame]:
     """Samples with full ``topic``, ``namespace`` and ``bundle``; rows that cannot be placed → rejects."""
     joined = samples.join(
         F.broadcast(keys.select("topic", "fullTopic", F.col("namespace").alias("_ns"),
@@ -144,7 +144,7 @@ def resolve(samples: DataFrame, keys: DataFrame) -> tuple[DataFrame, DataFrame]:
         *[F.col(c) for c in cols[2:]],
     )
     bad = tagged.where(F.col("_reason").isNotNull()).select(
-        F.lit("input").alias("source"),
+        F.lit(source).alias("source"),
         F.to_json(F.struct(*[F.col(c) for c in schemas.TOPIC_SAMPLES.fieldNames()])).alias("record"),
         F.col("_reason").alias("reason"),
     )

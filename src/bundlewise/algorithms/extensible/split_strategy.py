@@ -48,7 +48,8 @@ def split_reason(stats: NamespaceBundleStats, config: Config) -> str | None:
         return "Sessions"
     if stats.msgRateIn + stats.msgRateOut > int(config["loadBalancerNamespaceBundleMaxMsgRate"]):
         return "MsgRate"
-    if stats.msgThroughputIn + stats.msgThroughputOut > int(config["loadBalancerNamespaceBundleMaxBandwidthMbytes"]) * MIB:
+    max_bytes = int(config["loadBalancerNamespaceBundleMaxBandwidthMbytes"]) * MIB
+    if stats.msgThroughputIn + stats.msgThroughputOut > max_bytes:
         return "Bandwidth"
     return None
 

@@ -81,14 +81,15 @@ class ModularPlacement:
         excluded = filters.namespace_of(bundle) in set(config["loadBalancerSheddingExcludedNamespaces"])
         chooser: PlacementStrategy = self.round_robin if excluded else self.strategy
         selection = chooser.select(cands, bundle, data, load, config, rng)
-        if selection.selected is None:
+        chosen = selection.selected
+        if chosen is None:
             return selection
-        if filters.is_overloaded(selection.selected, load, config):
+        if filters.is_overloaded(chosen, load, config):
             base = filters.topic_type_candidates(load, non_persistent=non_persistent)
             retry = self.strategy.select(base, bundle, data, load, config, rng)
             if retry.selected is not None:
-                selection = retry
+                selection, chosen = retry, retry.selected
         if preallocate:
             load.bundleData.setdefault(bundle, data)
-            load.brokers[selection.selected].preallocatedBundleData[bundle] = data
+            load.brokers[chosen].preallocatedBundleData[bundle] = data
         return selection

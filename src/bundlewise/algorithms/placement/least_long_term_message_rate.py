@@ -35,7 +35,8 @@ def broker_data(load: LoadData, broker: str) -> BrokerData:
 def long_term_score(data: BrokerData, weights: ResourceWeights, overload_threshold: float) -> float:
     if data.localData.weighted_max_usage(weights) > overload_threshold:
         return math.inf
-    preallocated = sum(d.longTermData.msgRateIn + d.longTermData.msgRateOut for d in data.preallocatedBundleData.values())
+    pre = data.preallocatedBundleData.values()
+    preallocated = sum(d.longTermData.msgRateIn + d.longTermData.msgRateOut for d in pre)
     ta = data.timeAverageData
     return preallocated + (ta.longTermMsgRateIn + ta.longTermMsgRateOut)
 

@@ -23,6 +23,7 @@ from bundlewise.algorithms.placement.base import Selection
 from bundlewise.algorithms.placement.least_long_term_message_rate import broker_data
 from bundlewise.config import Config
 from bundlewise.model.load import BundleData, LoadData
+from bundlewise.model.resources import ResourceWeights
 
 
 class LeastResourceUsageWithWeight:
@@ -31,13 +32,13 @@ class LeastResourceUsageWithWeight:
     def __init__(self) -> None:
         self.history: dict[str, float] = {}
 
-    def update_history(self, broker: str, load: LoadData, config: Config) -> float:
+    def update_history(self, broker: str, load: LoadData, weights: ResourceWeights, h: float) -> float:
+        """Fold the broker's current weighted max usage into its history (``h`` = history weight)."""
         local = broker_data(load, broker).localData
         previous = self.history.get(broker)
         if not local.bundles or (local.msgRateIn == 0 and local.msgRateOut == 0):
             previous = None
-        usage = local.weighted_max_usage(config.weights())
-        h = float(config["loadBalancerHistoryResourcePercentage"])
+        usage = local.weighted_max_usage(weights)
         value = usage if previous is None else previous * h + (1 - h) * usage
         self.history[broker] = value
         return value
@@ -53,9 +54,10 @@ class LeastResourceUsageWithWeight:
     ) -> Selection:
         if not candidates:
             return Selection.none()
+        weights, h = config.weights(), float(config["loadBalancerHistoryResourcePercentage"])
         total = 0.0
         for b in candidates:
-            total += self.update_history(b, load, config)
+            total += self.update_history(b, load, weights, h)
         avg = total / len(candidates)
         delta = config["loadBalancerAverageResourceUsageDifferenceThresholdPercentage"] / 100.0
         best = [b for b in candidates if self.history[b] + delta <= avg]

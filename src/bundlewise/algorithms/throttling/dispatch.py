@@ -12,8 +12,11 @@ Model (spec Part B §B6; one broker):
   broker -> topic -> subscription limiters.  A throttled read is retried 1000 ms later.
 * The managed ledger returns at most ``max(1, max_bytes // average entry size)`` entries.
 * The entries are **delivered ``read_latency_ms`` later**; only then are the limiters charged
-  (§B6.7) and the next read issued.  Reads in flight at the same time (several subscriptions
-  sharing a topic or broker limiter) therefore see the same quota: Pulsar's over-delivery.
+  (§B6.7) and the next read issued.  Every read check happens ``scheduling_delay_us`` after its
+  trigger (start, delivery, new entry, or the 1000 ms backoff timer), as a dispatcher thread
+  would pick it up; a retry therefore lands just after one rate period, not exactly on it.
+  Reads in flight at the same time (several subscriptions sharing a topic or broker limiter)
+  see the same quota: Pulsar's over-delivery.
 * The cursor is *active* (not backlogged) while its backlog is below ``backlogged_threshold``
   entries (``managedLedgerCursorBackloggedThreshold``, 1000); it matters only when
   ``dispatchThrottlingOnNonBacklogConsumerEnabled`` is false.
@@ -111,7 +114,7 @@ class TopicSpec:
     publish_entries_per_second: float = 0.0
     subscriptions: tuple[SubscriptionSpec, ...] = ()
     replicators: tuple[ReplicatorSpec, ...] = ()
-    policies: Policies = Policies()
+    policies: Policies = field(default_factory=Policies)
 
     def partition_names(self) -> list[str]:
         if self.partitions <= 0:
@@ -132,6 +135,12 @@ class Counts:
         return {"msgs": self.msgs, "bytes": self.bytes, "entries": self.entries,
                 "throttledReads": self.throttled_reads}
 
+    def add(self, other: Counts) -> None:
+        self.msgs += other.msgs
+        self.bytes += other.bytes
+        self.entries += other.entries
+        self.throttled_reads += other.throttled_reads
+
 
 @dataclass(slots=True)
 class Delivered:
@@ -143,19 +152,30 @@ class Delivered:
     subscriptions: dict[tuple[str, str], Counts] = field(default_factory=dict)
     replicators: dict[tuple[str, str], Counts] = field(default_factory=dict)
 
+    def add(self, other: Delivered) -> None:
+        """Accumulate ``other`` into this one (totals over several steps)."""
+        self.broker.add(other.broker)
+        for name, c in other.topics.items():
+            self.topics.setdefault(name, Counts()).add(c)
+        for key, c in other.subscriptions.items():
+            self.subscriptions.setdefault(key, Counts()).add(c)
+        for key, c in other.replicators.items():
+            self.replicators.setdefault(key, Counts()).add(c)
+
     def to_json(self) -> dict[str, Any]:
         topics: dict[str, Any] = {}
         for name, c in self.topics.items():
             topics[name] = {**c.to_json(), "subscriptions": {}, "replicators": {}}
+        empty = {**Counts().to_json(), "subscriptions": {}, "replicators": {}}
         for (t, s), c in self.subscriptions.items():
-            topics[t]["subscriptions"][s] = c.to_json()
+            topics.setdefault(t, dict(empty, subscriptions={}, replicators={}))["subscriptions"][s] = c.to_json()
         for (t, r), c in self.replicators.items():
-            topics[t]["replicators"][r] = c.to_json()
+            topics.setdefault(t, dict(empty, subscriptions={}, replicators={}))["replicators"][r] = c.to_json()
         return {"broker": self.broker.to_json(), "topics": topics}
 
 
 class _Partition:
-    __slots__ = ("name", "policies", "published", "shape", "slot", "spec")
+    __slots__ = ("name", "policies", "shape", "slot", "spec")
 
     def __init__(self, name: str, spec: TopicSpec, slot: LimiterSlot) -> None:
         self.name = name
@@ -163,7 +183,6 @@ class _Partition:
         self.shape = spec.shape
         self.policies = spec.policies
         self.slot = slot
-        self.published = 0
 
     def publish_rate(self) -> tuple[float, float]:
         r = self.spec.publish_entries_per_second
@@ -192,7 +211,8 @@ class DispatchSimulation:
     """Event-driven dispatch of subscription backlogs through Pulsar's limiters; see the module docstring."""
 
     def __init__(self, config: Mapping[str, Any], topics: list[TopicSpec], *, read_latency_ms: int = 1,
-                 backlogged_threshold: int = DEFAULT_BACKLOGGED_THRESHOLD, start_ms: int = 0) -> None:
+                 scheduling_delay_us: int = 100, backlogged_threshold: int = DEFAULT_BACKLOGGED_THRESHOLD,
+                 start_ms: int = 0) -> None:
         try:
             self.implementation = implementation_of(str(config["dispatchRateLimiterFactoryClassName"]))
         except ValueError as e:
@@ -200,6 +220,7 @@ class DispatchSimulation:
         self.config = config
         self.clock = ManualClock(start_ms * NANOS_PER_MS)
         self.latency_ns = read_latency_ms * NANOS_PER_MS
+        self.delay_ns = scheduling_delay_us * 1000
         self.backlogged_threshold = backlogged_threshold
         self.broker = DispatchRateLimiter(Level.BROKER, "broker", self.clock, self.implementation)
         self.broker.update(resolve_with_source(Level.BROKER, Policies(), config)[0])
@@ -247,7 +268,8 @@ class DispatchSimulation:
             d = _Dispatcher(rep.name, part, slot, rep.backlog_entries, rep.producer_permits, False, True, True)
             self._add_dispatcher(d, start)
 
-    def _resolve(self, level: Level, part: _Partition, key: str, extra: DispatchRate | None = None) -> DispatchRate | None:
+    def _resolve(self, level: Level, part: _Partition, key: str,
+                 extra: DispatchRate | None = None) -> DispatchRate | None:
         policies = part.policies
         if extra is not None:
             policies = replace(policies, subscription=extra)
@@ -260,7 +282,7 @@ class DispatchSimulation:
 
     def _add_dispatcher(self, d: _Dispatcher, at: int) -> None:
         self.dispatchers.append(d)
-        self._schedule(at, len(self.dispatchers) - 1, 0, 0, 0)
+        self._schedule(at + self.delay_ns, len(self.dispatchers) - 1, 0, 0, 0)
 
     def set_policies(self, topic: str, policies: Policies) -> None:
         """Replace a topic's policies (all partitions): limits are re-resolved; PIP-322 buckets reset."""
@@ -311,18 +333,15 @@ class DispatchSimulation:
         return out
 
     def _limiters(self, d: _Dispatcher) -> list[DispatchRateLimiter]:
-        out = []
-        for lim in (self.broker if self.broker.enabled else None, d.partition.slot.limiter, d.slot.limiter):
-            if lim is not None and lim.enabled:
-                out.append(lim)
-        return out
+        levels = (self.broker, d.partition.slot.limiter, d.slot.limiter)
+        return [lim for lim in levels if lim is not None and lim.enabled]
 
     def _counts(self, d: _Dispatcher) -> tuple[Counts, ...]:
         out = self._out
         key = (d.partition.name, d.name)
+        topic = out.topics.setdefault(d.partition.name, Counts())  # replicated traffic is not topic dispatch
         if d.replicator:
             return (out.replicators.setdefault(key, Counts()),)
-        topic = out.topics.setdefault(d.partition.name, Counts())
         return out.broker, topic, out.subscriptions.setdefault(key, Counts())
 
     def _throttles(self, d: _Dispatcher) -> bool:
@@ -337,7 +356,7 @@ class DispatchSimulation:
         if available <= 0:
             nxt = self._next_publish(part, self._published(part, t))
             if nxt is not None:
-                self._schedule(nxt, index, 0, 0, 0)
+                self._schedule(max(nxt, t + 1) + self.delay_ns, index, 0, 0, 0)
             return
         max_bytes = int(self.config["dispatcherMaxReadSizeBytes"])
         if d.replicator:
@@ -348,7 +367,7 @@ class DispatchSimulation:
                              writable=d.writable, throttle=self._throttles(d))
         if size.throttled_by is not None:
             self._note_throttle(d, size.throttled_by)
-            self._schedule(t + MESSAGE_RATE_BACKOFF_MS * NANOS_PER_MS, index, 0, 0, 0)
+            self._schedule(t + MESSAGE_RATE_BACKOFF_MS * NANOS_PER_MS + self.delay_ns, index, 0, 0, 0)
             return
         shape = part.shape
         n = min(size.entries, available, max(1, size.max_bytes // shape.mean_bytes))
@@ -360,9 +379,7 @@ class DispatchSimulation:
 
     def _note_throttle(self, d: _Dispatcher, level: Level) -> None:
         counts = self._counts(d)
-        if d.replicator:
-            counts[0].throttled_reads += 1
-        elif level is Level.BROKER:
+        if d.replicator or level is Level.BROKER:
             counts[0].throttled_reads += 1
         elif level is Level.TOPIC:
             counts[1].throttled_reads += 1
@@ -382,7 +399,7 @@ class DispatchSimulation:
             c.msgs += msgs
             c.bytes += nbytes
             c.entries += entries
-        self._schedule(t, index, 0, 0, 0)
+        self._schedule(t + self.delay_ns, index, 0, 0, 0)
 
     # -- reporting -----------------------------------------------------------------------------
 

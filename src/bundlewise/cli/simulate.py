@@ -1,0 +1,96 @@
+"""``bundlewise simulate``: run a cluster scenario with each shedding strategy (contract §8).
+
+``bundlewise simulate [--cluster CLUSTER.toml] [--workload TRACE] [--strategy NAME …] [--out DIR]
+[--seed N] [--format json|table] [--config FILE] [--set KEY=VALUE]``
+
+* No ``--cluster``: the bundled ``default`` scenario (``--cluster NAME`` also accepts a bundled
+  scenario's name, e.g. ``idle-broker``).  No ``--strategy``: the scenario's ``strategies`` list, else
+  every shedding strategy.
+* ``--workload``: a trace read through the Spark pipeline replaces the built-in generator.
+* ``--config``/``--set`` override the scenario's ``[balancer]`` keys.
+* stdout: ``summary.json``'s document (``--format json``, default) or the comparison table
+  (``--format table``).  stderr: a progress bar per strategy, then (json format) the table too.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from bundlewise.cli.common import add_config_options
+from bundlewise.config import load_config
+from bundlewise.sim.families import shedding_strategy_names
+from bundlewise.sim.run import comparison_table, simulate, summary, summary_json, write_outputs
+from bundlewise.sim.scenario import Scenario, bundled_names, bundled_scenario, load_scenario
+from bundlewise.sim.workload import TraceWorkload, read_trace
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser("simulate", help="simulate a cluster under each shedding strategy and compare them",
+                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--cluster", metavar="CLUSTER.toml",
+                   help=f"scenario file or bundled name ({', '.join(bundled_names())}); default: default")
+    p.add_argument("--workload", metavar="TRACE", help="topic-samples trace (Parquet, CSV, JSON Lines; contract §7)")
+    p.add_argument("--strategy", metavar="NAME", action="append", nargs="+", default=None,
+                   help="shedding strategy (repeatable); default: every strategy")
+    p.add_argument("--out", metavar="DIR", help="write summary.json, timeline.parquet, decisions.jsonl, report.html")
+    p.add_argument("--seed", type=int, help="override the scenario's seed")
+    p.add_argument("--format", choices=("json", "table"), default="json")
+    p.add_argument("--no-progress", action="store_true", help="no progress bars on stderr")
+    add_config_options(p)
+    p.set_defaults(func=run)
+
+
+def resolve_scenario(arg: str | None) -> Scenario:
+    if arg is None:
+        return bundled_scenario("default")
+    if not Path(arg).exists() and not arg.endswith(".toml") and arg in bundled_names():
+        return bundled_scenario(arg)
+    return load_scenario(arg)
+
+
+def progress_bar(name: str) -> Callable[[int, int], None]:
+    """``name [#####.....] 50%`` redrawn in place on a terminal; one final line otherwise."""
+    last = [-1]
+    tty = sys.stderr.isatty()
+
+    def update(done: int, total: int) -> None:
+        pct = done * 100 // max(1, total)
+        if pct == last[0] or (not tty and done < total):
+            return
+        last[0] = pct
+        filled = pct * 30 // 100
+        end = "\n" if done >= total else ""
+        sys.stderr.write(f"\r{name:<20} [{'#' * filled}{'.' * (30 - filled)}] {pct:3d}%{end}")
+        sys.stderr.flush()
+
+    return update
+
+
+def run(args: argparse.Namespace) -> int:
+    scenario = resolve_scenario(args.cluster).with_seed(args.seed)
+    config = scenario.config
+    if args.config or args.set:
+        warnings: list[str] = []
+        extra = load_config(args.config, args.set, warnings)
+        for w in warnings:
+            sys.stderr.write(w + "\n")
+        config = config.with_values(extra.explicit)
+    strategies = [s for group in args.strategy for s in group] if args.strategy else \
+        list(scenario.strategies or shedding_strategy_names())
+    trace = TraceWorkload(read_trace(args.workload), args.workload) if args.workload else None
+    results = simulate(scenario, strategies, trace, None if args.no_progress else progress_bar, config)
+    doc = summary(scenario, results)
+    table = comparison_table(doc)
+    if args.out:
+        from bundlewise.report.html import render_report
+
+        write_outputs(args.out, scenario, results, render_report(scenario, results, doc))
+    if args.format == "table":
+        sys.stdout.write(table)
+    else:
+        sys.stdout.write(summary_json(doc))
+        sys.stderr.write(table)
+    return 0

@@ -1,0 +1,1 @@
+"""Rendering of simulation results (HTML with embedded matplotlib PNGs)."""

@@ -1,0 +1,161 @@
+"""``report.html``: a self-contained page comparing the strategies of one simulation.
+
+For each strategy: broker true load over time (one line per broker, the overload threshold dashed,
+broker events as vertical lines with labels) and unloads per interval over time; then a side-by-side
+table of every METRIC (best value per row in bold where lower is better) and a plot of the load
+std-dev of all strategies together.  Plots are matplotlib PNGs (Agg backend) embedded as base64, so
+the page needs no other file and no network.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from bundlewise.sim.clock import format_duration
+from bundlewise.sim.engine import RunResult
+from bundlewise.sim.metrics import METRIC_KEYS
+from bundlewise.sim.scenario import Scenario
+
+LOWER_IS_BETTER = {"load_std_mean", "load_std_p95", "load_spread_mean", "max_load_p99", "overloaded_broker_minutes",
+                   "unloads", "throughput_moved_bytes", "flaps", "settle_minutes", "topic_unavailable_seconds"}
+EVENT_COLOURS = {"add": "tab:green", "return": "tab:green", "remove": "tab:red", "restart": "tab:orange"}
+
+
+def _png(fig: Any) -> str:
+    import matplotlib.pyplot as plt
+
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=90, bbox_inches="tight")
+    plt.close(fig)
+    return base64.b64encode(buf.getvalue()).decode("ascii")
+
+
+def _hours(times: np.ndarray) -> np.ndarray:
+    return times / 3_600_000
+
+
+def _strategy_figure(r: RunResult, overload: float) -> str:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (ax, ax2) = plt.subplots(2, 1, figsize=(11, 5.6), sharex=True, gridspec_kw={"height_ratios": [3, 1]})
+    x = _hours(r.times)
+    ever = np.flatnonzero(r.up.any(axis=0))
+    for slot in ever:
+        y = np.where(r.up[:, slot], r.true_load[:, slot], np.nan)
+        ax.plot(x, y * 100, linewidth=0.9, label=r.brokers[slot] if len(ever) <= 12 else None)
+    ax.axhline(overload * 100, color="black", linestyle="--", linewidth=0.8, label="overload threshold")
+    for e in r.events:
+        t = e["time_ms"] / 3_600_000
+        c = EVENT_COLOURS.get(e["action"], "grey")
+        ax.axvline(t, color=c, linestyle=":", linewidth=1.2)
+        ax.annotate(f"{e['action']} {e['broker']}", (t, 1.0), xycoords=("data", "axes fraction"), rotation=90,
+                    fontsize=7, color=c, va="top", ha="right")
+    ax.set_ylabel("true load (%)")
+    ax.set_title(f"{r.strategy}: broker load over time")
+    ax.grid(alpha=0.3)
+    if len(ever) <= 12:
+        ax.legend(fontsize=7, ncol=4, loc="upper left")
+    unload_t = np.array([d["time_ms"] for d in r.decisions if d["type"] == "unload"], dtype=float)
+    split_t = np.array([d["time_ms"] for d in r.decisions if d["type"] == "split"], dtype=float)
+    span = float(r.times[-1] + (r.times[1] - r.times[0] if len(r.times) > 1 else 60_000))
+    bins = np.linspace(0, span, min(60, max(2, len(r.times))) + 1)
+    width = (bins[1] - bins[0]) / 3_600_000
+    u, _ = np.histogram(unload_t, bins)
+    s, _ = np.histogram(split_t, bins)
+    ax2.bar(_hours(bins[:-1]), u, width=width, align="edge", color="tab:blue", label="unloads")
+    ax2.bar(_hours(bins[:-1]), s, width=width, align="edge", bottom=u, color="tab:purple", label="splits")
+    ax2.set_ylabel(f"per {format_duration(int(bins[1] - bins[0]))}")
+    ax2.set_xlabel("simulated time (h)")
+    ax2.legend(fontsize=7, loc="upper right")
+    ax2.grid(alpha=0.3)
+    return _png(fig)
+
+
+def _std_figure(results: Sequence[RunResult]) -> str:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(11, 3.2))
+    for r in results:
+        masked = np.where(r.up, r.true_load, np.nan)
+        ok = r.up.any(axis=1)
+        std = np.full(len(r.times), np.nan)
+        std[ok] = np.nanstd(masked[ok], axis=1)
+        ax.plot(_hours(r.times), std * 100, label=r.strategy, linewidth=1.1)
+    ax.axhline(5, color="black", linestyle="--", linewidth=0.8, label="settled (5 %)")
+    ax.set_ylabel("load std-dev (pp)")
+    ax.set_xlabel("simulated time (h)")
+    ax.set_title("Load std-dev across brokers, all strategies")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8, ncol=3)
+    return _png(fig)
+
+
+def _fmt(v: Any) -> str:
+    if v is None:
+        return "never"
+    if isinstance(v, float):
+        return f"{v:,.4g}" if abs(v) < 1e6 else f"{v:,.0f}"
+    return f"{v:,}" if isinstance(v, int) else html.escape(str(v))
+
+
+def _table(doc: dict[str, Any]) -> str:
+    strategies = list(doc["strategies"])
+    head = "".join(f"<th>{html.escape(s)}</th>" for s in strategies)
+    rows = []
+    for key in METRIC_KEYS:
+        vals = [doc["strategies"][s].get(key) for s in strategies]
+        nums = [v for v in vals if isinstance(v, int | float)]
+        best = min(nums) if nums and key in LOWER_IS_BETTER else None
+        cells = "".join(
+            f"<td><b>{_fmt(v)}</b></td>" if best is not None and v == best and len(strategies) > 1
+            else f"<td>{_fmt(v)}</td>" for v in vals
+        )
+        rows.append(f"<tr><th class='k'>{key}</th>{cells}</tr>")
+    return f"<table><tr><th>metric</th>{head}</tr>{''.join(rows)}</table>"
+
+
+CSS = """body{font-family:system-ui,sans-serif;margin:24px;max-width:1200px;color:#222}
+table{border-collapse:collapse;margin:12px 0}td,th{border:1px solid #ccc;padding:4px 10px;text-align:right}
+th.k{text-align:left;font-weight:normal;font-family:monospace}img{max-width:100%}
+.note{color:#555;font-size:90%}"""
+
+
+def render_report(scenario: Scenario, results: Sequence[RunResult], doc: dict[str, Any]) -> str:
+    """The whole page as a string."""
+    overload = scenario.config.overload_threshold
+    brokers = len(scenario.brokers)
+    parts = [
+        "<!DOCTYPE html><html><head><meta charset='utf-8'>",
+        f"<title>bundlewise simulation: {html.escape(scenario.name)}</title><style>{CSS}</style></head><body>",
+        f"<h1>Scenario {html.escape(scenario.name)}</h1>",
+        f"<p>{html.escape(scenario.description)}</p>",
+        f"<p class='note'>{brokers} brokers, {len(scenario.namespaces)} namespaces, "
+        f"{format_duration(scenario.duration)} simulated at a {format_duration(scenario.step)} tick, seed "
+        f"{scenario.seed}. True load = weighted max of CPU and NIC in/out usage. Lower is better for every "
+        "metric except assignments and splits; the best value per row is in bold.</p>",
+        "<h2>Summary</h2>", _table(doc),
+        f"<img alt='load std-dev, all strategies' src='data:image/png;base64,{_std_figure(results)}'>",
+    ]
+    for r in results:
+        counts = {k: sum(1 for d in r.decisions if d["type"] == k) for k in ("assignment", "unload", "split")}
+        parts += [
+            f"<h2>{html.escape(r.strategy)}</h2>",
+            f"<p class='note'>{counts['unload']} unloads, {counts['split']} splits, "
+            f"{counts['assignment']} assignments.</p>",
+            f"<img alt='{html.escape(r.strategy)} broker load and unloads' "
+            f"src='data:image/png;base64,{_strategy_figure(r, overload)}'>",
+        ]
+    parts.append("</body></html>\n")
+    return "\n".join(parts)

@@ -1,0 +1,139 @@
+"""Run a scenario with several strategies and write the outputs of contract §8.
+
+* ``simulate(scenario, strategies, trace=None, progress=None)`` runs one ``Engine`` per strategy on the
+  same workload (a fresh generator with the scenario's seed each time, or the same trace), so the
+  strategies see identical traffic.
+* ``summary(scenario, results)`` is ``{"scenario": name, "strategies": {NAME: METRICS}}``.
+* ``write_outputs(out, scenario, results)`` writes ``summary.json`` (sorted keys, fixed float rounding:
+  byte-identical for the same inputs and seed except each ``wall_seconds``), ``timeline.parquet``
+  (pyarrow; one row per strategy × tick × broker slot: ``strategy, tick, time_ms, broker, up,
+  true_load, reported_load, bundles``), ``decisions.jsonl`` (every assignment, unload and split, with
+  its reason) and, rendered by the caller, ``report.html``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from bundlewise.config import Config
+from bundlewise.model.errors import InputError
+from bundlewise.sim.engine import Engine, RunResult
+from bundlewise.sim.metrics import METRIC_KEYS
+from bundlewise.sim.scenario import Scenario
+from bundlewise.sim.workload import GeneratedWorkload, TraceWorkload, Workload
+
+ProgressFactory = Callable[[str], Callable[[int, int], None]]
+
+
+def make_workload(scenario: Scenario, trace: TraceWorkload | None) -> Workload:
+    if trace is not None:
+        return trace
+    return GeneratedWorkload(scenario.namespaces, scenario.workload, scenario.seed)
+
+
+def simulate(scenario: Scenario, strategies: Sequence[str], trace: TraceWorkload | None = None,
+             progress: ProgressFactory | None = None, config: Config | None = None) -> list[RunResult]:
+    """One run per strategy; strategy names may repeat only once each."""
+    results = []
+    seen: set[str] = set()
+    for name in strategies:
+        engine = Engine(scenario, make_workload(scenario, trace), name, config,
+                        progress(name) if progress else None)
+        if engine.strategy in seen:
+            raise InputError(f"strategy {name!r} given twice", field="--strategy")
+        seen.add(engine.strategy)
+        results.append(engine.run())
+    return results
+
+
+def summary(scenario: Scenario, results: Sequence[RunResult]) -> dict[str, Any]:
+    return {"scenario": scenario.name, "strategies": {r.strategy: r.metrics for r in results}}
+
+
+def summary_json(doc: dict[str, Any]) -> str:
+    return json.dumps(doc, indent=2, sort_keys=False) + "\n"
+
+
+def comparison_table(doc: dict[str, Any]) -> str:
+    """Metrics as rows, strategies as columns (plain text)."""
+    strategies = list(doc["strategies"])
+    rows = [["metric", *strategies]]
+    for key in METRIC_KEYS:
+        row = [key]
+        for s in strategies:
+            v = doc["strategies"][s].get(key)
+            if v is None:
+                row.append("null")
+            elif isinstance(v, float):
+                row.append(f"{v:.4g}" if abs(v) < 1e6 else f"{v:.3e}")
+            else:
+                row.append(str(v))
+        rows.append(row)
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    lines = []
+    for n, r in enumerate(rows):
+        lines.append("  ".join([r[0].ljust(widths[0]), *(c.rjust(w) for c, w in zip(r[1:], widths[1:], strict=True))]))
+        if n == 0:
+            lines.append("  ".join("-" * w for w in widths))
+    return f"scenario: {doc['scenario']}\n" + "\n".join(lines) + "\n"
+
+
+def timeline_table(results: Sequence[RunResult]) -> Any:
+    """The timeline as a ``pyarrow.Table``."""
+    import pyarrow as pa
+
+    parts: dict[str, list[np.ndarray]] = {k: [] for k in
+                                          ("strategy", "tick", "time_ms", "broker", "up", "true_load",
+                                           "reported_load", "bundles")}
+    for r in results:
+        ticks, slots = r.true_load.shape
+        parts["strategy"].append(np.full(ticks * slots, r.strategy, dtype=object))
+        parts["tick"].append(np.repeat(np.arange(ticks, dtype=np.int64), slots))
+        parts["time_ms"].append(np.repeat(r.times, slots))
+        parts["broker"].append(np.tile(np.array(r.brokers, dtype=object), ticks))
+        parts["up"].append(r.up.reshape(-1))
+        parts["true_load"].append(np.where(r.up, r.true_load, np.nan).reshape(-1))
+        parts["reported_load"].append(r.reported_load.reshape(-1))
+        parts["bundles"].append(r.bundles.reshape(-1))
+    cols = {k: np.concatenate(v) if v else np.zeros(0) for k, v in parts.items()}
+    return pa.table({
+        "strategy": pa.array(cols["strategy"], type=pa.string()),
+        "tick": pa.array(cols["tick"], type=pa.int64()),
+        "time_ms": pa.array(cols["time_ms"], type=pa.int64()),
+        "broker": pa.array(cols["broker"], type=pa.string()),
+        "up": pa.array(cols["up"], type=pa.bool_()),
+        "true_load": pa.array(cols["true_load"], type=pa.float64(), from_pandas=True),
+        "reported_load": pa.array(cols["reported_load"], type=pa.float64(), from_pandas=True),
+        "bundles": pa.array(cols["bundles"], type=pa.int64()),
+    })
+
+
+def write_outputs(out: str | Path, scenario: Scenario, results: Sequence[RunResult],
+                  report_html: str | None = None) -> dict[str, Path]:
+    """Write the outputs under ``out`` (created); ``report.html`` is rendered by ``bundlewise.report``
+    (the caller passes it in, since ``sim`` does not import the layer above)."""
+    import pyarrow.parquet as pq
+
+    root = Path(out)
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise InputError(f"cannot create the output directory: {e.strerror}", field="--out") from None
+    doc = summary(scenario, results)
+    paths = {name: root / name for name in ("summary.json", "timeline.parquet", "decisions.jsonl", "report.html")}
+    paths["summary.json"].write_text(summary_json(doc), encoding="utf-8")
+    pq.write_table(timeline_table(results), paths["timeline.parquet"])
+    with paths["decisions.jsonl"].open("w", encoding="utf-8") as fh:
+        for r in results:
+            for d in r.decisions:
+                fh.write(json.dumps(d) + "\n")
+    if report_html is not None:
+        paths["report.html"].write_text(report_html, encoding="utf-8")
+    else:
+        del paths["report.html"]
+    return paths

@@ -1,0 +1,296 @@
+"""``CLUSTER.toml``: the cluster, its events, the balancer settings and the built-in workload (contract §8).
+
+Every key is optional except ``[[brokers]]``.  Beyond the contract's keys (``duration``, ``step``,
+``seed``, ``[broker_defaults]``, ``[[brokers]]``, ``[[namespaces]]``, ``[[events]]``, ``[balancer]``)
+a scenario may carry:
+
+* ``name``, ``description`` — shown in the report;
+* ``strategies = [...]`` — the shedding strategies run when ``--strategy`` is not given
+  (default: every shedding strategy);
+* per namespace, the built-in generator's settings: ``topics`` (count), ``msg_rate`` (msg/s in, the whole
+  namespace), ``fanout`` (msg out per msg in), ``msg_size`` (bytes), ``zipf`` (exponent of the topic-rate
+  skew, 0 = uniform), ``producers``/``consumers`` per topic, and ``owner`` (a broker that owns all the
+  namespace's bundles at the start; otherwise bundles are dealt round-robin over the starting brokers);
+* ``[workload]``: ``diurnal_amplitude`` (0–1), ``diurnal_period`` (duration), ``noise`` (relative
+  std-dev of each topic's rate per tick), ``cpu_jitter`` (relative std-dev of measured CPU), and
+  ``[[workload.bursts]]`` with ``namespace``, ``at``, ``duration``, ``factor``.
+
+A broker listed under ``[[brokers]]`` that has an ``add`` event starts absent and joins at that event
+with its listed capacity; an ``add`` of an unlisted broker takes ``[broker_defaults]``.
+Errors are one-line ``InputError``s naming the file and the field.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, field, replace
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from bundlewise.config import Config
+from bundlewise.model.errors import InputError
+from bundlewise.model.names import NamespaceName
+from bundlewise.sim.clock import parse_duration
+
+BROKER_FIELDS = ("cpu_cores", "nic_mbps", "cpu_base_cores", "cpu_us_per_msg", "cpu_us_per_kib")
+BROKER_DEFAULTS: dict[str, float] = {
+    "cpu_cores": 8.0, "nic_mbps": 10000.0, "cpu_base_cores": 0.2, "cpu_us_per_msg": 10.0, "cpu_us_per_kib": 2.0,
+}
+ACTIONS = ("add", "remove", "restart")
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerSpec:
+    name: str
+    cpu_cores: float = 8.0
+    nic_mbps: float = 10000.0
+    cpu_base_cores: float = 0.2
+    cpu_us_per_msg: float = 10.0
+    cpu_us_per_kib: float = 2.0
+
+
+@dataclass(frozen=True, slots=True)
+class NamespaceSpec:
+    name: str
+    bundles: int = 4
+    topics: int = 0
+    msg_rate: float = 0.0
+    fanout: float = 1.0
+    msg_size: float = 1024.0
+    zipf: float = 0.0
+    producers: int = 1
+    consumers: int = 1
+    owner: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    at: int  # ms
+    action: str
+    broker: str
+    down_for: int = 60_000  # ms, restart only
+
+
+@dataclass(frozen=True, slots=True)
+class Burst:
+    namespace: str
+    at: int
+    duration: int
+    factor: float
+
+
+@dataclass(frozen=True, slots=True)
+class WorkloadSpec:
+    diurnal_amplitude: float = 0.0
+    diurnal_period: int = 86_400_000
+    noise: float = 0.0
+    cpu_jitter: float = 0.0
+    bursts: tuple[Burst, ...] = ()
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    description: str
+    duration: int
+    step: int
+    seed: int
+    brokers: tuple[BrokerSpec, ...]  # every broker ever known, in file order (then added ones)
+    initial: tuple[str, ...]  # brokers up at time 0
+    namespaces: tuple[NamespaceSpec, ...]
+    events: tuple[Event, ...]
+    config: Config
+    workload: WorkloadSpec = field(default_factory=WorkloadSpec)
+    strategies: tuple[str, ...] = ()
+
+    def with_seed(self, seed: int | None) -> Scenario:
+        return self if seed is None else replace(self, seed=seed)
+
+    def broker(self, name: str) -> BrokerSpec:
+        return next(b for b in self.brokers if b.name == name)
+
+
+class _Reader:
+    """Typed access to one TOML table with errors naming ``source`` and the dotted field."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+
+    def err(self, where: str, expect: str, got: Any) -> InputError:
+        return InputError(f"expected {expect}, got {got!r}", source=self.source, field=where)
+
+    def table(self, d: dict[str, Any], key: str, where: str) -> dict[str, Any]:
+        v = d.get(key, {})
+        if not isinstance(v, dict):
+            raise self.err(f"{where}{key}", "a table", v)
+        return v
+
+    def tables(self, d: dict[str, Any], key: str, where: str) -> list[dict[str, Any]]:
+        v = d.get(key, [])
+        if not isinstance(v, list) or not all(isinstance(x, dict) for x in v):
+            raise self.err(f"{where}{key}", f"an array of tables [[{key}]]", v)
+        return v
+
+    def num(self, d: dict[str, Any], key: str, where: str, default: float, *, positive: bool = False) -> float:
+        v = d.get(key, default)
+        if isinstance(v, bool) or not isinstance(v, int | float) or v != v or v < 0 or (positive and v <= 0):
+            raise self.err(f"{where}{key}", "a number > 0" if positive else "a number >= 0", v)
+        return float(v)
+
+    def integer(self, d: dict[str, Any], key: str, where: str, default: int, *, minimum: int = 0) -> int:
+        v = d.get(key, default)
+        if isinstance(v, bool) or not isinstance(v, int) or v < minimum:
+            raise self.err(f"{where}{key}", f"a whole number >= {minimum}", v)
+        return int(v)
+
+    def text(self, d: dict[str, Any], key: str, where: str, default: str | None = None) -> str:
+        v = d.get(key, default)
+        if not isinstance(v, str) or not v.strip():
+            raise self.err(f"{where}{key}", "a non-empty string", v)
+        return v.strip()
+
+    def duration(self, d: dict[str, Any], key: str, where: str, default: str) -> int:
+        return parse_duration(d.get(key, default), f"{where}{key}", self.source)
+
+
+def _broker(r: _Reader, d: dict[str, Any], defaults: dict[str, float], where: str, name: str) -> BrokerSpec:
+    vals = {k: r.num(d, k, where, defaults[k], positive=k in ("cpu_cores", "nic_mbps")) for k in BROKER_FIELDS}
+    return BrokerSpec(name, **vals)
+
+
+def parse_scenario(doc: dict[str, Any], source: str) -> Scenario:
+    """Build a ``Scenario`` from a parsed TOML document."""
+    r = _Reader(source)
+    known = {"name", "description", "duration", "step", "seed", "broker_defaults", "brokers", "namespaces",
+             "events", "balancer", "workload", "strategies"}
+    for key in doc:
+        if key not in known:
+            raise InputError(f"unknown key; expected one of {', '.join(sorted(known))}", source=source, field=key)
+    duration = r.duration(doc, "duration", "", "6h")
+    step = r.duration(doc, "step", "", "1m")
+    if step <= 0:
+        raise r.err("step", "a duration > 0", doc.get("step"))
+    if duration < step:
+        raise r.err("duration", "a duration >= step", doc.get("duration"))
+    seed = r.integer(doc, "seed", "", 7)
+    raw_defaults = r.table(doc, "broker_defaults", "")
+    defaults = {k: r.num(raw_defaults, k, "broker_defaults.", BROKER_DEFAULTS[k],
+                         positive=k in ("cpu_cores", "nic_mbps")) for k in BROKER_FIELDS}
+    if "brokers" not in doc:
+        raise InputError("missing; expected at least one [[brokers]] table with a name", source=source,
+                         field="brokers")
+    brokers: list[BrokerSpec] = []
+    for i, b in enumerate(r.tables(doc, "brokers", "")):
+        where = f"brokers[{i}]."
+        name = r.text(b, "name", where)
+        if any(x.name == name for x in brokers):
+            raise r.err(f"{where}name", "a broker name not used before", name)
+        brokers.append(_broker(r, b, defaults, where, name))
+    if not brokers:
+        raise r.err("brokers", "at least one [[brokers]] table", [])
+    events: list[Event] = []
+    added: set[str] = set()
+    for i, e in enumerate(r.tables(doc, "events", "")):
+        where = f"events[{i}]."
+        at = r.duration(e, "at", where, "0s")
+        action = r.text(e, "action", where)
+        if action not in ACTIONS:
+            raise r.err(f"{where}action", "one of add, remove, restart", action)
+        name = r.text(e, "broker", where)
+        if action == "add":
+            if all(b.name != name for b in brokers):
+                brokers.append(_broker(r, {}, defaults, where, name))
+            added.add(name)
+        elif all(b.name != name for b in brokers):
+            raise r.err(f"{where}broker", "a broker listed under [[brokers]] or added by an earlier event", name)
+        down = r.duration(e, "down_for", where, "1m")
+        events.append(Event(at, action, name, down))
+    events.sort(key=lambda ev: ev.at)
+    initial = tuple(b.name for b in brokers if b.name not in added)
+    namespaces: list[NamespaceSpec] = []
+    for i, n in enumerate(r.tables(doc, "namespaces", "")):
+        where = f"namespaces[{i}]."
+        name = r.text(n, "name", where)
+        try:
+            NamespaceName.parse(name)
+        except InputError:
+            raise r.err(f"{where}name", "a namespace 'tenant/namespace'", name) from None
+        owner = n.get("owner")
+        if owner is not None and owner not in initial:
+            raise r.err(f"{where}owner", "a broker up at the start", owner)
+        namespaces.append(NamespaceSpec(
+            name=name,
+            bundles=r.integer(n, "bundles", where, 4, minimum=1),
+            topics=r.integer(n, "topics", where, 0),
+            msg_rate=r.num(n, "msg_rate", where, 0.0),
+            fanout=r.num(n, "fanout", where, 1.0),
+            msg_size=r.num(n, "msg_size", where, 1024.0),
+            zipf=r.num(n, "zipf", where, 0.0),
+            producers=r.integer(n, "producers", where, 1),
+            consumers=r.integer(n, "consumers", where, 1),
+            owner=owner,
+        ))
+    wl = r.table(doc, "workload", "")
+    bursts = []
+    for i, b in enumerate(r.tables(wl, "bursts", "workload.")):
+        where = f"workload.bursts[{i}]."
+        ns = r.text(b, "namespace", where)
+        if all(n.name != ns for n in namespaces):
+            raise r.err(f"{where}namespace", "a namespace listed under [[namespaces]]", ns)
+        bursts.append(Burst(ns, r.duration(b, "at", where, "0s"), r.duration(b, "duration", where, "30m"),
+                            r.num(b, "factor", where, 3.0)))
+    amp = r.num(wl, "diurnal_amplitude", "workload.", 0.0)
+    if amp > 1:
+        raise r.err("workload.diurnal_amplitude", "a fraction between 0 and 1", amp)
+    workload = WorkloadSpec(
+        diurnal_amplitude=amp,
+        diurnal_period=max(1, r.duration(wl, "diurnal_period", "workload.", "24h")),
+        noise=r.num(wl, "noise", "workload.", 0.0),
+        cpu_jitter=r.num(wl, "cpu_jitter", "workload.", 0.0),
+        bursts=tuple(bursts),
+    )
+    balancer = r.table(doc, "balancer", "")
+    warnings: list[str] = []
+    config = Config().with_values(balancer, source=f"{source}: balancer", warnings=warnings)
+    strategies = doc.get("strategies", [])
+    if not isinstance(strategies, list) or not all(isinstance(s, str) for s in strategies):
+        raise r.err("strategies", "a list of shedding strategy names", strategies)
+    return Scenario(
+        name=str(doc.get("name") or Path(source).stem),
+        description=str(doc.get("description", "")),
+        duration=duration, step=step, seed=seed, brokers=tuple(brokers), initial=initial,
+        namespaces=tuple(namespaces), events=tuple(events), config=config, workload=workload,
+        strategies=tuple(strategies),
+    )
+
+
+def load_scenario(path: str | Path) -> Scenario:
+    """Read and parse a ``CLUSTER.toml`` file."""
+    source = str(path)
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as e:
+        raise InputError(f"cannot read: {e.strerror}", source=source) from None
+    try:
+        doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise InputError(f"not valid TOML: {e}", source=source) from None
+    return parse_scenario(doc, source)
+
+
+def bundled_names() -> list[str]:
+    """The scenarios shipped in ``bundlewise/scenarios`` (package data), by file stem."""
+    root = resources.files("bundlewise") / "scenarios"
+    return sorted(p.name[:-5] for p in root.iterdir() if p.name.endswith(".toml"))
+
+
+def bundled_scenario(name: str = "default") -> Scenario:
+    """A bundled scenario by name (``default``, ``idle-broker``, ...)."""
+    root = resources.files("bundlewise") / "scenarios"
+    res = root / f"{name}.toml"
+    if not res.is_file():
+        raise InputError(f"no bundled scenario {name!r}; expected one of {', '.join(bundled_names())}",
+                         field="--cluster")
+    doc = tomllib.loads(res.read_text(encoding="utf-8"))
+    return parse_scenario(doc, f"{name}.toml")
