@@ -34,6 +34,27 @@ def num(d: Mapping[str, Any], key: str, where: str, default: float = 0.0, *, sig
     return f
 
 
+_FINITE_MAX = 1.7976931348623157e308
+
+
+def nonneg_numbers(d: Mapping[str, Any], keys: tuple[str, ...]) -> list[float] | None:
+    """Fast path: every key absent/null (-> 0) or a finite number >= 0; ``None`` if any is not.
+
+    Callers fall back to ``num``/``integer`` for the exact error message when this returns ``None``.
+    """
+    out = []
+    for k in keys:
+        v = d.get(k)
+        if v is None:
+            out.append(0.0)
+            continue
+        t = type(v)
+        if (t is not float and t is not int) or not 0 <= v <= _FINITE_MAX:
+            return None
+        out.append(v)
+    return out
+
+
 def integer(d: Mapping[str, Any], key: str, where: str, default: int = 0, *, signed: bool = False) -> int:
     value = num(d, key, where, float(default), signed=signed)
     if value != int(value):

@@ -50,6 +50,11 @@ class NamespaceBundleStats:
     @classmethod
     def from_json(cls, value: Any, where: str) -> NamespaceBundleStats:
         d = fields.obj(value, where)
+        fast = fields.nonneg_numbers(d, _STATS_KEYS)
+        if fast is not None and all(float(x).is_integer() for x in fast[4:]):
+            r_in, t_in, r_out, t_out, consumers, producers, topics, cache = fast
+            return cls(float(r_in), float(t_in), float(r_out), float(t_out),
+                       int(consumers), int(producers), int(topics), int(cache))
         n, i = fields.num, fields.integer
         return cls(
             n(d, "msgRateIn", where),
@@ -74,6 +79,9 @@ class NamespaceBundleStats:
             "cacheSize": self.cacheSize,
         }
 
+
+_STATS_KEYS = ("msgRateIn", "msgThroughputIn", "msgRateOut", "msgThroughputOut",
+               "consumerCount", "producerCount", "topics", "cacheSize")
 
 DEFAULT_STATS = NamespaceBundleStats(
     msgRateIn=DEFAULT_MESSAGE_RATE,
