@@ -84,8 +84,6 @@ def test_heartbeat_bundles_of_real_reports_are_never_shed(capsys: pytest.Capture
     assert [u["bundle"] for u in out[0]["unload"]] == ["public/default/0x00000000_0x10000000"]
 
 
-@pytest.mark.xfail(strict=True, reason="model: ResourceUsage rejects the -1 usage/limit Pulsar reports for an "
-                                       "undetected NIC (bandwidthIn/Out); fix belongs to model/resources.py")
 def test_a_load_report_without_nic_speed_loads(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     doc = real_cluster()
     for report in doc["brokers"].values():

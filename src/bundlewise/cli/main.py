@@ -23,6 +23,7 @@ COMMAND_MODULES = (
     "bundlewise.cli.pipeline",
     "bundlewise.cli.throttle",
     "bundlewise.cli.simulate",
+    "bundlewise.cli.sweep",
 )
 
 

@@ -44,7 +44,8 @@ class ResourceUsage:
         if value is None:
             return cls()
         d = fields.obj(value, where)
-        return cls(fields.num(d, "usage", where), fields.num(d, "limit", where))
+        # Pulsar writes -1/-1 for a resource it cannot measure (e.g. an undetected NIC speed).
+        return cls(fields.num(d, "usage", where, signed=True), fields.num(d, "limit", where, signed=True))
 
     def to_json(self) -> dict[str, float]:
         return {"usage": self.usage, "limit": self.limit}

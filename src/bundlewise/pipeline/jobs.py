@@ -155,11 +155,21 @@ def read_input(spark: Any, path: str, fmt: str | None) -> ingest.Ingested:
         if fmt == "trace":
             samples, rejects = ingest.validate_trace(_read_trace(spark, path), path)
             return ingest.Ingested(samples, rejects)
-        target = path if not os.path.isdir(_local(path)) else ",".join(_files(path))
-        files = spark.sparkContext.wholeTextFiles(target, minPartitions=spark.sparkContext.defaultParallelism)
+        sc = spark.sparkContext
+        if _is_local(path):
+            # read on the executors by plain Python: Hadoop paths cannot hold the ':' of BROKER:PORT@TS names
+            names = _files(path)
+            files = sc.parallelize(names, max(1, min(len(names), sc.defaultParallelism * 4))).map(_read_text)
+        else:
+            files = sc.wholeTextFiles(path, minPartitions=sc.defaultParallelism)
         return ingest.samples_from_dumps(spark, files, fmt)
     except AnalysisException as e:
         raise InputError(f"cannot read as {fmt}: {str(e).splitlines()[0]}", source=path) from None
+
+
+def _read_text(name: str) -> tuple[str, str]:
+    with open(name, encoding="utf-8", errors="replace") as fh:
+        return name, fh.read()
 
 
 class _Ticker:

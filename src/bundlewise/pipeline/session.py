@@ -42,6 +42,9 @@ def get_session(master: str = "local[*]", shuffle_partitions: int | None = None,
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     from pyspark.sql import SparkSession
 
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        return active  # one session per process: the caller's settings stay as they are
     builder = (
         SparkSession.builder.master(master)
         .appName(app_name)

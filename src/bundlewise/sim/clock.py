@@ -23,7 +23,7 @@ def parse_duration(value: object, field: str, source: str | None = None) -> int:
     if isinstance(value, int | float):
         if value < 0:
             raise InputError(f"expected a duration >= 0, got {value!r}", source=source, field=field)
-        return int(round(value * 1000))
+        return round(value * 1000)
     if isinstance(value, str):
         text = value.strip().replace(" ", "")
         pos, total = 0, 0.0
@@ -33,7 +33,7 @@ def parse_duration(value: object, field: str, source: str | None = None) -> int:
             total += float(m.group(1)) * _UNITS[m.group(2)]
             pos = m.end()
         if text and pos == len(text):
-            return int(round(total))
+            return round(total)
     raise InputError(f"expected a duration like '6h', '1m', '30s' or '1h30m', got {value!r}",
                      source=source, field=field)
 

@@ -38,6 +38,7 @@ from bundlewise.algorithms.splitting.algorithms import SplitRequest, TopicLoad, 
 from bundlewise.config import Config
 from bundlewise.model.bundles import NamespaceBundles
 from bundlewise.model.load import LocalBrokerData, NamespaceBundleStats
+from bundlewise.model.resources import SystemResources
 from bundlewise.sim import cost, reporting
 from bundlewise.sim.clock import Clock, format_duration
 from bundlewise.sim.cluster import UNOWNED, Cluster
@@ -88,6 +89,57 @@ def build_cluster(scenario: Scenario, workload: Workload, config: Config) -> Clu
                 cluster.owner[bid] = initial[k % len(initial)]
                 k += 1
     return cluster
+
+
+class _View:
+    """The family's ``TickView`` over this tick's arrays; bundle stats are built only when asked for."""
+
+    def __init__(self, engine: Engine, per_bundle: np.ndarray, per_broker: np.ndarray, usage: cost.Usage) -> None:
+        cl = engine.cluster
+        self._e, self._pb, self._pk, self._u = engine, per_bundle, per_broker, usage
+        self.brokers = cl.up_names()
+        owned = cl.alive & (cl.owner != UNOWNED)
+        self._owned = owned
+        topics, _, _ = engine._bundle_counts()
+        slots = len(cl.names)
+        self._nb = np.bincount(cl.owner[owned], minlength=slots)
+        self._nt = np.bincount(cl.owner[owned], weights=topics[owned], minlength=slots)
+        self._stats: dict[str, dict[str, NamespaceBundleStats]] = {}
+
+    def resources(self, broker: str) -> SystemResources:
+        slot = self._e.cluster.index[broker]
+        return cost.system_resources(self._e.cluster, self._u, slot, float(self._pk[slot, 2]), float(self._pk[slot, 3]))
+
+    def totals(self, broker: str) -> tuple[float, float, float, float]:
+        r = self._pk[self._e.cluster.index[broker]]
+        return float(r[0]), float(r[1]), float(r[2]), float(r[3])
+
+    def bundle_count(self, broker: str) -> int:
+        return int(self._nb[self._e.cluster.index[broker]])
+
+    def topics(self, broker: str) -> int:
+        return int(self._nt[self._e.cluster.index[broker]])
+
+    def stats(self, broker: str) -> dict[str, NamespaceBundleStats]:
+        if broker not in self._stats:
+            self._stats[broker] = self.stats_of(self.owned_ids(broker))
+        return self._stats[broker]
+
+    def owned_ids(self, broker: str) -> np.ndarray:
+        """Bundle ids the broker owns now, in id order (bundles split off since this tick's
+        measurement are not in it until the next tick)."""
+        cl, n = self._e.cluster, len(self._pb)
+        owned = cl.alive[:n] & (cl.owner[:n] == cl.index[broker])
+        return np.flatnonzero(owned)
+
+    def bundle_table(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per bundle id measured this tick: rates (n×4: rateIn, rateOut, tputIn, tputOut), topics, sessions."""
+        n = len(self._pb)
+        topics, producers, consumers = self._e._bundle_counts()
+        return self._pb, topics[:n], (producers + consumers)[:n]
+
+    def stats_of(self, ids: np.ndarray) -> dict[str, NamespaceBundleStats]:
+        return self._e.bundle_stats(ids, self._pb)
 
 
 class Engine:
@@ -207,20 +259,13 @@ class Engine:
         lm_class = str(self.config["loadManagerClassName"])
         for slot in writers:
             ids = np.flatnonzero(owned & (cl.owner == slot))
-            stats = {
-                cl.bundle_names[b]: NamespaceBundleStats(
-                    msgRateIn=float(per_bundle[b, 0]), msgThroughputIn=float(per_bundle[b, 2]),
-                    msgRateOut=float(per_bundle[b, 1]), msgThroughputOut=float(per_bundle[b, 3]),
-                    consumerCount=int(consumers[b]), producerCount=int(producers[b]), topics=int(topics[b]),
-                )
-                for b in ids
-            }
+            stats = self.bundle_stats(ids, per_bundle)
             resources = cost.system_resources(cl, usage, slot, float(per_broker[slot, 2]), float(per_broker[slot, 3]))
             report = LocalBrokerData.of_stats(resources, stats, brokerVersionString="3.2.0",
                                               loadManagerClassName=lm_class)
             report.lastUpdate = now
             vals = per_bundle[ids][:, [2, 3, 0, 1]]  # TimeAverageMessageData order: tputIn, tputOut, rateIn, rateOut
-            self.leader.write_report(int(slot), report, ids, vals, topics[ids],
+            self.leader.write_report(int(slot), report, ids, vals, topics[ids], producers[ids] + consumers[ids],
                                      resources.weighted_max_usage(weights))
             self.last_update[slot] = now
             self.written[slot] = True
@@ -228,11 +273,25 @@ class Engine:
                 self.last_vals[k][slot] = current[k][slot]
         return True
 
+    def bundle_stats(self, ids: np.ndarray, per_bundle: np.ndarray) -> dict[str, NamespaceBundleStats]:
+        """``NamespaceBundleStats`` of the given bundles, in id order."""
+        cl = self.cluster
+        topics, producers, consumers = self._bundle_counts()
+        return {
+            cl.bundle_names[b]: NamespaceBundleStats(
+                msgRateIn=float(per_bundle[b, 0]), msgThroughputIn=float(per_bundle[b, 2]),
+                msgRateOut=float(per_bundle[b, 1]), msgThroughputOut=float(per_bundle[b, 3]),
+                consumerCount=int(consumers[b]), producerCount=int(producers[b]), topics=int(topics[b]),
+            )
+            for b in ids
+        }
+
     # -- 5. splits -------------------------------------------------------------------------------
 
-    def _splits(self, per_bundle: np.ndarray) -> None:
+    def _splits(self, changed: bool) -> None:
         cl = self.cluster
-        decisions = self.family.find_splits(self.leader.load, self.config, cl.bundles_per_namespace())
+        load = self.leader.split_load(self.config) if changed else self.leader.load
+        decisions = self.family.find_splits(load, self.config, cl.bundles_per_namespace(), changed, self.clock.now)
         algorithm = resolve_algorithm_name(None, self.config)
         auto_unload = bool(self.config["loadBalancerAutoUnloadSplitBundlesEnabled"])
         for d in decisions:
@@ -272,6 +331,7 @@ class Engine:
             tput = float(per_bundle[bid, 2] + per_bundle[bid, 3])
             flap = self.counters.unload(m.bundle, now, tput, int(topics[bid]), self.blip)
             cl.owner[bid] = dest
+            self.family.moved(m.source, m.destination)
             self._decide("unload", bundle=m.bundle, broker=m.source, destination=m.destination,
                          throughput=tput, flap=flap, reason=m.reason)
 
@@ -295,9 +355,11 @@ class Engine:
             self._assign_unowned()
             per_bundle, per_broker, usage = self._observe()
             load_now = usage.weighted_max(weights)
-            if self._reports(per_bundle, per_broker, usage, load_now):
+            changed = self._reports(per_bundle, per_broker, usage, load_now)
+            if changed:
                 self.leader.update_bundle_data()
-                self._splits(per_bundle)
+            self.family.observe(_View(self, per_bundle, per_broker, usage), self.config, now)
+            self._splits(changed)
             if self.last_shed is None or now - self.last_shed >= shed_every:
                 self.last_shed = now
                 self._shed(per_bundle)
@@ -308,7 +370,7 @@ class Engine:
             up[tick] = cl.up
             if self.progress is not None:
                 self.progress(tick + 1, ticks)
-        starts = [0] + sorted({e.at for e in self.scenario.events if 0 < e.at < self.scenario.duration})
+        starts = [0, *sorted({e.at for e in self.scenario.events if 0 < e.at < self.scenario.duration})]
         metrics = summarise(times, true_load, up, self.clock.step_ms, self.config.overload_threshold, starts,
                             self.counters, time.perf_counter() - started)
         return RunResult(self.strategy, metrics, times, list(cl.names), true_load, reported, bundles, up,

@@ -25,6 +25,8 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Mapping
 
+import numpy as np
+
 from bundlewise.algorithms.extensible.placement import ExtensiblePlacement, FilterContext
 from bundlewise.algorithms.extensible.reporting import BrokerLoadReporter, TopBundlesReporter
 from bundlewise.algorithms.extensible.split_strategy import ExtensibleSplitStrategy
@@ -69,9 +71,23 @@ class ExtensibleFamily:
                 self.store[name] = pushed
 
     def _refresh_top_bundles(self, config: Config, now: int) -> None:
+        """Each broker's top-k; only bundles that can be in it are turned into stats objects.
+
+        The top-k order's first key is ``round(msgThroughputIn / 1e5)``, so every bundle of the top-k has
+        a first key at least the k-th largest first key: those bundles (in id order) are a superset of
+        the top-k, and ``top_k_bundles`` over them gives the same result as over all.
+        """
         assert self.view is not None
+        k = int(config["loadBalancerMaxNumberOfBundlesInBundleLoadReport"])
+        rates, _, _ = self.view.bundle_table()
+        key1 = np.floor(rates[:, 2] / 1e5 + 0.5)
         for name in self.view.brokers:
-            top = self.top_reporters.setdefault(name, TopBundlesReporter()).tick(self.view.stats(name), now, config)
+            ids = self.view.owned_ids(name)
+            if 0 < k < len(ids):
+                kth = np.partition(key1[ids], len(ids) - k)[len(ids) - k]
+                ids = ids[key1[ids] >= kth]
+            reporter = self.top_reporters.setdefault(name, TopBundlesReporter())
+            top = reporter.tick(self.view.stats_of(ids), now, config)
             if top is not None:
                 self.top_store[name] = top
 
@@ -132,8 +148,18 @@ class ExtensibleFamily:
         self.last_split = now
         out: list[SplitDecision] = []
         count: Callable[[str], int] = lambda ns: counts.get(ns, 0)  # noqa: E731
+        rates, topics, sessions = self.view.bundle_table()
+        max_sessions = int(config["loadBalancerNamespaceBundleMaxSessions"])
+        maybe = (topics >= 2) & (
+            (topics > int(config["loadBalancerNamespaceBundleMaxTopics"]))
+            | ((sessions > max_sessions) if max_sessions > 0 else False)
+            | (rates[:, 0] + rates[:, 1] >= float(config["loadBalancerNamespaceBundleMaxMsgRate"]))
+            | (rates[:, 2] + rates[:, 3] >= float(config["loadBalancerNamespaceBundleMaxBandwidthMbytes"]) * 2**20)
+        )
         for name in self.view.brokers:
-            stats: Mapping[str, NamespaceBundleStats] = self.view.stats(name)
+            # bundles meeting no condition only lose their hit counter, as when they are absent
+            ids = self.view.owned_ids(name)
+            stats: Mapping[str, NamespaceBundleStats] = self.view.stats_of(ids[maybe[ids]])
             splitter = self.splitters.setdefault(name, ExtensibleSplitStrategy())
             for d in splitter.find_bundles_to_split(name, stats, count, (), config):
                 out.append(SplitDecision(d.bundle, d.broker, (str(d.reason),)))

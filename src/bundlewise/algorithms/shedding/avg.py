@@ -41,8 +41,6 @@ from bundlewise.algorithms.shedding.base import Unload
 from bundlewise.algorithms.shedding.common import (
     SheddableBundles,
     mb,
-    short_term_rate,
-    short_term_throughput,
 )
 from bundlewise.config import Config
 from bundlewise.model.hashing import crc32_hash
@@ -144,9 +142,8 @@ class AvgShedder:
             f"AvgShedder: score {scores[hi]:.2f} of {hi} - score {scores[lo]:.2f} of {lo} = "
             f"{scores[hi] - scores[lo]:.2f}, {hit}; move {what} to {lo}"
         )
-        value = short_term_rate if by_rate else short_term_throughput
         out = []
-        for bundle, traffic in sheddable.ranked(max_local, value):
+        for bundle, traffic in sheddable.ranked(max_local, by_rate=by_rate):
             if 0 < traffic <= remaining:
                 remaining -= traffic
                 self.planned[bundle] = lo

@@ -17,8 +17,9 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
+from operator import itemgetter
 
 from bundlewise.model.load import BundleData, LoadData, LocalBrokerData
 from bundlewise.model.resources import ResourceWeights
@@ -27,6 +28,7 @@ MIB = 1024 * 1024
 ADDITIONAL_THRESHOLD_PERCENT_MARGIN = 0.05
 
 SYSTEM_NAMESPACE = "pulsar/system"
+_SYSTEM_PREFIXES = ("pulsar/", "sla-monitor/")
 _SYSTEM_PATTERNS = (
     re.compile(r"pulsar/[^/]+/([^:]+:\d+)"),  # heartbeat, v1
     re.compile(r"pulsar/([^:]+:\d+)"),  # heartbeat, v2
@@ -42,7 +44,7 @@ def bundle_namespace(bundle: str) -> str | None:
 
 def is_system_namespace(namespace: str | None) -> bool:
     """Pulsar's ``NamespaceService#isSystemServiceNamespace``."""
-    if namespace is None or not namespace.startswith(("pulsar/", "sla-monitor/")):
+    if namespace is None or not namespace.startswith(_SYSTEM_PREFIXES):
         return False
     return namespace == SYSTEM_NAMESPACE or any(p.fullmatch(namespace) for p in _SYSTEM_PATTERNS)
 
@@ -59,37 +61,38 @@ class SheddableBundles:
 
     def get(self, bundle: str) -> BundleData | None:
         data = self._data.get(bundle)
-        if data is None or bundle in self._recent or is_system_namespace(bundle_namespace(bundle)):
+        if data is None or bundle in self._recent:
+            return None
+        if bundle.startswith(_SYSTEM_PREFIXES) and is_system_namespace(bundle_namespace(bundle)):
             return None
         return data
 
     def position(self, bundle: str) -> int:
-        """Rank of ``bundle`` in ``bundleData`` order (built on first use)."""
+        """Rank of ``bundle`` in ``bundleData`` order (built on first use, i.e. only to break a tie)."""
         if self._position is None:
             self._position = {b: i for i, b in enumerate(self._data)}
         return self._position[bundle]
 
-    def ranked(self, local: LocalBrokerData, value: Callable[[BundleData], float]) -> list[tuple[str, float]]:
-        """The broker's sheddable bundles with ``value``, descending; ties in ``bundleData`` order."""
+    def ranked(self, local: LocalBrokerData, by_rate: bool = False) -> list[tuple[str, float]]:
+        """The broker's sheddable bundles with their short-term throughput (or msg rate), descending.
+
+        Ties keep ``bundleData`` order.  This is the hot path of every strategy, hence written inline.
+        """
+        data_map, recent = self._data, self._recent
         found = []
         for b in local.bundles:
-            data = self.get(b)
-            if data is not None:
-                found.append((b, value(data)))
-        if len(found) > 1:
-            found.sort(key=lambda e: self.position(e[0]))
-            found.sort(key=lambda e: e[1], reverse=True)
+            data = data_map.get(b)
+            if data is None or b in recent:
+                continue
+            if b.startswith(_SYSTEM_PREFIXES) and is_system_namespace(bundle_namespace(b)):
+                continue
+            st = data.shortTermData
+            found.append((b, st.msgRateIn + st.msgRateOut if by_rate else st.msgThroughputIn + st.msgThroughputOut))
+        found.sort(key=itemgetter(1), reverse=True)  # stable, also reversed
+        if len({v for _, v in found}) < len(found):
+            position = self.position
+            found.sort(key=lambda e: (-e[1], position(e[0])))
         return found
-
-
-def short_term_throughput(data: BundleData) -> float:
-    st = data.shortTermData
-    return st.msgThroughputIn + st.msgThroughputOut
-
-
-def short_term_rate(data: BundleData) -> float:
-    st = data.shortTermData
-    return st.msgRateIn + st.msgRateOut
 
 
 def select_at_least(ranked: Iterable[tuple[str, float]], target: float) -> list[tuple[str, float]]:

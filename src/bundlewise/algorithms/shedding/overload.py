@@ -25,7 +25,6 @@ from bundlewise.algorithms.shedding.common import (
     mb,
     pct,
     select_at_least,
-    short_term_throughput,
 )
 from bundlewise.config import Config
 from bundlewise.model.load import LoadData
@@ -51,7 +50,7 @@ class OverloadShedder:
                 f"{pct(threshold)}; offload at least {mb(to_offload)} = {pct(share)} "
                 f"(usage - threshold + 5%) of {mb(local.total_throughput)}"
             )
-            for bundle, tput in select_at_least(sheddable.ranked(local, short_term_throughput), to_offload):
+            for bundle, tput in select_at_least(sheddable.ranked(local), to_offload):
                 out.append(Unload(broker, bundle, f"{head}; bundle short-term throughput {mb(tput)}"))
         return out
 

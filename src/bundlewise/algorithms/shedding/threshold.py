@@ -34,7 +34,6 @@ from bundlewise.algorithms.shedding.common import (
     mb,
     pct,
     select_at_least,
-    short_term_throughput,
 )
 from bundlewise.config import Config
 from bundlewise.model.load import LoadData
@@ -85,7 +84,7 @@ class ThresholdShedder:
                 f"average {pct(avg)} + threshold {pct(t)}; offload at least {mb(to_offload)} = {pct(share)} "
                 f"(history - average - threshold + 5%) of {mb(local.total_throughput)}"
             )
-            for bundle, tput in select_at_least(sheddable.ranked(local, short_term_throughput), to_offload):
+            for bundle, tput in select_at_least(sheddable.ranked(local), to_offload):
                 out.append(Unload(broker, bundle, f"{head}; bundle short-term throughput {mb(tput)}"))
         if not out and config["lowerBoundarySheddingEnabled"]:
             out = self._lower_boundary(load, config, t, min_tput, sheddable)
@@ -116,7 +115,7 @@ class ThresholdShedder:
         )
         return [
             Unload(best, bundle, f"{head}; bundle short-term throughput {mb(tput)}")
-            for bundle, tput in select_at_least(sheddable.ranked(local, short_term_throughput), to_offload)
+            for bundle, tput in select_at_least(sheddable.ranked(local), to_offload)
         ]
 
     def on_unload_attempt_completed(self, planned: Sequence[Unload]) -> None:

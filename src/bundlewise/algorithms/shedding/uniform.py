@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from bundlewise.algorithms.shedding.base import Unload
-from bundlewise.algorithms.shedding.common import SheddableBundles, mb, short_term_rate, short_term_throughput
+from bundlewise.algorithms.shedding.common import SheddableBundles, mb
 from bundlewise.config import Config
 from bundlewise.model.load import LoadData
 
@@ -80,7 +80,7 @@ class UniformLoadShedder:
         share = float(config["maxUnloadPercentage"])
         if rate_hit:
             source, need, floor = rate_hi, java_int((max_rate - min_rate) * share), int(config["minUnloadMessage"])
-            value, unit = short_term_rate, _per_second
+            unit = _per_second
             head = (
                 f"UniformLoadShedder: msg rate of {rate_hi} {max_rate:.2f} vs {rate_lo} {min_rate:.2f} msg/s differs "
                 f"by {rate_pct:.2f}% > {rate_limit:g}%; offload {need} msg/s = int({share:g} x difference)"
@@ -89,7 +89,7 @@ class UniformLoadShedder:
             source, need, floor = tput_hi, java_int((max_tput - min_tput) * share), int(
                 config["minUnloadMessageThroughput"]
             )
-            value, unit = short_term_throughput, mb
+            unit = mb
             head = (
                 f"UniformLoadShedder: throughput of {tput_hi} {mb(max_tput)} is {tput_ratio:.2f}x that of {tput_lo} "
                 f"{mb(min_tput)} > {tput_limit:g}x; offload {need} bytes/s = int({share:g} x difference)"
@@ -102,7 +102,7 @@ class UniformLoadShedder:
         cap = int(config["maxUnloadBundleNumPerShedding"])
         remaining = need
         out: list[Unload] = []
-        for bundle, v in SheddableBundles(load).ranked(local, value):
+        for bundle, v in SheddableBundles(load).ranked(local, by_rate=rate_hit):
             if cap != -1 and len(out) >= cap:
                 break
             if v > 0 and v <= remaining:
