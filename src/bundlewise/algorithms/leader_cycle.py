@@ -25,9 +25,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from bundlewise.algorithms.shedding.base import SheddingStrategy, Unload
-from bundlewise.algorithms.shedding.common import bundle_namespace
 from bundlewise.config import Config
 from bundlewise.model.load import LoadData
+from bundlewise.model.names import bundle_namespace
 
 ChooseDestination = Callable[[str, LoadData, Config], str | None]
 

@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from bundlewise.model.errors import InputError
@@ -100,3 +101,27 @@ class TopicName:
 def full_topic_name(text: str) -> str:
     """Normalise a topic name to the full string Pulsar hashes (``t`` -> ``persistent://public/default/t``)."""
     return str(TopicName.parse(text))
+
+
+def bundle_namespace(bundle: str) -> str:
+    """``tenant/ns/0x..._0x...`` -> ``tenant/ns`` (Pulsar ``getNamespaceNameFromBundleName``).
+
+    A snapshot bundle key without ``/`` (e.g. ``bundle-1``, contract §0) has the empty namespace.
+    """
+    return bundle.rpartition("/")[0]
+
+
+SYSTEM_NAMESPACE = "pulsar/system"
+_SYSTEM_PREFIXES = ("pulsar/", "sla-monitor/")
+_SYSTEM_PATTERNS = (
+    re.compile(r"pulsar/[^/]+/([^:]+:\d+)"),  # heartbeat, v1
+    re.compile(r"pulsar/([^:]+:\d+)"),  # heartbeat, v2
+    re.compile(r"sla-monitor/[^/]+/([^:]+:\d+)"),  # SLA monitor
+)
+
+
+def is_system_namespace(namespace: str) -> bool:
+    """Pulsar's ``NamespaceService#isSystemServiceNamespace``: ``pulsar/system``, heartbeat and SLA-monitor."""
+    if not namespace.startswith(_SYSTEM_PREFIXES):
+        return False
+    return namespace == SYSTEM_NAMESPACE or any(p.fullmatch(namespace) for p in _SYSTEM_PATTERNS)

@@ -25,9 +25,9 @@ from dataclasses import dataclass, field, replace
 from bundlewise.config import Config
 from bundlewise.model.extensible import BrokerLoadData, BundleLoadData, TopBundlesLoadData
 from bundlewise.model.load import NamespaceBundleStats
+from bundlewise.model.names import bundle_namespace as namespace_of
+from bundlewise.model.names import is_system_namespace
 from bundlewise.model.resources import SystemResources
-
-SYSTEM_NAMESPACES = ("pulsar/system",)
 
 
 def percent_change(old: float, new: float) -> float:
@@ -109,9 +109,6 @@ def bundle_sort_key(s: NamespaceBundleStats) -> tuple[int, int, int, int, int]:
     )
 
 
-def namespace_of(bundle: str) -> str:
-    """The namespace part of a bundle name (everything before the last '/')."""
-    return bundle.rpartition("/")[0]
 
 
 def top_k_bundles(
@@ -126,7 +123,7 @@ def top_k_bundles(
     eligible = []
     for bundle, s in stats.items():
         ns = namespace_of(bundle)
-        if s.msgThroughputIn + s.msgThroughputOut == 0 or ns in SYSTEM_NAMESPACES or ns in excluded:
+        if s.msgThroughputIn + s.msgThroughputOut == 0 or is_system_namespace(ns) or ns in excluded:
             continue
         if not with_policies and has_policies(ns):
             continue

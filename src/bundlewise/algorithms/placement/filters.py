@@ -32,20 +32,14 @@ from dataclasses import dataclass
 from bundlewise.config import Config
 from bundlewise.config.config import short_class_name
 from bundlewise.model.load import LoadData
-
-SYSTEM_NAMESPACE = "pulsar/system"
+from bundlewise.model.names import SYSTEM_NAMESPACE
+from bundlewise.model.names import bundle_namespace as namespace_of
 
 
 class BrokerFilterError(Exception):
     """A filter of the pipeline could not decide (Pulsar ``BrokerFilterException``)."""
 
 
-def namespace_of(bundle: str) -> str:
-    """``tenant/ns/0x..._0x...`` -> ``tenant/ns`` (Pulsar ``getNamespaceNameFromBundleName``).
-
-    A snapshot bundle key without ``/`` (e.g. ``bundle-1``) belongs to the empty namespace.
-    """
-    return bundle.rpartition("/")[0]
 
 
 def topic_type_candidates(load: LoadData, *, non_persistent: bool = False) -> list[str]:

@@ -16,37 +16,18 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from operator import itemgetter
 
 from bundlewise.model.load import BundleData, LoadData, LocalBrokerData
+from bundlewise.model.names import bundle_namespace, is_system_namespace
 from bundlewise.model.resources import ResourceWeights
 
 MIB = 1024 * 1024
 ADDITIONAL_THRESHOLD_PERCENT_MARGIN = 0.05
 
-SYSTEM_NAMESPACE = "pulsar/system"
-_SYSTEM_PREFIXES = ("pulsar/", "sla-monitor/")
-_SYSTEM_PATTERNS = (
-    re.compile(r"pulsar/[^/]+/([^:]+:\d+)"),  # heartbeat, v1
-    re.compile(r"pulsar/([^:]+:\d+)"),  # heartbeat, v2
-    re.compile(r"sla-monitor/[^/]+/([^:]+:\d+)"),  # SLA monitor
-)
-
-
-def bundle_namespace(bundle: str) -> str | None:
-    """``tenant/ns/0x..._0x...`` -> ``tenant/ns``; an opaque key without ``/`` has no namespace."""
-    cut = bundle.rfind("/")
-    return bundle[:cut] if cut > 0 else None
-
-
-def is_system_namespace(namespace: str | None) -> bool:
-    """Pulsar's ``NamespaceService#isSystemServiceNamespace``."""
-    if namespace is None or not namespace.startswith(_SYSTEM_PREFIXES):
-        return False
-    return namespace == SYSTEM_NAMESPACE or any(p.fullmatch(namespace) for p in _SYSTEM_PATTERNS)
+_SYSTEM_PREFIXES = ("pulsar/", "sla-monitor/")  # cheap pre-check before the pattern match
 
 
 class SheddableBundles:

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from bundlewise.algorithms.splitting.conditions import split_reasons
 from bundlewise.config import Config
 from bundlewise.model.load import LoadData
+from bundlewise.model.names import bundle_namespace as namespace_of
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,8 +29,6 @@ class SplitDecision:
         return {"bundle": self.bundle, "broker": self.broker, "reasons": list(self.reasons)}
 
 
-def namespace_of(bundle: str) -> str:
-    return bundle.rpartition("/")[0]
 
 
 def count_bundles(load: LoadData) -> Counter[str]:
