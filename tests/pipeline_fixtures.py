@@ -82,15 +82,16 @@ def load_report() -> dict[str, Any]:
     }
 
 
-PROMETHEUS = """\
-# TYPE pulsar_rate_in gauge
-pulsar_rate_in{cluster="standalone",namespace="public/default",topic="persistent://public/default/my-topic"} 10.0 1700000000000
-pulsar_rate_out{cluster="standalone",namespace="public/default",topic="persistent://public/default/my-topic"} 20.0 1700000000000
-pulsar_throughput_in{cluster="standalone",namespace="public/default",topic="persistent://public/default/my-topic"} 1000
-pulsar_throughput_out{cluster="standalone",namespace="public/default",topic="persistent://public/default/my-topic"} 2000
-pulsar_producers_count{cluster="standalone",namespace="public/default",topic="persistent://public/default/my-topic"} 1
-pulsar_consumers_count{cluster="standalone",namespace="public/default",topic="persistent://public/default/my-topic"} 2
-pulsar_storage_size{cluster="standalone",namespace="public/default",topic="persistent://public/default/my-topic"} 4096
-pulsar_rate_in{cluster="standalone",namespace="public/default"} 10.0
-pulsar_rate_in{cluster="standalone",namespace="public/default",topic="persistent://public/default/x"} NaN
-"""
+_L = 'cluster="standalone",namespace="public/default",topic="persistent://public/default/my-topic"'
+PROMETHEUS = (
+    "# TYPE pulsar_rate_in gauge\n"
+    f"pulsar_rate_in{{{_L}}} 10.0 1700000000000\n"
+    f"pulsar_rate_out{{{_L}}} 20.0 1700000000000\n"
+    f"pulsar_throughput_in{{{_L}}} 1000\n"
+    f"pulsar_throughput_out{{{_L}}} 2000\n"
+    f"pulsar_producers_count{{{_L}}} 1\n"
+    f"pulsar_consumers_count{{{_L}}} 2\n"
+    f"pulsar_storage_size{{{_L}}} 4096\n"
+    'pulsar_rate_in{cluster="standalone",namespace="public/default"} 10.0\n'
+    'pulsar_rate_in{cluster="standalone",namespace="public/default",topic="persistent://public/default/x"} NaN\n'
+)

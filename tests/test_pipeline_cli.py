@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 
 import pytest
+from tests.pipeline_fixtures import topics_dump_broker1, topics_dump_broker2
 
 from bundlewise.cli.main import main
-from tests.pipeline_fixtures import topics_dump_broker1, topics_dump_broker2
 
 T0 = 1700000000000
 

@@ -8,17 +8,17 @@ import pytest
 
 pytest.importorskip("pyspark")
 
-from pyspark.testing import assertDataFrameEqual  # noqa: E402
-
-from bundlewise.model.errors import InputError  # noqa: E402
-from bundlewise.pipeline import dumps, ingest, schemas  # noqa: E402
-from bundlewise.pipeline.boundaries import Boundaries, parse_bundles_doc  # noqa: E402
-from tests.pipeline_fixtures import (  # noqa: E402
+from pyspark.testing import assertDataFrameEqual
+from tests.pipeline_fixtures import (
     PROMETHEUS,
     load_report,
     topics_dump_broker1,
     topics_dump_broker2,
 )
+
+from bundlewise.model.errors import InputError
+from bundlewise.pipeline import dumps, ingest, schemas
+from bundlewise.pipeline.boundaries import Boundaries, parse_bundles_doc
 
 T0 = 1700000000000
 MY = "persistent://public/default/my-topic"

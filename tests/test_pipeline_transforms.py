@@ -10,21 +10,23 @@ import pytest
 
 pytest.importorskip("pyspark")
 
-from pyspark.sql import Row  # noqa: E402
-from pyspark.sql import functions as F  # noqa: E402
-from pyspark.testing import assertDataFrameEqual  # noqa: E402
+from pyspark.sql import Row
+from pyspark.sql import functions as F
+from pyspark.testing import assertDataFrameEqual
 
-from bundlewise.algorithms.splitting.conditions import split_reasons  # noqa: E402
-from bundlewise.config import Config  # noqa: E402
-from bundlewise.model.hashing import crc32_hash  # noqa: E402
-from bundlewise.model.load import (  # noqa: E402
+from bundlewise.algorithms.splitting.conditions import split_reasons
+from bundlewise.config import Config
+from bundlewise.model.errors import InputError
+from bundlewise.model.hashing import crc32_hash
+from bundlewise.model.load import (
     NUM_LONG_SAMPLES,
     NUM_SHORT_SAMPLES,
     NamespaceBundleStats,
     TimeAverageMessageData,
 )
-from bundlewise.pipeline import schemas, transforms  # noqa: E402
-from bundlewise.pipeline.boundaries import Boundaries  # noqa: E402
+from bundlewise.model.names import TopicName
+from bundlewise.pipeline import schemas, transforms
+from bundlewise.pipeline.boundaries import Boundaries
 
 pytestmark = pytest.mark.spark
 
@@ -48,42 +50,65 @@ def test_spark_crc32_equals_the_model_hash_on_utf8(spark):
     assert got["123456789"] == 0xCBF43926
 
 
+NAMES = [
+    "my-topic", " spaced ", "persistent://public/default/my-topic-partition-2", "non-persistent://t/ns/x",
+    "persistent://p/cluster/ns/t", "persistent://p//ns/t", "persistent://t/ns/a/b", "t/ns/x", "a/b", "",
+    "persistent://t//bad", "persistent://t/ns/", "PERSISTENT://t/ns/x", "://t/ns/x", "persistent://a/b/c/",
+    "persistent://租户/命名空间/主题-partition-0", "http://t/ns/x", "persistent://t/ns/café",
+]
+
+
+def test_native_topic_names_equal_the_model_topic_name(spark):
+    df = spark.createDataFrame([(n,) for n in NAMES], "topic string")
+    full, ns, err = transforms.topic_name_columns(F.col("topic"))
+    got = {r["topic"]: (r["full"], r["ns"], r["err"] is None)
+           for r in df.select("topic", full.alias("full"), ns.alias("ns"), err.alias("err")).collect()}
+    want = {}
+    for n in NAMES:
+        try:
+            t = TopicName.parse(n)
+            want[n] = (str(t), str(t.namespace), True)
+        except InputError:
+            want[n] = (None, None, False)
+    assert got == want
+    assert got["my-topic"] == ("persistent://public/default/my-topic", "public/default", True)
+
+
 def test_topics_map_to_bundles_including_partitions_and_a_split_bundle(spark):
-    rows = [sample(0, t, 1) for t in (
-        "my-topic", "persistent://public/default/my-topic-partition-0", "persistent://public/default/my-topic-partition-1",
-        "persistent://public/default/my-topic-partition-2", "persistent://public/default/my-topic-partition-3",
-        "persistent://t/ns/a", "persistent://t/ns/b", "persistent://t/ns/c", "persistent://t//bad",
-    )]
-    keys = transforms.assign_bundles(transforms.topic_keys(spark.createDataFrame(rows, schemas.TOPIC_SAMPLES)), BOUNDS)
+    topics = ["my-topic", "persistent://public/default/my-topic-partition-0",
+              "persistent://public/default/my-topic-partition-1", "persistent://public/default/my-topic-partition-2",
+              "persistent://public/default/my-topic-partition-3", "persistent://t/ns/a", "persistent://t/ns/b",
+              "persistent://t/ns/c", "persistent://t//bad"]
+    samples = spark.createDataFrame([sample(0, t, 1) for t in topics], schemas.TOPIC_SAMPLES)
     expected = spark.createDataFrame([
-        ("my-topic", "persistent://public/default/my-topic", "public/default", 0x2BAD45F7,
-         "public/default/0x20000000_0x40000000"),
-        ("persistent://public/default/my-topic-partition-0", "persistent://public/default/my-topic-partition-0",
-         "public/default", 0x3D4B4235, "public/default/0x20000000_0x40000000"),
-        ("persistent://public/default/my-topic-partition-1", "persistent://public/default/my-topic-partition-1",
-         "public/default", 0x4A4C72A3, "public/default/0x40000000_0x80000000"),
-        ("persistent://public/default/my-topic-partition-2", "persistent://public/default/my-topic-partition-2",
-         "public/default", 0xD3452319, "public/default/0xc0000000_0xffffffff"),
-        ("persistent://public/default/my-topic-partition-3", "persistent://public/default/my-topic-partition-3",
-         "public/default", 0xA442138F, "public/default/0x80000000_0xc0000000"),
-        ("persistent://t/ns/a", "persistent://t/ns/a", "t/ns", 0xA656722E, "t/ns/0x80000000_0xc0000000"),
-        ("persistent://t/ns/b", "persistent://t/ns/b", "t/ns", 0x3F5F2394, "t/ns/0x00000000_0x40000000"),
-        ("persistent://t/ns/c", "persistent://t/ns/c", "t/ns", 0x48581302, "t/ns/0x40000000_0x80000000"),
-    ], "topic string, fullTopic string, namespace string, hash long, bundle string")
-    good = keys.where(F.col("error").isNull()).select("topic", "fullTopic", "namespace", "hash", "bundle")
-    assertDataFrameEqual(good, expected)
-    bad = keys.where(F.col("error").isNotNull()).collect()
-    assert [r["topic"] for r in bad] == ["persistent://t//bad"]
-    assert "empty tenant, namespace or local name" in bad[0]["error"]
+        ("persistent://public/default/my-topic", "public/default/0x20000000_0x40000000"),
+        ("persistent://public/default/my-topic-partition-0", "public/default/0x20000000_0x40000000"),
+        ("persistent://public/default/my-topic-partition-1", "public/default/0x40000000_0x80000000"),
+        ("persistent://public/default/my-topic-partition-2", "public/default/0xc0000000_0xffffffff"),
+        ("persistent://public/default/my-topic-partition-3", "public/default/0x80000000_0xc0000000"),
+        ("persistent://t/ns/a", "t/ns/0x80000000_0xc0000000"),
+        ("persistent://t/ns/b", "t/ns/0x00000000_0x40000000"),
+        ("persistent://t/ns/c", "t/ns/0x40000000_0x80000000"),
+    ], "topic string, bundle string")
+    for bounds in (BOUNDS,):
+        good, bad = transforms.resolve(samples, bounds, "in.csv")
+        assertDataFrameEqual(good.select("topic", "bundle"), expected)
+        (r,) = bad.collect()
+        assert (r["source"], r["reason"]) == (
+            "in.csv", "topic: topic 'persistent://t//bad' has an empty tenant, namespace or local name")
+    # the same hashes through the model: crc32 of my-topic is 0x2bad45f7, in [0x20000000, 0x40000000)
+    assert crc32_hash("persistent://public/default/my-topic") == 0x2BAD45F7
 
 
 def test_the_last_bundle_includes_0xffffffff(spark):
-    df = spark.createDataFrame([("ns", 0xFFFFFFFF), ("ns", 0xFFFFFFFE), ("ns", 0)],
-                               "namespace string, hash long").withColumn("error", F.lit(None).cast("string"))
-    got = transforms.assign_bundles(df, Boundaries.of_count(2)).select("hash", "bundle")
-    assertDataFrameEqual(got, spark.createDataFrame(
-        [(0xFFFFFFFF, "ns/0x80000000_0xffffffff"), (0xFFFFFFFE, "ns/0x80000000_0xffffffff"),
-         (0, "ns/0x00000000_0x80000000")], "hash long, bundle string"))
+    df = spark.createDataFrame([(0xFFFFFFFF,), (0xFFFFFFFE,), (0x7FFFFFFF,), (0x80000000,), (0,)], "h long")
+    for bounds in (Boundaries.of_count(2), Boundaries((0, 0x80000000, 0xFFFFFFFF), {"x/y": (0, 0xFFFFFFFF)})):
+        lower, upper = transforms.bundle_range(F.lit("ns"), F.col("h"), bounds)
+        got = df.select("h", transforms.bundle_name(F.lit("ns"), lower, upper).alias("bundle"))
+        assertDataFrameEqual(got, spark.createDataFrame(
+            [(0xFFFFFFFF, "ns/0x80000000_0xffffffff"), (0xFFFFFFFE, "ns/0x80000000_0xffffffff"),
+             (0x7FFFFFFF, "ns/0x00000000_0x80000000"), (0x80000000, "ns/0x80000000_0xffffffff"),
+             (0, "ns/0x00000000_0x80000000")], "h long, bundle string"))
 
 
 def test_bundle_samples_sum_topics_per_time_and_bundle(spark):
@@ -98,8 +123,7 @@ def test_bundle_samples_sum_topics_per_time_and_bundle(spark):
         sample(60000, "persistent://t//bad", 1, 1, 1, 1),
     ]
     samples = spark.createDataFrame(rows, schemas.TOPIC_SAMPLES)
-    keys = transforms.assign_bundles(transforms.topic_keys(samples), BOUNDS)
-    resolved, rejects = transforms.resolve(samples, keys, "trace.csv")
+    resolved, rejects = transforms.resolve(samples, BOUNDS, "trace.csv")
     got = transforms.bundle_samples(resolved).drop("rows")
     cols = "timestamp long, bundle string, namespace string, broker string, msgRateIn double, msgRateOut double, " \
            "msgThroughputIn double, msgThroughputOut double, topics long, producerCount long, consumerCount long, " \
@@ -162,7 +186,7 @@ def test_spark_time_averages_equal_the_model_time_average_message_data(spark):
     cols = ["bundle", "shortTermSamples", "longTermSamples", *schemas.AVERAGE_FIELDS]
     assert [tuple(r[c] for c in cols) for r in got] == flat
     # the first sample replaces Pulsar's default prior (50 msg/s, 50000 B/s)
-    one = [r for r in got if r["bundle"] == "t/ns/0x40000000_0x80000000"][0]
+    one = next(r for r in got if r["bundle"] == "t/ns/0x40000000_0x80000000")
     assert (one["shortTermMsgRateIn"], one["longTermMsgThroughputOut"]) == (3.0, 100.0)
     assert np.isclose(got[1]["shortTermMsgRateIn"], (xs["t/ns/0x00000000_0x40000000"][0][0]
                                                      + xs["t/ns/0x00000000_0x40000000"][1][0]) / 2)

@@ -8,6 +8,7 @@ each strategy's ``wall_seconds`` (the one figure that measures the machine); the
 
 from __future__ import annotations
 
+import io
 import json
 import re
 from pathlib import Path
@@ -76,7 +77,8 @@ def test_same_seed_gives_byte_identical_outputs(tmp_path: Path, capsys: pytest.C
     assert WALL.sub(b"", one) == WALL.sub(b"", two)
     assert len(WALL.findall(one)) == 3
     assert (tmp_path / "one" / "decisions.jsonl").read_bytes() == (tmp_path / "two" / "decisions.jsonl").read_bytes()
-    assert pq.read_table(tmp_path / "one" / "timeline.parquet").equals(pq.read_table(tmp_path / "two" / "timeline.parquet"))
+    timelines = [pq.read_table(tmp_path / d / "timeline.parquet") for d in ("one", "two")]
+    assert timelines[0].equals(timelines[1])
 
 
 def test_another_seed_gives_another_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -90,7 +92,8 @@ def test_another_seed_gives_another_run(tmp_path: Path, capsys: pytest.CaptureFi
 
 def test_outputs_follow_the_contract(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = _run(capsys, "--cluster", _cluster(tmp_path), "--out", str(tmp_path / "o"),
-                          "--strategy", "OverloadShedder", "--strategy", "org.apache.pulsar.broker.loadbalance.impl.ThresholdShedder")
+                          "--strategy", "OverloadShedder",
+                          "--strategy", "org.apache.pulsar.broker.loadbalance.impl.ThresholdShedder")
     assert code == 0
     doc: dict[str, Any] = json.loads(out)
     assert doc["scenario"] == "small" and list(doc["strategies"]) == ["OverloadShedder", "ThresholdShedder"]
@@ -143,6 +146,12 @@ def test_bad_cluster_file_exits_2_with_one_line(tmp_path: Path, capsys: pytest.C
     code, out, err = _run(capsys, "--cluster", f)
     assert code == 2 and out == ""
     assert err.startswith(message.format(f=f)) and err.count("\n") == 1, err
+
+
+def test_cluster_from_stdin(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setattr("sys.stdin", io.StringIO(SMALL))
+    code, out, _ = _run(capsys, "--cluster", "-", "--strategy", "OverloadShedder")
+    assert code == 0 and json.loads(out)["scenario"] == "small"
 
 
 def test_missing_cluster_file_and_unknown_strategy_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

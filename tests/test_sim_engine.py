@@ -27,7 +27,7 @@ def test_durations_parse_to_milliseconds(text: object, ms: int) -> None:
 
 @pytest.mark.parametrize("bad", ["6 hours", "h", "", -1, True, "1x"])
 def test_bad_durations_name_the_field(bad: object) -> None:
-    with pytest.raises(InputError, match="f.toml: step: expected a duration"):
+    with pytest.raises(InputError, match=r"f\.toml: step: expected a duration"):
         parse_duration(bad, "step", "f.toml")
 
 

@@ -92,8 +92,11 @@ def test_uniform_load_shedder_relieves_one_broker_per_cycle() -> None:
 
 def test_transfer_shedder_waits_for_more_than_three_hits() -> None:
     r = run("idle-broker", "TransferShedder", 15)
-    first = min(d["time_ms"] for d in unloads(r))
-    assert first >= 3 * MIN  # shedding starts on the 4th consecutive triggering cycle (spec A4.3)
+    # shedding starts on the 4th consecutive triggering cycle (spec A4.3): t = 0, 1m, 2m count, 3m sheds,
+    # all to the idle broker, from one source (one pair: 10 busy brokers, 1 idle)
+    moves = unloads(r)
+    assert min(d["time_ms"] for d in moves) == 3 * MIN
+    assert {d["destination"] for d in moves if d["time_ms"] == 3 * MIN} == {"broker-11"}
 
 
 # -- PIP-364: ThresholdShedder over-unloads the 90/10 pair -------------------------------------------
@@ -120,12 +123,14 @@ def test_restarted_broker_comes_back_empty_and_its_bundles_are_assigned() -> Non
     r = run("rolling-restart", "OverloadShedder", 50)
     s = slot(r, "broker-1")
     assert r.up[29, s] and not r.up[30, s] and not r.up[31, s] and r.up[32, s]  # down 30m..32m
-    assert r.bundles[32, s] == 0
+    # back empty: whatever it owns at the end of its first tick came from that tick's decisions
+    given = [d for d in r.decisions if d["tick"] == 32 and "broker-1" in (d.get("destination"), d["broker"])]
+    assert r.bundles[32, s] == len(given) <= 1
     lost = next(e["bundles_lost"] for e in r.events if e["action"] == "restart")
     assert lost > 0 and r.metrics["assignments"] >= lost
-    # OverloadShedder never gives it load back (all brokers < 85 %): empty until broker-2's restart at 45m
-    # sends broker-2's bundles to lookup, and the least loaded broker-1 gets them
-    assert (r.bundles[32:45, s] == 0).all() and r.bundles[46, s] > 0
+    # OverloadShedder sheds only above 85 %: the refilling comes from lookups, chiefly broker-2's bundles
+    # when broker-2 restarts at 45m (broker-1 is then the least loaded by long-term message rate)
+    assert r.bundles[44, s] <= 3 and r.bundles[46, s] > 20
 
 
 def test_threshold_shedder_refills_a_restarted_broker() -> None:

@@ -29,7 +29,8 @@ def test_grid_is_the_cartesian_product_with_a_strategy_axis() -> None:
     ]
 
 
-@pytest.mark.parametrize(("axis", "message"), [("nokey", "expected KEY=V1,V2"), ("fooBar=1", "unknown configuration key"),
+@pytest.mark.parametrize(("axis", "message"), [("nokey", "expected KEY=V1,V2"),
+                                               ("fooBar=1", "unknown configuration key"),
                                                ("strategy=", "expected KEY=V1,V2")])
 def test_bad_grid_axes_are_input_errors(axis: str, message: str) -> None:
     with pytest.raises(InputError, match=message):

@@ -90,7 +90,7 @@ class LeaderSheddingCycle:
         skipped: list[Skipped] = []
         for u in group_by_broker(plan):
             ns = bundle_namespace(u.bundle)
-            if ns is not None and ns in excluded:
+            if ns in excluded:
                 why = f"namespace {ns} is in loadBalancerSheddingExcludedNamespaces"
                 skipped.append(Skipped(u.broker, u.bundle, why))
                 continue

@@ -33,6 +33,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     g.add_argument("--bundles-file", metavar="F",
                    help='JSON {"boundaries": [...]} for every namespace, or {"tenant/ns": {"boundaries": [...]}}')
     p.add_argument("--out", metavar="DIR", help="write the Parquet datasets here (default: summary only)")
+    p.add_argument("--no-topic-samples", action="store_true",
+                   help="do not write topic_samples/ (the one output as large as the input)")
     p.add_argument("--master", default="local[*]", metavar="URL", help="Spark master (default local[*])")
     add_config_options(p)
     p.set_defaults(func=run)
@@ -63,6 +65,7 @@ def run(args: argparse.Namespace) -> int:
     summary = jobs.run_pipeline(
         spark, args.input, args.format, boundaries, config, args.out, _progress,
         bundle_counts_known=args.bundles is not None or args.bundles_file is not None,
+        write_topic_samples=not args.no_topic_samples,
     )
     sys.stderr.write(jobs.format_summary(summary) + "\n")
     sys.stdout.write(json.dumps(summary.to_json()) + "\n")

@@ -46,9 +46,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 def resolve_scenario(arg: str | None) -> Scenario:
     if arg is None:
         return bundled_scenario("default")
-    if not Path(arg).exists() and not arg.endswith(".toml") and arg in bundled_names():
+    if arg != "-" and not Path(arg).exists() and not arg.endswith(".toml") and arg in bundled_names():
         return bundled_scenario(arg)
-    return load_scenario(arg)
+    return load_scenario(arg, sys.stdin)
 
 
 def progress_bar(name: str) -> Callable[[int, int], None]:
@@ -71,6 +71,8 @@ def progress_bar(name: str) -> Callable[[int, int], None]:
 
 def run(args: argparse.Namespace) -> int:
     scenario = resolve_scenario(args.cluster).with_seed(args.seed)
+    for w in scenario.warnings:
+        sys.stderr.write(w + "\n")
     config = scenario.config
     if args.config or args.set:
         warnings: list[str] = []

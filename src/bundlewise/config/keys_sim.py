@@ -1,4 +1,4 @@
-"""Keys of the cluster simulator (contract §8); not Pulsar settings, but set the same way (``[balancer]``, ``--set``)."""
+"""Keys of the cluster simulator (contract §8): not Pulsar settings, but set the same way; ``[balancer]``/``--set``."""
 
 from __future__ import annotations
 

@@ -41,6 +41,8 @@ class Ingested:
     samples: DataFrame
     rejects: DataFrame
     broker_reports: DataFrame | None = None
+    input_rows: DataFrame | None = None
+    """The raw input when counting it is cheap (Parquet metadata): lets the job skip a clean input's rejects."""
 
 
 def _numeric_types() -> tuple[type, ...]:

@@ -29,7 +29,7 @@ from pyspark.sql import functions as F
 
 from bundlewise.config import Config
 from bundlewise.model.errors import InputError
-from bundlewise.pipeline import ingest, transforms
+from bundlewise.pipeline import ingest, schemas, transforms
 from bundlewise.pipeline.boundaries import Boundaries, parse_bundles_doc
 
 FORMATS = ("trace", "topics-stats", "load-report", "prometheus")
@@ -77,7 +77,7 @@ def _local(path: str) -> str:
 def _files(path: str) -> list[str]:
     p = _local(path)
     if os.path.isdir(p):
-        out = []
+        out: list[str] = []
         for root, _dirs, names in os.walk(p):
             out.extend(os.path.join(root, n) for n in names if not n.startswith((".", "_")))
         return sorted(out)
@@ -130,7 +130,7 @@ def read_bundles_file(path: str, default: Boundaries) -> Boundaries:
     return parse_bundles_doc(doc, default, path)
 
 
-def _read_trace(spark: Any, path: str) -> DataFrame:
+def _read_trace(spark: Any, path: str) -> Any:
     exts = {os.path.splitext(f)[1].lower() for f in _files(path)} if _is_local(path) else {".parquet"}
     kinds = {TRACE_EXTENSIONS.get(e) for e in exts}
     if len(kinds) != 1 or None in kinds:
@@ -146,6 +146,10 @@ def _read_trace(spark: Any, path: str) -> DataFrame:
     return reader.option("mode", "PERMISSIVE").option("columnNameOfCorruptRecord", ingest.CORRUPT).json(path)
 
 
+def _is_parquet(path: str) -> bool:
+    return not _is_local(path) or all(f.lower().endswith(".parquet") for f in _files(path))
+
+
 def read_input(spark: Any, path: str, fmt: str | None) -> ingest.Ingested:
     check_input(path)
     fmt = fmt or detect_format(path)
@@ -153,8 +157,10 @@ def read_input(spark: Any, path: str, fmt: str | None) -> ingest.Ingested:
         raise InputError(f"unknown format {fmt!r}; expected one of {', '.join(FORMATS)}")
     try:
         if fmt == "trace":
-            samples, rejects = ingest.validate_trace(_read_trace(spark, path), path)
-            return ingest.Ingested(samples, rejects)
+            raw = _read_trace(spark, path)
+            samples, rejects = ingest.validate_trace(raw, path)
+            counted = raw if _is_parquet(path) else None
+            return ingest.Ingested(samples, rejects, input_rows=counted)
         sc = spark.sparkContext
         if _is_local(path):
             # read on the executors by plain Python: Hadoop paths cannot hold the ':' of BROKER:PORT@TS names
@@ -206,8 +212,12 @@ def run_pipeline(
     out: str | None,
     progress: Progress = lambda _msg: None,
     bundle_counts_known: bool = False,
+    write_topic_samples: bool = True,
 ) -> Summary:
-    """Read, transform, write; returns the run's summary."""
+    """Read, transform, write; returns the run's summary.
+
+    ``write_topic_samples=False`` skips the one output as large as the input (fleet-scale runs).
+    """
     t0 = time.perf_counter()
 
     def step(msg: str) -> None:
@@ -216,22 +226,24 @@ def run_pipeline(
     with _Ticker(spark, progress):
         step(f"reading {input_path}")
         data = read_input(spark, input_path, fmt)
-        keys = transforms.assign_bundles(transforms.topic_keys(data.samples), boundaries)
-        resolved, unresolved = transforms.resolve(data.samples, keys, input_path)
+        resolved, unresolved = transforms.resolve(data.samples, boundaries, input_path)
         rejects = data.rejects.unionByName(unresolved)
         outputs: dict[str, str] = {}
-        if out is not None:
+        if out is not None and write_topic_samples:
             step("writing topic_samples")
             outputs["topic_samples"] = _write(resolved, out, "topic_samples")
             resolved = spark.read.parquet(outputs["topic_samples"])
         step("aggregating bundle load and time averages")
         bundle_load = transforms.time_averages(transforms.bundle_samples(resolved)).cache()
-        counts = None
-        if bundle_counts_known:
-            namespaces = [r[0] for r in bundle_load.select("namespace").distinct().collect()]
-            counts = {ns: boundaries.bundle_count(ns) for ns in namespaces}
+        per_ns = bundle_load.groupBy("namespace").agg(F.sum("rows").alias("rows")).collect()
+        namespaces = [r["namespace"] for r in per_ns]
+        counts = {ns: boundaries.bundle_count(ns) for ns in namespaces} if bundle_counts_known else None
+        # a Parquet input counts its rows from metadata: a clean input needs no second scan for rejects
+        known_clean = data.input_rows is not None and data.input_rows.count() == sum(r["rows"] for r in per_ns)
         candidates = transforms.split_candidates(bundle_load, config, counts)
         brokers = transforms.broker_load(bundle_load)
+        if known_clean:
+            rejects = spark.createDataFrame([], schemas.REJECTS)
         if out is not None:
             step("writing bundle_load, broker_load, split_candidates, rejects")
             outputs["bundle_load"] = _write(bundle_load.drop("rows"), out, "bundle_load")
@@ -241,6 +253,7 @@ def run_pipeline(
             if data.broker_reports is not None:
                 outputs["broker_reports"] = _write(data.broker_reports, out, "broker_reports")
             rejects = spark.read.parquet(outputs["rejects"])
+            candidates = spark.read.parquet(outputs["split_candidates"])
         step("summarising")
         summary = _summarise(bundle_load, rejects, candidates)
         bundle_load.unpersist()

@@ -13,7 +13,6 @@ import sys
 import tempfile
 from typing import Any
 
-
 _LOG4J2 = """status = error
 rootLogger.level = error
 rootLogger.appenderRef.stderr.ref = console

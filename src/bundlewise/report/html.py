@@ -53,12 +53,16 @@ def _strategy_figure(r: RunResult, overload: float) -> str:
         y = np.where(r.up[:, slot], r.true_load[:, slot], np.nan)
         ax.plot(x, y * 100, linewidth=0.9, label=r.brokers[slot] if len(ever) <= 12 else None)
     ax.axhline(overload * 100, color="black", linestyle="--", linewidth=0.8, label="overload threshold")
+    grouped: dict[tuple[int, str], list[str]] = {}
     for e in r.events:
-        t = e["time_ms"] / 3_600_000
-        c = EVENT_COLOURS.get(e["action"], "grey")
+        grouped.setdefault((e["time_ms"], e["action"]), []).append(e["broker"])
+    for (ms, action), names in grouped.items():
+        t = ms / 3_600_000
+        c = EVENT_COLOURS.get(action, "grey")
         ax.axvline(t, color=c, linestyle=":", linewidth=1.2)
-        ax.annotate(f"{e['action']} {e['broker']}", (t, 1.0), xycoords=("data", "axes fraction"), rotation=90,
-                    fontsize=7, color=c, va="top", ha="right")
+        label = f"{action} {names[0]}" if len(names) == 1 else f"{action} {len(names)} brokers"
+        ax.annotate(label, (t, 0.02), xycoords=("data", "axes fraction"), rotation=90,
+                    fontsize=7, color=c, va="bottom", ha="right")
     ax.set_ylabel("true load (%)")
     ax.set_title(f"{r.strategy}: broker load over time")
     ax.grid(alpha=0.3)

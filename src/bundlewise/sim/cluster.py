@@ -118,7 +118,8 @@ class Cluster:
     def topics_of(self, bundle_id: int) -> np.ndarray:
         ns = self.bundle_ns[bundle_id]
         idx = self._ns_topics[ns]
-        return idx[self.topic_bundle[idx] == bundle_id]
+        found: np.ndarray = idx[self.topic_bundle[idx] == bundle_id]
+        return found
 
     # -- brokers -----------------------------------------------------------------------------------
 

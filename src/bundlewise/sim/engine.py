@@ -12,9 +12,13 @@ Each tick at ``now`` (contract §8; spec sections in brackets):
    true load (``cost``).
 4. **Reports** [§3.3]: brokers whose change passes the report-update rules write a new
    ``LocalBrokerData`` (built with ``LocalBrokerData.of_stats`` from their bundles' stats).
-5. **Leader update** [§3.4, §2.1–2.2]: if any broker wrote, the leader samples the bundle data, then
-   runs the split check; a split bundle's children stay with its owner, or — with
-   ``loadBalancerAutoUnloadSplitBundlesEnabled`` — are unloaded and looked up at the next tick.
+5. **Leader update** [§3.4, §2.1–2.2]: if any broker wrote (``updateAll``), or the leader's periodic
+   bundle-data write is due (every ``loadBalancerResourceQuotaUpdateIntervalMinutes``), the leader samples
+   the bundle data; after an ``updateAll`` it runs the split check; a split bundle's children stay with
+   its owner, or — with ``loadBalancerAutoUnloadSplitBundlesEnabled`` — are unloaded and looked up at
+   the next tick.
+   (Before the split check, the family ``observe``s every running broker's live measurements — the extensible
+   family's reporters need them; the modular family reads only written reports.)
 6. **Shedding** [§5.1] every ``loadBalancerSheddingIntervalMinutes``: the family's cycle; each move
    takes effect at once (the bundle is owned by the destination from the next tick) and costs each of
    its topics an ``unloadBlipSeconds`` blip.
@@ -164,13 +168,16 @@ class Engine:
         n = len(self.cluster.names)
         self.last_update = np.zeros(n, dtype=np.int64)
         self.written = np.zeros(n, dtype=bool)
-        self.last_vals = tuple(np.zeros(n) for _ in range(4))
+        self.last_vals: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] = (
+            np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(n))
         self.last_shed: int | None = None
+        self.last_quota_write = 0
         self.pending: list[tuple[int, str, str]] = [(e.at, e.action, e.broker) for e in scenario.events]
         self.pending += [(e.at + e.down_for, "return", e.broker) for e in scenario.events if e.action == "restart"]
         self.pending.sort(key=lambda p: p[0])
         self.blip = float(self.config["unloadBlipSeconds"])
         self._bundle_cache: tuple[int, np.ndarray, np.ndarray, np.ndarray] | None = None
+        self._rates: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] = (np.zeros(0),) * 4
 
     # -- decisions -------------------------------------------------------------------------------
 
@@ -230,6 +237,7 @@ class Engine:
         """Per-bundle rates (n×4: rateIn, rateOut, tputIn, tputOut), per-broker sums (slots×4), usage."""
         cl = self.cluster
         rates = self.workload.rates(self.clock.now)
+        self._rates = rates
         n = cl.n_bundles
         per_bundle = np.stack([np.bincount(cl.topic_bundle, weights=r, minlength=n) for r in rates], axis=1)
         owned = cl.alive & (cl.owner != UNOWNED)
@@ -237,7 +245,8 @@ class Engine:
         owner = cl.owner[owned]
         per_broker = np.stack([np.bincount(owner, weights=per_bundle[owned, k], minlength=slots)
                                for k in range(4)], axis=1)
-        usage = cost.broker_usage(cl, *per_broker.T, jitter=self.scenario.workload.cpu_jitter, rng=self.jitter_rng)
+        usage = cost.broker_usage(cl, per_broker[:, 0], per_broker[:, 1], per_broker[:, 2], per_broker[:, 3],
+                                  jitter=self.scenario.workload.cpu_jitter, rng=self.jitter_rng)
         return per_bundle, per_broker, usage
 
     # -- 4. reports ------------------------------------------------------------------------------
@@ -260,7 +269,8 @@ class Engine:
         for slot in writers:
             ids = np.flatnonzero(owned & (cl.owner == slot))
             stats = self.bundle_stats(ids, per_bundle)
-            resources = cost.system_resources(cl, usage, slot, float(per_broker[slot, 2]), float(per_broker[slot, 3]))
+            resources = cost.system_resources(cl, usage, int(slot), float(per_broker[slot, 2]),
+                                              float(per_broker[slot, 3]))
             report = LocalBrokerData.of_stats(resources, stats, brokerVersionString="3.2.0",
                                               loadManagerClassName=lm_class)
             report.lastUpdate = now
@@ -288,7 +298,7 @@ class Engine:
 
     # -- 5. splits -------------------------------------------------------------------------------
 
-    def _splits(self, changed: bool) -> None:
+    def _splits(self, changed: bool, per_bundle: np.ndarray) -> None:
         cl = self.cluster
         load = self.leader.split_load(self.config) if changed else self.leader.load
         decisions = self.family.find_splits(load, self.config, cl.bundles_per_namespace(), changed, self.clock.now)
@@ -299,7 +309,7 @@ class Engine:
             if bid is None or not cl.alive[bid] or cl.owner[bid] == UNOWNED:
                 continue
             tids = cl.topics_of(bid)
-            rates = self.workload.rates(self.clock.now)
+            rates = self._rates
             topics = [TopicLoad(cl.topic_names[t], float(rates[0][t]), float(rates[1][t]), float(rates[2][t]),
                                 float(rates[3][t]), int(cl.topic_hash[t])) for t in tids]
             result = split_bundle(algorithm, SplitRequest(cl.bundle_objs[bid], topics), self.config)
@@ -307,6 +317,7 @@ class Engine:
                 continue
             boundaries, _ = result
             owner = cl.names[int(cl.owner[bid])]
+            why = self._split_why(bid, d.reasons, per_bundle)
             children = cl.split(bid, boundaries)
             self.leader.forget_bundle(bid)
             self.counters.splits += 1
@@ -315,7 +326,26 @@ class Engine:
                 self.counters.topic_unavailable_seconds += len(tids) * self.blip
             self._decide("split", bundle=d.bundle, broker=owner, algorithm=algorithm,
                          children=[cl.bundle_names[c] for c in children],
-                         reason="; ".join(d.reasons) + ("; children unloaded" if auto_unload else ""))
+                         reason=why + ("; children unloaded" if auto_unload else ""))
+
+    def _split_why(self, bid: int, reasons: tuple[str, ...], per_bundle: np.ndarray) -> str:
+        """The reasons with their figures: the modular detector compares the leader's long-term averages
+        (spec §2.1), the extensible strategy the broker's live stats (A6.2)."""
+        lv, cfg = self.leader, self.config
+        if self.strategy == "TransferShedder":
+            r = per_bundle[bid]
+            lt, term = np.array([r[2], r[3], r[0], r[1]]), "live"
+        else:
+            lt = lv.long[bid] if bid < len(lv.has) and lv.has[bid] else np.zeros(4)
+            term = "long-term"
+        figures = {
+            "Topics": f"{int(lv.topics[bid])} topics > {cfg['loadBalancerNamespaceBundleMaxTopics']}",
+            "Sessions": f"{int(lv.sessions[bid])} sessions > {cfg['loadBalancerNamespaceBundleMaxSessions']}",
+            "MsgRate": f"{term} {lt[2] + lt[3]:,.0f} msg/s > {cfg['loadBalancerNamespaceBundleMaxMsgRate']:,}",
+            "Bandwidth": f"{term} {(lt[0] + lt[1]) / 2**20:,.1f} MB/s > "
+                         f"{cfg['loadBalancerNamespaceBundleMaxBandwidthMbytes']} MB/s",
+        }
+        return "split: " + "; ".join(f"{r} ({figures[r]})" if r in figures else r for r in reasons)
 
     # -- 6. shedding -----------------------------------------------------------------------------
 
@@ -348,6 +378,7 @@ class Engine:
         up = np.zeros((ticks, slots), dtype=bool)
         weights = self.config.weights()
         shed_every = float(self.config["loadBalancerSheddingIntervalMinutes"]) * 60_000
+        quota_every = float(self.config["loadBalancerResourceQuotaUpdateIntervalMinutes"]) * 60_000
         for tick in range(ticks):
             self.clock.tick = tick
             now = self.clock.now
@@ -356,10 +387,13 @@ class Engine:
             per_bundle, per_broker, usage = self._observe()
             load_now = usage.weighted_max(weights)
             changed = self._reports(per_bundle, per_broker, usage, load_now)
-            if changed:
+            quota_due = now - self.last_quota_write >= quota_every  # the leader's periodic bundle-data write
+            if quota_due:
+                self.last_quota_write = now
+            if changed or quota_due:  # ... and updateAll on a report change (spec §3.4)
                 self.leader.update_bundle_data()
             self.family.observe(_View(self, per_bundle, per_broker, usage), self.config, now)
-            self._splits(changed)
+            self._splits(changed, per_bundle)
             if self.last_shed is None or now - self.last_shed >= shed_every:
                 self.last_shed = now
                 self._shed(per_bundle)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, MutableMapping
 from dataclasses import replace
+from typing import Any
 
 import numpy as np
 
@@ -101,6 +102,7 @@ class LeaderView:
         self.topics = np.zeros(n, dtype=np.int64)
         self.sessions = np.zeros(n, dtype=np.int64)
         self.load = LoadData()
+        self._slots: set[int] = set()  # slots present in load.brokers
         self.load.bundleData = LazyBundleData(self)  # type: ignore[assignment]
 
     def _grow(self) -> None:
@@ -135,7 +137,10 @@ class LeaderView:
         self.reports[slot] = report
         self.report_ids[slot] = ids
         self.reported_load[slot] = weighted_max
-        self._rebuild_brokers()
+        if slot in self._slots:
+            self.load.brokers[self.cluster.names[slot]].localData = report
+        else:
+            self._rebuild_brokers()
 
     def drop_broker(self, slot: int) -> None:
         """A broker went down: its report and preallocations vanish from the leader's view."""
@@ -159,6 +164,7 @@ class LeaderView:
                 prev.localData = self.reports[slot]
                 new[names[slot]] = prev
         self.load.brokers = new
+        self._slots = set(self.reports)
 
     # -- bundle data -----------------------------------------------------------------------------
 
@@ -176,8 +182,9 @@ class LeaderView:
         x = self.rep_vals[rep]
         self.n_short[rep] = np.minimum(self.n_short[rep] + 1, NUM_SHORT_SAMPLES)
         self.n_long[rep] = np.minimum(self.n_long[rep] + 1, NUM_LONG_SAMPLES)
-        self.short[rep] = time_average_step(self.short[rep], self.n_short[rep][:, None], x)
-        self.long[rep] = time_average_step(self.long[rep], self.n_long[rep][:, None], x)
+        step: Any = time_average_step  # the model's recurrence, applied elementwise to arrays
+        self.short[rep] = step(self.short[rep], self.n_short[rep][:, None], x)
+        self.long[rep] = step(self.long[rep], self.n_long[rep][:, None], x)
         overlay: dict[str, BundleData] = {}
         old = self.load.bundleData
         if isinstance(old, LazyBundleData):

@@ -20,8 +20,8 @@ def percent_change(old: np.ndarray, new: np.ndarray) -> np.ndarray:
     """Pulsar's ``percentChange`` elementwise."""
     with np.errstate(divide="ignore", invalid="ignore"):
         out = 100.0 * np.abs(old - new) / old
-    out = np.where(old == 0, np.where(new == 0, 0.0, np.inf), out)
-    return out
+    result: np.ndarray = np.where(old == 0, np.where(new == 0, 0.0, np.inf), out)
+    return result
 
 
 def needs_update(config: Config, now: int, last_update: np.ndarray, written: np.ndarray,
@@ -36,4 +36,5 @@ def needs_update(config: Config, now: int, last_update: np.ndarray, written: np.
         percent_change(last[2], current[2]),
         100.0 * np.abs(last[3] - current[3]),
     ])
-    return ~written | ((now - last_update) > max_interval) | (change > threshold)
+    due: np.ndarray = ~written | ((now - last_update) > max_interval) | (change > threshold)
+    return due

@@ -26,7 +26,7 @@ import tomllib
 from dataclasses import dataclass, field, replace
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from bundlewise.config import Config
 from bundlewise.model.errors import InputError
@@ -103,6 +103,7 @@ class Scenario:
     config: Config
     workload: WorkloadSpec = field(default_factory=WorkloadSpec)
     strategies: tuple[str, ...] = ()
+    warnings: tuple[str, ...] = ()  # unknown balancer keys, for the CLI to print
 
     def with_seed(self, seed: int | None) -> Scenario:
         return self if seed is None else replace(self, seed=seed)
@@ -261,17 +262,19 @@ def parse_scenario(doc: dict[str, Any], source: str) -> Scenario:
         description=str(doc.get("description", "")),
         duration=duration, step=step, seed=seed, brokers=tuple(brokers), initial=initial,
         namespaces=tuple(namespaces), events=tuple(events), config=config, workload=workload,
-        strategies=tuple(strategies),
+        strategies=tuple(strategies), warnings=tuple(warnings),
     )
 
 
-def load_scenario(path: str | Path) -> Scenario:
-    """Read and parse a ``CLUSTER.toml`` file."""
+def load_scenario(path: str | Path, stdin: TextIO | None = None) -> Scenario:
+    """Read and parse a ``CLUSTER.toml`` file (``-``: ``stdin``, contract §0)."""
     source = str(path)
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        text = stdin.read() if source == "-" and stdin is not None else Path(path).read_text(encoding="utf-8")
     except OSError as e:
         raise InputError(f"cannot read: {e.strerror}", source=source) from None
+    except UnicodeDecodeError:
+        raise InputError("not UTF-8 text", source=source) from None
     try:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:

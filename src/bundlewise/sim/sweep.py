@@ -103,5 +103,8 @@ def format_rows(rows: Sequence[dict[str, Any]], metrics: Sequence[str] = METRIC_
             line.append("null" if v is None else f"{v:.4g}" if isinstance(v, float) else str(v))
         body.append(line)
     widths = [max(len(x) for x in col) for col in zip(header, *body, strict=True)]
-    fmt = lambda cells: "  ".join(c.rjust(w) for c, w in zip(cells, widths, strict=True))  # noqa: E731
+
+    def fmt(cells: Sequence[str]) -> str:
+        return "  ".join(c.rjust(w) for c, w in zip(cells, widths, strict=True))
+
     return "\n".join([fmt(header), "  ".join("-" * w for w in widths), *map(fmt, body)]) + "\n"
