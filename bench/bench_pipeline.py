@@ -8,7 +8,10 @@ noise, some partitioned topics, 24 brokers owning bundles.  Then, in the same ru
   per (time, bundle) load with the exact short/long-term averages, broker load, split candidates, writing
   every output dataset), after one warm-up run on the 1M-row trace;
 * DuckDB (the single-machine baseline): the same topic → bundle resolution (CRC-32 of each distinct topic once),
-  per (time, bundle) and per (time, broker) aggregation, writing topic_samples and bundle_load to Parquet.
+  per (time, bundle) and per (time, broker) aggregation, writing topic_samples, bundle_load and broker_load.
+
+Each size runs twice: with every output, and without ``topic_samples/`` (the one output as large as the
+input; ``--no-topic-samples``), DuckDB likewise.
 
 Figures: rows/s of each, and the Spark/DuckDB time ratio → bench/results/pipeline.json.
 ``BUNDLEWISE_BENCH_ROWS=1000000,10000000`` overrides the sizes.
@@ -104,7 +107,7 @@ def _schema() -> Any:
     ])
 
 
-def run_spark(spark: Any, trace: Path, out: Path) -> float:
+def run_spark(spark: Any, trace: Path, out: Path, topic_samples: bool = True) -> float:
     from bundlewise.config import Config
     from bundlewise.pipeline import jobs
     from bundlewise.pipeline.boundaries import Boundaries
@@ -112,13 +115,14 @@ def run_spark(spark: Any, trace: Path, out: Path) -> float:
     shutil.rmtree(out, ignore_errors=True)
     t0 = time.perf_counter()
     summary = jobs.run_pipeline(spark, str(trace), "trace", Boundaries.of_count(BUNDLES), Config(), str(out),
-                                lambda m: print("   ", m, file=sys.stderr), bundle_counts_known=True)
+                                lambda m: print("   ", m, file=sys.stderr), bundle_counts_known=True,
+                                write_topic_samples=topic_samples)
     seconds = time.perf_counter() - t0
     print(f"  spark: {summary.rows_in:,} rows, {summary.bundles} bundles, {seconds:.2f}s")
     return seconds
 
 
-def run_duckdb(trace: Path, out: Path) -> float:
+def run_duckdb(trace: Path, out: Path, topic_samples: bool = True) -> float:
     import duckdb
 
     shutil.rmtree(out, ignore_errors=True)
@@ -148,7 +152,8 @@ def run_duckdb(trace: Path, out: Path) -> float:
         WHERE s.timestamp IS NOT NULL AND s.msgRateIn >= 0 AND s.msgRateOut >= 0
           AND s.msgThroughputIn >= 0 AND s.msgThroughputOut >= 0
     """)
-    con.execute(f"COPY samples TO '{out}/topic_samples.parquet' (FORMAT parquet)")
+    if topic_samples:
+        con.execute(f"COPY samples TO '{out}/topic_samples.parquet' (FORMAT parquet)")
     con.execute(f"""
         COPY (SELECT timestamp, bundle, any_value(namespace) AS namespace, min(broker) AS broker,
                      sum(msgRateIn) AS msgRateIn, sum(msgRateOut) AS msgRateOut,
@@ -181,18 +186,20 @@ def main() -> None:
             print(f"generated {rows:,} rows in {time.perf_counter() - t0:.1f}s")
             if not results:
                 run_spark(spark, trace, root / "warmup")  # JIT and Python workers warm
-            spark_s = run_spark(spark, trace, root / f"spark-{rows}")
-            duck_s = run_duckdb(trace, root / f"duck-{rows}")
-            results[str(rows)] = {
-                "rows": rows,
-                "spark_seconds": round(spark_s, 3),
-                "spark_rows_per_second": round(rows / spark_s),
-                "duckdb_seconds": round(duck_s, 3),
-                "duckdb_rows_per_second": round(rows / duck_s),
-                "spark_over_duckdb": round(spark_s / duck_s, 3),
-            }
-            print(f"  {rows:,} rows: spark {rows / spark_s:,.0f} rows/s, duckdb {rows / duck_s:,.0f} rows/s, "
-                  f"ratio {spark_s / duck_s:.2f}")
+            entry: dict[str, Any] = {"rows": rows}
+            for label, with_samples in (("all_outputs", True), ("without_topic_samples", False)):
+                spark_s = run_spark(spark, trace, root / f"spark-{rows}", with_samples)
+                duck_s = run_duckdb(trace, root / f"duck-{rows}", with_samples)
+                entry[label] = {
+                    "spark_seconds": round(spark_s, 3),
+                    "spark_rows_per_second": round(rows / spark_s),
+                    "duckdb_seconds": round(duck_s, 3),
+                    "duckdb_rows_per_second": round(rows / duck_s),
+                    "spark_over_duckdb": round(spark_s / duck_s, 3),
+                }
+                print(f"  {rows:,} rows, {label}: spark {rows / spark_s:,.0f} rows/s, duckdb {rows / duck_s:,.0f} "
+                      f"rows/s, ratio {spark_s / duck_s:.2f}")
+            results[str(rows)] = entry
             shutil.rmtree(trace, ignore_errors=True)
     write_result("pipeline", {
         "target": {"rows_per_second_10M": 2_000_000, "spark_over_duckdb_max": 1.5},

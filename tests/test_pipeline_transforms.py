@@ -59,10 +59,8 @@ NAMES = [
 
 
 def test_native_topic_names_equal_the_model_topic_name(spark):
-    df = spark.createDataFrame([(n,) for n in NAMES], "topic string")
-    full, ns, err = transforms.topic_name_columns(F.col("topic"))
-    got = {r["topic"]: (r["full"], r["ns"], r["err"] is None)
-           for r in df.select("topic", full.alias("full"), ns.alias("ns"), err.alias("err")).collect()}
+    df = transforms.with_topic_names(spark.createDataFrame([(n,) for n in NAMES], "topic string"))
+    got = {r["topic"]: (r["_full"], r["_ns"], r["_err"] is None) for r in df.collect()}
     want = {}
     for n in NAMES:
         try:

@@ -1,6 +1,6 @@
 """Pure DataFrame → DataFrame transforms of the pipeline (no paths, no session).
 
-1. ``topic_name_columns``: the full name and namespace of a topic as the model's ``TopicName`` reads it,
+1. ``with_topic_names``: the full name and namespace of a topic as the model's ``TopicName`` reads it,
    with native string functions (proven equal to ``TopicName.parse`` in tests); its hash is Spark's native
    ``crc32`` over the UTF-8 full name, proven equal to ``model.hashing.crc32_hash`` (spec §1.1-1.2).
 2. ``resolve``: hash → bundle by the namespace's boundaries, bundle i = ``[p_i, p_{i+1})``, the last closed
@@ -49,36 +49,47 @@ def topic_hash(col: Column) -> Column:
     return F.crc32(col.cast("binary"))
 
 
-def topic_name_columns(topic: Column) -> tuple[Column, Column, Column]:
-    """``(full name, namespace, error)`` of a raw topic name, read as ``model.names.TopicName.parse`` reads it.
+def with_topic_names(df: DataFrame, topic: str = "topic") -> DataFrame:
+    """Adds ``_full``, ``_ns`` and ``_err``: a raw topic name read as ``model.names.TopicName.parse`` reads it.
 
-    Native string functions only (no regex, no Python per row); proven equal to ``TopicName.parse`` in tests.
+    Native string functions only (no regex, no Python per row), proven equal to ``TopicName.parse`` in tests.
     No domain means persistent, a bare name lives in ``public/default``; 3 parts after the domain are
-    ``tenant/namespace/local``, 4 or more ``property/cluster/namespace/local...`` (V1).
+    ``tenant/namespace/local``, 4 or more ``property/cluster/namespace/local...`` (V1).  Each step is a named
+    column so the generated code stays small.
     """
-    raw = F.trim(topic)
-    sep = F.instr(raw, "://")
-    has_domain = sep > 0
-    domain = F.when(has_domain, F.substring_index(raw, "://", 1)).otherwise(F.lit("persistent"))
-    after = F.when(has_domain, raw.substr(sep + 3, F.length(raw) + 1)).otherwise(raw)
-    rest = F.when(~has_domain & (F.instr(after, "/") == 0), F.concat(F.lit("public/default/"), after)).otherwise(after)
-    slashes = F.length(rest) - F.length(F.replace(rest, F.lit("/"), F.lit("")))
-    v1 = slashes >= 3
-    tenant = F.substring_index(rest, "/", 1)
-    namespace = F.when(v1, F.substring_index(rest, "/", 3)).otherwise(F.substring_index(rest, "/", 2))
-    ns_part = F.substring_index(namespace, "/", -1)
-    local = rest.substr(F.length(namespace) + 2, F.length(rest) + 1)
-    quoted = F.concat(F.lit("topic '"), topic, F.lit("'"))
-    error = (
-        F.when(topic.isNull() | (raw == ""), F.lit("topic name is empty"))
-        .when(~domain.isin("persistent", "non-persistent"),
-              F.concat(quoted, F.lit(": domain must be one of persistent, non-persistent")))
-        .when(slashes < 2, F.concat(quoted, F.lit(" is not 'domain://tenant/namespace/name'")))
-        .when((tenant == "") | (ns_part == "") | (local == ""),
-              F.concat(quoted, F.lit(" has an empty tenant, namespace or local name")))
+    c = F.col
+    raw = F.trim(c(topic))
+    step1 = df.withColumn("_raw", raw).withColumn("_sep", F.instr(c("_raw"), "://"))
+    has_domain = c("_sep") > 0
+    step2 = step1.withColumn(
+        "_dom", F.when(has_domain, F.substring_index(c("_raw"), "://", 1)).otherwise(F.lit("persistent"))
+    ).withColumn("_aft", F.when(has_domain, c("_raw").substr(c("_sep") + 3, F.length(c("_raw")) + 1))
+                 .otherwise(c("_raw")))
+    step3 = step2.withColumn(
+        "_rest",
+        F.when(~has_domain & (F.instr(c("_aft"), "/") == 0), F.concat(F.lit("public/default/"), c("_aft")))
+        .otherwise(c("_aft")),
     )
-    full = F.when(error.isNull(), F.concat(domain, F.lit("://"), rest))
-    return full, F.when(error.isNull(), namespace), error
+    slashes = F.length(c("_rest")) - F.length(F.replace(c("_rest"), F.lit("/"), F.lit("")))
+    step4 = step3.withColumn("_nsx", F.when(slashes >= 3, F.substring_index(c("_rest"), "/", 3))
+                             .otherwise(F.substring_index(c("_rest"), "/", 2))).withColumn("_sl", slashes)
+    local = c("_rest").substr(F.length(c("_nsx")) + 2, F.length(c("_rest")) + 1)
+    quoted = F.concat(F.lit("topic '"), c(topic), F.lit("'"))
+    error = (
+        F.when(c(topic).isNull() | (c("_raw") == ""), F.lit("topic name is empty"))
+        .when(~c("_dom").isin("persistent", "non-persistent"),
+              F.concat(quoted, F.lit(": domain must be one of persistent, non-persistent")))
+        .when(c("_sl") < 2, F.concat(quoted, F.lit(" is not 'domain://tenant/namespace/name'")))
+        .when((F.substring_index(c("_rest"), "/", 1) == "") | (F.substring_index(c("_nsx"), "/", -1) == "")
+              | (local == ""), F.concat(quoted, F.lit(" has an empty tenant, namespace or local name")))
+    )
+    step5 = step4.withColumn("_err", error)
+    ok = c("_err").isNull()
+    return (
+        step5.withColumn("_full", F.when(ok, F.concat(c("_dom"), F.lit("://"), c("_rest"))))
+        .withColumn("_ns", F.when(ok, c("_nsx")))
+        .drop("_raw", "_sep", "_dom", "_aft", "_rest", "_nsx", "_sl")
+    )
 
 
 def _hex8(c: Column) -> Column:
@@ -123,27 +134,32 @@ def resolve(samples: DataFrame, boundaries: Boundaries, source: str = "input") -
 
     A bundle carried by the input (dumps) wins; otherwise the topic's CRC-32 picks the bundle.
     """
-    full, ns, error = topic_name_columns(F.col("topic"))
-    df = samples.withColumn("_full", full).withColumn("_ns", ns).withColumn("_err", error)
+    df = with_topic_names(samples).withColumn("_h", topic_hash(F.col("_full")))
     carried = F.col("bundle")
-    lower, upper = bundle_range(F.col("_ns"), topic_hash(F.col("_full")), boundaries)
-    computed = F.when(carried.isNull() & F.col("_err").isNull(), bundle_name(F.col("_ns"), lower, upper))
+    lower, upper = bundle_range(F.col("_ns"), F.col("_h"), boundaries)
+    df = df.withColumn("_lo", lower).withColumn("_hi", upper)
+    computed = F.when(carried.isNull() & F.col("_lo").isNotNull(), bundle_name(F.col("_ns"), F.col("_lo"),
+                                                                                F.col("_hi")))
     carried_ns = F.expr("left(bundle, length(bundle) - length(substring_index(bundle, '/', -1)) - 1)")
     reason = (
         F.when(carried.isNull() & F.col("topic").isNull(), F.lit("neither topic nor bundle"))
         .when(carried.isNull() & F.col("_err").isNotNull(), F.concat(F.lit("topic: "), F.col("_err")))
         .when(carried.isNull() & F.col("_bundle").isNull(), F.lit("topic: hash outside the namespace's bundles"))
     )
-    tagged = df.withColumn("_bundle", computed).withColumn("_reason", reason)
+    # the filters below reference a non-deterministic column: an optimizer barrier, so they are not pushed down
+    # with the name/hash/range expressions inlined into them (which made the generated code exceed 64 KB)
+    tagged = (df.withColumn("_bundle", computed).withColumn("_reason", reason)
+              .withColumn("_part", F.spark_partition_id()))
+    kept = F.col("_part") >= 0
     cols = [c for c in schemas.TOPIC_SAMPLES.fieldNames() if c not in ("topic", "bundle")]
-    good = tagged.where(F.col("_reason").isNull()).select(
+    good = tagged.where(F.col("_reason").isNull() & kept).select(
         *[F.col(c) for c in cols[:2]],
         F.coalesce(F.col("_full"), F.col("topic")).alias("topic"),
         F.coalesce(carried, F.col("_bundle")).alias("bundle"),
         F.when(carried.isNotNull(), carried_ns).otherwise(F.col("_ns")).alias("namespace"),
         *[F.col(c) for c in cols[2:]],
     )
-    bad = tagged.where(F.col("_reason").isNotNull()).select(
+    bad = tagged.where(F.col("_reason").isNotNull() & kept).select(
         F.lit(source).alias("source"),
         F.to_json(F.struct(*[F.col(c) for c in schemas.TOPIC_SAMPLES.fieldNames()])).alias("record"),
         F.col("_reason").alias("reason"),

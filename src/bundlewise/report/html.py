@@ -3,8 +3,9 @@
 For each strategy: broker true load over time (one line per broker, the overload threshold dashed,
 broker events as vertical lines with labels) and unloads per interval over time; then a side-by-side
 table of every METRIC (best value per row in bold where lower is better) and a plot of the load
-std-dev of all strategies together.  Plots are matplotlib PNGs (Agg backend) embedded as base64, so
-the page needs no other file and no network.
+std-dev of all strategies together; with a ``[dispatch]`` section, dispatched msg/s and the backlog.
+Plots are matplotlib PNGs (Agg backend) embedded as base64, so the page needs no other file and no
+network.
 """
 
 from __future__ import annotations
@@ -19,11 +20,12 @@ import numpy as np
 
 from bundlewise.sim.clock import format_duration
 from bundlewise.sim.engine import RunResult
-from bundlewise.sim.metrics import METRIC_KEYS
+from bundlewise.sim.run import metric_keys
 from bundlewise.sim.scenario import Scenario
 
 LOWER_IS_BETTER = {"load_std_mean", "load_std_p95", "load_spread_mean", "max_load_p99", "overloaded_broker_minutes",
-                   "unloads", "throughput_moved_bytes", "flaps", "settle_minutes", "topic_unavailable_seconds"}
+                   "unloads", "throughput_moved_bytes", "flaps", "settle_minutes", "topic_unavailable_seconds",
+                   "backlog_end_messages", "dispatch_throttled_reads", "dispatch_throttled_ticks"}
 EVENT_COLOURS = {"add": "tab:green", "return": "tab:green", "remove": "tab:red", "restart": "tab:orange"}
 
 
@@ -106,6 +108,40 @@ def _std_figure(results: Sequence[RunResult]) -> str:
     return _png(fig)
 
 
+LINE_STYLES = ("-", "--", ":", "-.")
+
+
+def _dispatch_figure(results: Sequence[RunResult], step_ms: int) -> str:
+    """Dispatched msg/s per broker (one line style per strategy) and the remaining backlog over time."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (ax, ax2) = plt.subplots(2, 1, figsize=(11, 5.2), sharex=True)
+    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    for n, r in enumerate(results):
+        if r.dispatch is None:
+            continue
+        x = _hours(r.times)
+        style = LINE_STYLES[n % len(LINE_STYLES)]
+        for slot in np.flatnonzero(r.dispatch.msgs.any(axis=0)):
+            ax.step(x, r.dispatch.msgs[:, slot] / (step_ms / 1000), where="post", linewidth=1.1, linestyle=style,
+                    color=colours[int(slot) % len(colours)], label=f"{r.strategy}: {r.brokers[slot]}")
+        ax2.plot(x, r.dispatch.backlog.sum(axis=1), linewidth=1.1, linestyle=style, label=r.strategy)
+    ax.set_ylim(bottom=0)
+    ax2.set_ylim(bottom=0)
+    ax.set_ylabel("dispatched msg/s")
+    ax.set_title("Dispatch through the rate limiters: delivered messages and backlog")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7, ncol=3, loc="lower left")
+    ax2.legend(fontsize=7, loc="lower left")
+    ax2.set_ylabel("backlog (messages)")
+    ax2.set_xlabel("simulated time (h)")
+    ax2.grid(alpha=0.3)
+    return _png(fig)
+
+
 def _fmt(v: Any) -> str:
     if v is None:
         return "never"
@@ -118,7 +154,7 @@ def _table(doc: dict[str, Any]) -> str:
     strategies = list(doc["strategies"])
     head = "".join(f"<th>{html.escape(s)}</th>" for s in strategies)
     rows = []
-    for key in METRIC_KEYS:
+    for key in metric_keys(doc):
         vals = [doc["strategies"][s].get(key) for s in strategies]
         nums = [v for v in vals if isinstance(v, int | float)]
         best = min(nums) if nums and key in LOWER_IS_BETTER else None
@@ -152,6 +188,11 @@ def render_report(scenario: Scenario, results: Sequence[RunResult], doc: dict[st
         "<h2>Summary</h2>", _table(doc),
         f"<img alt='load std-dev, all strategies' src='data:image/png;base64,{_std_figure(results)}'>",
     ]
+    if scenario.dispatch is not None and any(r.dispatch is not None for r in results):
+        parts += ["<h2>Dispatch</h2>",
+                  "<p class='note'>Consumers draining backlogs through the dispatch rate limiters of the broker "
+                  "that owns each topic; dispatched msg/s are the topics' msgRateOut.</p>",
+                  f"<img alt='dispatch' src='data:image/png;base64,{_dispatch_figure(results, scenario.step)}'>"]
     for r in results:
         counts = {k: sum(1 for d in r.decisions if d["type"] == k) for k in ("assignment", "unload", "split")}
         parts += [

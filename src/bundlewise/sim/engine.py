@@ -24,6 +24,10 @@ Each tick at ``now`` (contract §8; spec sections in brackets):
    its topics an ``unloadBlipSeconds`` blip.
 7. **Record** the tick (true load, reported load, bundles per broker) for the metrics and the timeline.
 
+With a ``[dispatch]`` section, step 3 first runs the tick's dispatch (``sim/dispatch.py``): consumers drain
+backlogs through the limiters of the broker owning each topic, and the dispatched msg/s and bytes/s
+replace those topics' msgRateOut and msgThroughputOut.
+
 Randomness: placement uses a ``random.Random(seed)``, the workload and CPU jitter numpy generators seeded
 from the same seed, so a run is a pure function of (scenario, workload, strategy, seed).
 """
@@ -46,6 +50,7 @@ from bundlewise.model.resources import SystemResources
 from bundlewise.sim import cost, reporting
 from bundlewise.sim.clock import Clock, format_duration
 from bundlewise.sim.cluster import UNOWNED, Cluster
+from bundlewise.sim.dispatch import ClusterDispatch, DispatchRecord, dispatch_metrics
 from bundlewise.sim.families import Family, make_family
 from bundlewise.sim.leader import LeaderView
 from bundlewise.sim.metrics import Counters, summarise
@@ -69,6 +74,7 @@ class RunResult:
     up: np.ndarray
     decisions: list[dict[str, Any]] = field(default_factory=list)
     events: list[dict[str, Any]] = field(default_factory=list)
+    dispatch: DispatchRecord | None = None  # only with a [dispatch] section
 
 
 def build_cluster(scenario: Scenario, workload: Workload, config: Config) -> Cluster:
@@ -178,6 +184,10 @@ class Engine:
         self.blip = float(self.config["unloadBlipSeconds"])
         self._bundle_cache: tuple[int, np.ndarray, np.ndarray, np.ndarray] | None = None
         self._rates: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] = (np.zeros(0),) * 4
+        self.dispatch: ClusterDispatch | None = None
+        if scenario.dispatch is not None:
+            self.dispatch = ClusterDispatch(scenario.dispatch, self.cluster, self.config, self.clock.ticks,
+                                            self.clock.step_ms, round(self.blip * 1000))
 
     # -- decisions -------------------------------------------------------------------------------
 
@@ -237,6 +247,8 @@ class Engine:
         """Per-bundle rates (n×4: rateIn, rateOut, tputIn, tputOut), per-broker sums (slots×4), usage."""
         cl = self.cluster
         rates = self.workload.rates(self.clock.now)
+        if self.dispatch is not None:  # dispatched msg/s replace the dispatch topics' out-rates
+            rates = self.dispatch.advance(self.clock.tick, self.clock.now, rates)
         self._rates = rates
         n = cl.n_bundles
         per_bundle = np.stack([np.bincount(cl.topic_bundle, weights=r, minlength=n) for r in rates], axis=1)
@@ -405,7 +417,10 @@ class Engine:
             if self.progress is not None:
                 self.progress(tick + 1, ticks)
         starts = [0, *sorted({e.at for e in self.scenario.events if 0 < e.at < self.scenario.duration})]
+        record = self.dispatch.finish() if self.dispatch is not None else None
         metrics = summarise(times, true_load, up, self.clock.step_ms, self.config.overload_threshold, starts,
                             self.counters, time.perf_counter() - started)
+        if record is not None:
+            metrics.update(dispatch_metrics(record))
         return RunResult(self.strategy, metrics, times, list(cl.names), true_load, reported, bundles, up,
-                         self.decisions, self.event_log)
+                         self.decisions, self.event_log, record)

@@ -7,8 +7,9 @@
 * ``write_outputs(out, scenario, results)`` writes ``summary.json`` (sorted keys, fixed float rounding:
   byte-identical for the same inputs and seed except each ``wall_seconds``), ``timeline.parquet``
   (pyarrow; one row per strategy × tick × broker slot: ``strategy, tick, time_ms, broker, up,
-  true_load, reported_load, bundles``), ``decisions.jsonl`` (every assignment, unload and split, with
-  its reason) and, rendered by the caller, ``report.html``.
+  true_load, reported_load, bundles``, and with a ``[dispatch]`` section ``dispatched_msgs,
+  dispatched_bytes, dispatch_throttled_reads, backlog_msgs``), ``decisions.jsonl`` (every assignment,
+  unload and split, with its reason) and, rendered by the caller, ``report.html``.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import numpy as np
 
 from bundlewise.config import Config
 from bundlewise.model.errors import InputError
+from bundlewise.sim.dispatch import DISPATCH_METRIC_KEYS
 from bundlewise.sim.engine import Engine, RunResult
 from bundlewise.sim.metrics import METRIC_KEYS
 from bundlewise.sim.scenario import Scenario
@@ -59,11 +61,17 @@ def summary_json(doc: dict[str, Any]) -> str:
     return json.dumps(doc, indent=2, sort_keys=False) + "\n"
 
 
+def metric_keys(doc: dict[str, Any]) -> tuple[str, ...]:
+    """METRIC_KEYS, plus the dispatch metrics when the runs have them (a ``[dispatch]`` section)."""
+    first: dict[str, Any] = next(iter(doc["strategies"].values()), {})
+    return METRIC_KEYS + (DISPATCH_METRIC_KEYS if "dispatched_messages" in first else ())
+
+
 def comparison_table(doc: dict[str, Any]) -> str:
     """Metrics as rows, strategies as columns (plain text)."""
     strategies = list(doc["strategies"])
     rows = [["metric", *strategies]]
-    for key in METRIC_KEYS:
+    for key in metric_keys(doc):
         row = [key]
         for s in strategies:
             v = doc["strategies"][s].get(key)
@@ -110,7 +118,26 @@ def timeline_table(results: Sequence[RunResult]) -> Any:
         "true_load": pa.array(cols["true_load"], type=pa.float64(), from_pandas=True),
         "reported_load": pa.array(cols["reported_load"], type=pa.float64(), from_pandas=True),
         "bundles": pa.array(cols["bundles"], type=pa.int64()),
+        **_dispatch_columns(results),
     })
+
+
+DISPATCH_COLUMNS = ("dispatched_msgs", "dispatched_bytes", "dispatch_throttled_reads", "backlog_msgs")
+
+
+def _dispatch_columns(results: Sequence[RunResult]) -> dict[str, Any]:
+    """With a ``[dispatch]`` section, per tick and broker slot: messages and bytes dispatched, reads
+    throttled (any level) and the backlog (messages) of the dispatch topics it owns at the tick's end."""
+    import pyarrow as pa
+
+    records = [r.dispatch for r in results]
+    if not records or any(rec is None for rec in records):
+        return {}
+    out = {}
+    for col, attr in zip(DISPATCH_COLUMNS, ("msgs", "bytes", "throttled", "backlog"), strict=True):
+        arrays = [getattr(rec, attr).reshape(-1) for rec in records if rec is not None]
+        out[col] = pa.array(np.concatenate(arrays), type=pa.int64())
+    return out
 
 
 def write_outputs(out: str | Path, scenario: Scenario, results: Sequence[RunResult],

@@ -11,6 +11,8 @@ a scenario may carry:
   namespace), ``fanout`` (msg out per msg in), ``msg_size`` (bytes), ``zipf`` (exponent of the topic-rate
   skew, 0 = uniform), ``producers``/``consumers`` per topic, and ``owner`` (a broker that owns all the
   namespace's bundles at the start; otherwise bundles are dealt round-robin over the starting brokers);
+* ``[dispatch]``: subscriptions draining backlogs through the dispatch rate limiters
+  (``sim/dispatch_spec.py``);
 * ``[workload]``: ``diurnal_amplitude`` (0–1), ``diurnal_period`` (duration), ``noise`` (relative
   std-dev of each topic's rate per tick), ``cpu_jitter`` (relative std-dev of measured CPU), and
   ``[[workload.bursts]]`` with ``namespace``, ``at``, ``duration``, ``factor``.
@@ -32,6 +34,7 @@ from bundlewise.config import Config
 from bundlewise.model.errors import InputError
 from bundlewise.model.names import NamespaceName
 from bundlewise.sim.clock import parse_duration
+from bundlewise.sim.dispatch_spec import DispatchSpec, parse_dispatch
 
 BROKER_FIELDS = ("cpu_cores", "nic_mbps", "cpu_base_cores", "cpu_us_per_msg", "cpu_us_per_kib")
 BROKER_DEFAULTS: dict[str, float] = {
@@ -104,6 +107,7 @@ class Scenario:
     workload: WorkloadSpec = field(default_factory=WorkloadSpec)
     strategies: tuple[str, ...] = ()
     warnings: tuple[str, ...] = ()  # unknown balancer keys, for the CLI to print
+    dispatch: DispatchSpec | None = None  # the optional [dispatch] section (sim/dispatch_spec.py)
 
     def with_seed(self, seed: int | None) -> Scenario:
         return self if seed is None else replace(self, seed=seed)
@@ -164,7 +168,7 @@ def parse_scenario(doc: dict[str, Any], source: str) -> Scenario:
     """Build a ``Scenario`` from a parsed TOML document."""
     r = _Reader(source)
     known = {"name", "description", "duration", "step", "seed", "broker_defaults", "brokers", "namespaces",
-             "events", "balancer", "workload", "strategies"}
+             "events", "balancer", "workload", "strategies", "dispatch"}
     for key in doc:
         if key not in known:
             raise InputError(f"unknown key; expected one of {', '.join(sorted(known))}", source=source, field=key)
@@ -262,7 +266,7 @@ def parse_scenario(doc: dict[str, Any], source: str) -> Scenario:
         description=str(doc.get("description", "")),
         duration=duration, step=step, seed=seed, brokers=tuple(brokers), initial=initial,
         namespaces=tuple(namespaces), events=tuple(events), config=config, workload=workload,
-        strategies=tuple(strategies), warnings=tuple(warnings),
+        strategies=tuple(strategies), warnings=tuple(warnings), dispatch=parse_dispatch(doc.get("dispatch"), source),
     )
 
 

@@ -28,7 +28,13 @@ start), so a run is reproducible from its input alone.
 API for the cluster simulator: build a :class:`DispatchSimulation` from a config and
 :class:`TopicSpec` values, then call ``step(now_ms)`` as time advances; each call processes
 every event before ``now_ms`` and returns a :class:`Delivered` with the messages, bytes and
-entries delivered since the previous call, per level.
+entries delivered since the previous call, per level.  One simulation stands for one broker
+(its broker-level limiter); topics come and go with ``add_topic`` (a topic loaded at ``at_ms``
+with a backlog per subscription: fresh dispatchers and lazily created limiters, as a topic
+loaded on a new owner) and ``remove_topic`` (closed: reads in flight are not delivered and
+return to the backlog, since the cursor's mark-delete never passed them), ``publish`` appends
+entries to a topic's backlog and wakes its idle dispatchers, and ``backlog`` reads what is
+left per subscription.
 """
 
 from __future__ import annotations
@@ -58,6 +64,15 @@ DEFAULT_BACKLOGGED_THRESHOLD = 1000
 DEFAULT_REPLICATOR_PERMITS = 1000
 
 
+def _cyclic_sum(pattern: tuple[int, ...], first: int, n: int) -> int:
+    """``sum(pattern[i % len(pattern)] for i in range(first, first + n))``."""
+    size = len(pattern)
+    cycles, rest = divmod(n, size)
+    total = cycles * sum(pattern)
+    start = first % size
+    return total + sum(pattern[(start + i) % size] for i in range(rest))
+
+
 @dataclass(frozen=True, slots=True)
 class EntryShape:
     """Entry ``i`` holds ``messages_per_entry[i % n]`` messages in ``entry_bytes[i % m]`` bytes."""
@@ -70,6 +85,10 @@ class EntryShape:
 
     def nbytes(self, i: int) -> int:
         return self.entry_bytes[i % len(self.entry_bytes)]
+
+    def totals(self, first: int, n: int) -> tuple[int, int]:
+        """Messages and bytes of entries ``first .. first + n - 1`` (whole pattern cycles summed at once)."""
+        return _cyclic_sum(self.messages_per_entry, first, n), _cyclic_sum(self.entry_bytes, first, n)
 
     @property
     def mean_bytes(self) -> int:
@@ -175,7 +194,7 @@ class Delivered:
 
 
 class _Partition:
-    __slots__ = ("name", "policies", "shape", "slot", "spec")
+    __slots__ = ("appended", "name", "policies", "shape", "slot", "spec")
 
     def __init__(self, name: str, spec: TopicSpec, slot: LimiterSlot) -> None:
         self.name = name
@@ -183,6 +202,7 @@ class _Partition:
         self.shape = spec.shape
         self.policies = spec.policies
         self.slot = slot
+        self.appended = 0  # entries added by ``publish``
 
     def publish_rate(self) -> tuple[float, float]:
         r = self.spec.publish_entries_per_second
@@ -190,8 +210,8 @@ class _Partition:
 
 
 class _Dispatcher:
-    __slots__ = ("avg", "cursor", "initial", "name", "partition", "permits", "precise", "replicator", "slot",
-                 "writable")
+    __slots__ = ("appended0", "avg", "closed", "cursor", "idle", "in_flight", "initial", "name", "partition",
+                 "permits", "precise", "replicator", "slot", "writable")
 
     def __init__(self, name: str, partition: _Partition, slot: LimiterSlot, initial: int, permits: int,
                  precise: bool, writable: bool, replicator: bool) -> None:
@@ -205,6 +225,10 @@ class _Dispatcher:
         self.writable = writable
         self.replicator = replicator
         self.avg = AvgMessagesPerEntry()
+        self.appended0 = partition.appended  # published entries before this dispatcher existed
+        self.in_flight = 0  # entries read and not yet delivered
+        self.idle = False  # caught up with no read scheduled (woken by ``publish``)
+        self.closed = False  # its topic was removed: its events are dropped
 
 
 class DispatchSimulation:
@@ -238,7 +262,8 @@ class DispatchSimulation:
 
     # -- construction --------------------------------------------------------------------------
 
-    def _add_partition(self, name: str, spec: TopicSpec, start: int) -> None:
+    def _add_partition(self, name: str, spec: TopicSpec, start: int,
+                       backlogs: Mapping[str, int] | None = None) -> None:
         part = _Partition(name, spec, LimiterSlot(Level.TOPIC, name, self.clock, self.implementation))
         part.slot.publish_rate = part.publish_rate
         self.partitions.append(part)
@@ -258,7 +283,8 @@ class DispatchSimulation:
             slot = LimiterSlot(Level.SUBSCRIPTION, f"{name}:{sub.name}", self.clock, self.implementation,
                                part.publish_rate)
             self._subs[(name, sub.name)] = sub
-            d = _Dispatcher(sub.name, part, slot, sub.backlog_entries, permits, precise, first.writable, False)
+            initial = sub.backlog_entries if backlogs is None else backlogs.get(sub.name, sub.backlog_entries)
+            d = _Dispatcher(sub.name, part, slot, initial, permits, precise, first.writable, False)
             self._update_subscription(d)
             self._add_dispatcher(d, start)
         for rep in spec.replicators:
@@ -298,6 +324,57 @@ class DispatchSimulation:
                     else:
                         self._update_subscription(d)
 
+    # -- topics coming and going (the cluster simulator's loads and unloads) ---------------------
+
+    def add_topic(self, spec: TopicSpec, at_ms: int, backlogs: Mapping[str, int] | None = None) -> None:
+        """Load ``spec`` on this broker at ``at_ms`` (>= the clock): new limiters (lazily, full buckets),
+        new dispatchers whose first read is at ``at_ms``; ``backlogs`` maps subscription -> entries
+        (default: each subscription's ``backlog_entries``)."""
+        start = max(at_ms * NANOS_PER_MS, self.clock.now_ns())
+        for name in spec.partition_names():
+            self._add_partition(name, spec, start, backlogs)
+
+    def remove_topic(self, topic: str) -> dict[str, int]:
+        """Close ``topic`` (every partition): returns each subscription's backlog in entries, reads in
+        flight included (they were never delivered).  Partitioned topics sum their partitions."""
+        left: dict[str, int] = {}
+        parts = [p for p in self.partitions if p.spec.name == topic]
+        for d in self.dispatchers:
+            if d.partition in parts and not d.closed:
+                d.closed = True
+                if not d.replicator:
+                    left[d.name] = left.get(d.name, 0) + self._backlog(d) + d.in_flight
+        self.partitions = [p for p in self.partitions if p.spec.name != topic]
+        for p in parts:
+            self.sources.pop(p.name, None)
+        return left
+
+    def publish(self, topic: str, entries: int) -> None:
+        """Append ``entries`` to each partition of ``topic`` (every cursor sees them); wake idle readers."""
+        if entries <= 0:
+            return
+        t = self.clock.now_ns()
+        for part in self.partitions:
+            if part.spec.name == topic:
+                part.appended += entries
+        for index, d in enumerate(self.dispatchers):
+            if d.idle and not d.closed and d.partition.spec.name == topic:
+                d.idle = False
+                self._schedule(t + self.delay_ns, index, 0, 0, 0)
+
+    def backlog(self, topic: str) -> dict[str, int]:
+        """Entries left per subscription of ``topic`` (summed over partitions), reads in flight included."""
+        left: dict[str, int] = {}
+        for d in self.dispatchers:
+            if not d.closed and not d.replicator and d.partition.spec.name == topic:
+                left[d.name] = left.get(d.name, 0) + self._backlog(d) + d.in_flight
+        return left
+
+    def _backlog(self, d: _Dispatcher) -> int:
+        """Entries this cursor has not read yet, at the clock's time."""
+        part = d.partition
+        return d.initial + self._published(part, self.clock.now_ns()) + part.appended - d.appended0 - d.cursor
+
     # -- time ----------------------------------------------------------------------------------
 
     def _schedule(self, t: int, index: int, entries: int, msgs: int, nbytes: int) -> None:
@@ -323,6 +400,8 @@ class DispatchSimulation:
             t, _, index, entries, msgs, nbytes = heapq.heappop(events)
             self.clock.set_ns(t)
             d = self.dispatchers[index]
+            if d.closed:
+                continue
             if entries == 0:
                 self._read(t, index, d)
             else:
@@ -345,18 +424,20 @@ class DispatchSimulation:
         return out.broker, topic, out.subscriptions.setdefault(key, Counts())
 
     def _throttles(self, d: _Dispatcher) -> bool:
-        backlog = d.initial + self._published(d.partition, self.clock.now_ns()) - d.cursor
+        backlog = self._backlog(d)
         active = backlog < self.backlogged_threshold
         return throttling_applies(bool(self.config["dispatchThrottlingOnNonBacklogConsumerEnabled"]), active)
 
     def _read(self, t: int, index: int, d: _Dispatcher) -> None:
         part = d.partition
-        available = d.initial + self._published(part, t) - d.cursor
+        available = self._backlog(d)
         self._counts(d)  # a dispatcher appears in the output even when idle
         if available <= 0:
             nxt = self._next_publish(part, self._published(part, t))
             if nxt is not None:
                 self._schedule(max(nxt, t + 1) + self.delay_ns, index, 0, 0, 0)
+            else:
+                d.idle = True
             return
         max_bytes = int(self.config["dispatcherMaxReadSizeBytes"])
         if d.replicator:
@@ -372,9 +453,9 @@ class DispatchSimulation:
         shape = part.shape
         n = min(size.entries, available, max(1, size.max_bytes // shape.mean_bytes))
         first = d.cursor
-        msgs = sum(shape.messages(first + i) for i in range(n))
-        nbytes = sum(shape.nbytes(first + i) for i in range(n))
+        msgs, nbytes = shape.totals(first, n)
         d.cursor += n
+        d.in_flight += n
         self._schedule(t + self.latency_ns, index, n, msgs, nbytes)
 
     def _note_throttle(self, d: _Dispatcher, level: Level) -> None:
@@ -387,6 +468,7 @@ class DispatchSimulation:
             counts[2].throttled_reads += 1
 
     def _deliver(self, t: int, index: int, d: _Dispatcher, entries: int, msgs: int, nbytes: int) -> None:
+        d.in_flight -= entries
         if d.replicator:
             if d.slot.limiter is not None:
                 d.slot.limiter.consume(entries, nbytes)  # one message per entry (§B6.9)
@@ -416,6 +498,8 @@ class DispatchSimulation:
             topics[part.name] = {"limit": describe(part.slot.limiter, self.sources.get(part.name)),
                                  "subscriptions": {}, "replicators": {}}
         for d in self.dispatchers:
+            if d.closed:
+                continue
             kind = "replicators" if d.replicator else "subscriptions"
             topics[d.partition.name][kind][d.name] = describe(d.slot.limiter, self.sources.get(d.slot.name))
         return {"broker": describe(self.broker, "broker"), "topics": topics}
