@@ -14,12 +14,12 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from bundlewise.algorithms.extensible.reporting import namespace_of
 from bundlewise.algorithms.extensible.split_strategy import ExtensibleSplitStrategy, SplitDecision
 from bundlewise.cli.inputs import emit, iterate_steps
 from bundlewise.config import Config
 from bundlewise.model.errors import InputError
 from bundlewise.model.extensible import parse_extensible_snapshot
+from bundlewise.model.names import bundle_namespace as namespace_of
 
 
 def run_extensible(args: argparse.Namespace, config: Config, docs: list[Any], source: str) -> int:

@@ -29,11 +29,11 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from bundlewise.algorithms.extensible.reporting import namespace_of
 from bundlewise.algorithms.placement.base import Selection
 from bundlewise.config import Config
 from bundlewise.config.keys_extensible import EXTENSIBLE_LOAD_MANAGER
 from bundlewise.model.extensible import BrokerLoadData, BrokerLookupData
+from bundlewise.model.names import bundle_namespace as namespace_of
 
 Candidates = tuple[str, ...]
 _SEMVER = re.compile(r"^(\d+)\.(\d+)\.(\d+)(?:-([0-9A-Za-z.-]+))?(?:\+([0-9A-Za-z.-]+))?$")

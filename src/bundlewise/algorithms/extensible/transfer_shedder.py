@@ -40,10 +40,10 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from bundlewise.algorithms.extensible.placement import FilterContext, apply_filters
-from bundlewise.algorithms.extensible.reporting import namespace_of
 from bundlewise.algorithms.shedding.base import Unload
 from bundlewise.config import Config
 from bundlewise.model.extensible import BrokerLoadData, BundleLoadData, ExtensibleSnapshot
+from bundlewise.model.names import bundle_namespace as namespace_of
 
 SUCCESS, SKIP, FAILURE = "Success", "Skip", "Failure"
 OVERLOADED, UNDERLOADED = "Overloaded", "Underloaded"

@@ -31,6 +31,7 @@ from bundlewise.algorithms.placement.base import PlacementStrategy, Selection
 from bundlewise.algorithms.placement.round_robin import RoundRobinBrokerSelector
 from bundlewise.config import Config
 from bundlewise.model.load import BundleData, LoadData
+from bundlewise.model.names import bundle_namespace
 
 
 def preallocated_owner(bundle: str, load: LoadData) -> str | None:
@@ -78,7 +79,7 @@ class ModularPlacement:
             return Selection(owner, (owner,))
         data = load.bundleData.get(bundle) or BundleData.default()
         cands = candidate_brokers(bundle, load, config, non_persistent=non_persistent)
-        excluded = filters.namespace_of(bundle) in set(config["loadBalancerSheddingExcludedNamespaces"])
+        excluded = bundle_namespace(bundle) in set(config["loadBalancerSheddingExcludedNamespaces"])
         chooser: PlacementStrategy = self.round_robin if excluded else self.strategy
         selection = chooser.select(cands, bundle, data, load, config, rng)
         chosen = selection.selected
