@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from tests.pipeline_fixtures import topics_dump_broker1, topics_dump_broker2
+from tests.test_pipeline_fixtures import topics_dump_broker1, topics_dump_broker2
 
 from bundlewise.cli.main import main
 

@@ -9,7 +9,7 @@ import pytest
 pytest.importorskip("pyspark")
 
 from pyspark.testing import assertDataFrameEqual
-from tests.pipeline_fixtures import (
+from tests.test_pipeline_fixtures import (
     PROMETHEUS,
     load_report,
     topics_dump_broker1,

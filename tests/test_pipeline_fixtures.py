@@ -1,4 +1,4 @@
-"""Inputs shaped exactly like Pulsar's for the pipeline tests (not a test module)."""
+"""Inputs shaped exactly like Pulsar's for the pipeline tests (helpers only: no tests here)."""
 
 from __future__ import annotations
 
