@@ -29,7 +29,7 @@ from pyspark.sql import functions as F
 
 from bundlewise.config import Config
 from bundlewise.model.errors import InputError
-from bundlewise.pipeline import ingest, schemas, transforms
+from bundlewise.pipeline import ingest, keyed, schemas, transforms
 from bundlewise.pipeline.boundaries import Boundaries, parse_bundles_doc
 
 FORMATS = ("trace", "topics-stats", "load-report", "prometheus")
@@ -223,23 +223,20 @@ def run_pipeline(
     def step(msg: str) -> None:
         progress(f"[{time.perf_counter() - t0:6.1f}s] {msg}")
 
+    outputs: dict[str, str] = {}
     with _Ticker(spark, progress):
         step(f"reading {input_path}")
         data = read_input(spark, input_path, fmt)
-        resolved, unresolved = transforms.resolve(data.samples, boundaries, input_path)
+        partial, unresolved, cached = _bundle_sums(data, boundaries, input_path,
+                                                   out if write_topic_samples else None, outputs, step)
         rejects = data.rejects.unionByName(unresolved)
-        outputs: dict[str, str] = {}
-        if out is not None and write_topic_samples:
-            step("writing topic_samples")
-            outputs["topic_samples"] = _write(resolved, out, "topic_samples")
-            resolved = spark.read.parquet(outputs["topic_samples"])
         step("aggregating bundle load and time averages")
-        bundle_load = transforms.time_averages(transforms.bundle_samples(resolved)).cache()
-        per_ns = bundle_load.groupBy("namespace").agg(F.sum("rows").alias("rows")).collect()
-        namespaces = [r["namespace"] for r in per_ns]
+        bundle_load = transforms.time_averages(transforms.finish_bundle_samples(partial)).cache()
+        overview = transforms.bundle_overview(bundle_load).collect()
+        namespaces = {r["namespace"] for r in overview}
         counts = {ns: boundaries.bundle_count(ns) for ns in namespaces} if bundle_counts_known else None
         # a Parquet input counts its rows from metadata: a clean input needs no second scan for rejects
-        known_clean = data.input_rows is not None and data.input_rows.count() == sum(r["rows"] for r in per_ns)
+        known_clean = data.input_rows is not None and data.input_rows.count() == sum(r["rows"] for r in overview)
         candidates = transforms.split_candidates(bundle_load, config, counts)
         brokers = transforms.broker_load(bundle_load)
         if known_clean:
@@ -255,12 +252,52 @@ def run_pipeline(
             rejects = spark.read.parquet(outputs["rejects"])
             candidates = spark.read.parquet(outputs["split_candidates"])
         step("summarising")
-        summary = _summarise(bundle_load, rejects, candidates)
+        summary = _summarise(overview, rejects, candidates)
         bundle_load.unpersist()
+        if cached is not None:
+            cached.unpersist()
     summary.outputs = outputs
     summary.seconds = time.perf_counter() - t0
     step("done")
     return summary
+
+
+def _bundle_sums(
+    data: ingest.Ingested, boundaries: Boundaries, source: str, samples_out: str | None, outputs: dict[str, str],
+    step: Progress,
+) -> tuple[DataFrame, DataFrame, DataFrame | None]:
+    """``(partial sums per (timestamp, bundle, namespace, broker), unresolved rejects, table to unpersist)``.
+
+    Canonical topic names take ``keyed``'s fast path (numeric bundle keys, named after the aggregation) when
+    the boundaries are uniform; the rest ``transforms.resolve``.  With ``samples_out``, the resolved rows are
+    first written to ``topic_samples/`` and the sums read back from that Parquet.  Without, one pass over the
+    input builds the (small, cached) keyed sums, which also count the other rows: only when there are some
+    does a second pass resolve them.
+    """
+    bounds = keyed.uniform_bounds(boundaries)
+    if bounds is None:
+        resolved, unresolved = transforms.resolve(data.samples, boundaries, source)
+        if samples_out is None:
+            return transforms.partial_bundle_sums(resolved), unresolved, None
+        return _written_sums(resolved, samples_out, outputs, step), unresolved, None
+    tagged = keyed.tag(data.samples, bounds)
+    if samples_out is not None:
+        fast_rows, others = keyed.rows_split(tagged, bounds)
+        resolved, unresolved = transforms.resolve(others, boundaries, source)
+        return _written_sums(fast_rows.unionByName(resolved), samples_out, outputs, step), unresolved, None
+    sums = keyed.keyed_sums(tagged).cache()
+    fast_sums, other_rows = keyed.split_sums(sums, bounds)
+    if other_rows == 0:  # every row canonical: no second pass over the input
+        return fast_sums, data.rejects.sparkSession.createDataFrame([], schemas.REJECTS), sums
+    resolved, unresolved = transforms.resolve(keyed.others(tagged), boundaries, source)
+    return fast_sums.unionByName(transforms.partial_bundle_sums(resolved)), unresolved, sums
+
+
+def _written_sums(resolved: DataFrame, out: str, outputs: dict[str, str], step: Progress) -> DataFrame:
+    """Writes ``topic_samples/`` and returns the partial bundle sums read back from it."""
+    step("writing topic_samples")
+    outputs["topic_samples"] = _write(resolved, out, "topic_samples")
+    return transforms.partial_bundle_sums(resolved.sparkSession.read.parquet(outputs["topic_samples"]))
 
 
 def _write(df: DataFrame, out: str, name: str) -> str:
@@ -272,24 +309,19 @@ def _write(df: DataFrame, out: str, name: str) -> str:
     return path
 
 
-def _summarise(bundle_load: DataFrame, rejects: DataFrame, candidates: DataFrame) -> Summary:
-    agg = bundle_load.agg(
-        F.sum("rows").alias("rows"), F.countDistinct("bundle").alias("bundles"),
-        F.countDistinct("broker").alias("brokers"), F.min("timestamp").alias("t0"), F.max("timestamp").alias("t1"),
-    ).collect()[0]
+def _summarise(overview: list[Any], rejects: DataFrame, candidates: DataFrame) -> Summary:
+    """The summary from the collected ``bundle_overview`` rows and the (written) rejects and candidates."""
     reasons = {r["reason"]: r["n"] for r in rejects.groupBy("reason").agg(F.count(F.lit(1)).alias("n")).collect()}
     rejected = sum(reasons.values())
-    hottest = [
-        {"bundle": r["bundle"], "peakThroughput": r["peakThroughput"], "peakMsgRate": r["peakMsgRate"]}
-        for r in transforms.hottest_bundles(bundle_load).collect()
-    ]
+    hottest = sorted(overview, key=lambda r: (-r["peakThroughput"], r["bundle"]))[:5]
     return Summary(
-        rows_in=int(agg["rows"] or 0) + rejected,
+        rows_in=sum(int(r["rows"]) for r in overview) + rejected,
         rows_rejected=rejected,
-        bundles=int(agg["bundles"]),
-        brokers=int(agg["brokers"]),
-        time_span=(agg["t0"], agg["t1"]),
-        hottest=hottest,
+        bundles=len(overview),
+        brokers=len({b for r in overview for b in r["brokers"]}),
+        time_span=(min((r["t0"] for r in overview), default=None), max((r["t1"] for r in overview), default=None)),
+        hottest=[{"bundle": r["bundle"], "peakThroughput": r["peakThroughput"], "peakMsgRate": r["peakMsgRate"]}
+                 for r in hottest],
         split_candidates=candidates.count(),
         reject_reasons=dict(sorted(reasons.items(), key=lambda kv: (-kv[1], kv[0]))[:10]),
     )

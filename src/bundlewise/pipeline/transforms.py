@@ -32,10 +32,12 @@ from bundlewise.config import Config
 from bundlewise.model.bundles import initial_boundaries
 from bundlewise.model.hashing import FULL_UPPER_BOUND
 from bundlewise.model.load import DEFAULT_STATS, NUM_LONG_SAMPLES, NUM_SHORT_SAMPLES, time_average_step
-from bundlewise.pipeline import schemas
+from bundlewise.pipeline import keyed, schemas
 from bundlewise.pipeline.boundaries import Boundaries
 
 MIB = 1024 * 1024
+_BUNDLE_NAMESPACE = "left(bundle, length(bundle) - length(substring_index(bundle, '/', -1)) - 1)"
+"""The namespace part of a bundle name ``tenant/ns/0x…_0x…``."""
 _PRIOR = {
     "MsgThroughputIn": DEFAULT_STATS.msgThroughputIn,
     "MsgThroughputOut": DEFAULT_STATS.msgThroughputOut,
@@ -140,7 +142,7 @@ def resolve(samples: DataFrame, boundaries: Boundaries, source: str = "input") -
     df = df.withColumn("_lo", lower).withColumn("_hi", upper)
     computed = F.when(carried.isNull() & F.col("_lo").isNotNull(), bundle_name(F.col("_ns"), F.col("_lo"),
                                                                                 F.col("_hi")))
-    carried_ns = F.expr("left(bundle, length(bundle) - length(substring_index(bundle, '/', -1)) - 1)")
+    carried_ns = F.expr(_BUNDLE_NAMESPACE)
     reason = (
         F.when(carried.isNull() & F.col("topic").isNull(), F.lit("neither topic nor bundle"))
         .when(carried.isNull() & F.col("_err").isNotNull(), F.concat(F.lit("topic: "), F.col("_err")))
@@ -169,15 +171,30 @@ def resolve(samples: DataFrame, boundaries: Boundaries, source: str = "input") -
 
 def bundle_samples(resolved: DataFrame) -> DataFrame:
     """One sample per (timestamp, bundle): sums over its topics; ``broker`` = the (least) reporting owner."""
+    return finish_bundle_samples(partial_bundle_sums(resolved))
+
+
+def partial_bundle_sums(resolved: DataFrame) -> DataFrame:
+    """Per (timestamp, bundle, broker) sums: every aggregate numeric, so Spark hash-aggregates.
+
+    (``min``/``first`` of a string in the same aggregation would force a sort of every row.)  The namespace
+    is read back from each group's bundle name (``tenant/ns/0x…_0x…``), one string key fewer per row.
+    """
+    sums = keyed.partial_sums(resolved, ["timestamp", "bundle", "broker"])
+    return sums.withColumn("namespace", F.expr(_BUNDLE_NAMESPACE))
+
+
+def finish_bundle_samples(partial: DataFrame) -> DataFrame:
+    """``partial_bundle_sums`` rows (any mix of paths) → one row per (timestamp, bundle), ``sessions`` added."""
     s = F.sum
-    return resolved.groupBy("timestamp", "bundle").agg(
+    return partial.groupBy("timestamp", "bundle").agg(
         F.first("namespace").alias("namespace"),
         F.min("broker").alias("broker"),
         *[s(c).alias(c) for c in schemas.RATE_FIELDS],
         s("topics").alias("topics"),
         s("producerCount").alias("producerCount"),
         s("consumerCount").alias("consumerCount"),
-        F.count(F.lit(1)).alias("rows"),
+        s("rows").alias("rows"),
     ).withColumn("sessions", F.col("producerCount") + F.col("consumerCount"))
 
 
@@ -297,13 +314,13 @@ def split_candidates(
     )
 
 
-def hottest_bundles(bundle_load: DataFrame, n: int = 5) -> DataFrame:
-    """The ``n`` bundles with the highest peak total throughput (in + out), for the summary."""
+def bundle_overview(bundle_load: DataFrame) -> DataFrame:
+    """Per bundle, the figures of the run's summary: rows aggregated, first and last timestamp, peak total
+    throughput and message rate (in + out), and its brokers — one small table, collected once."""
     tput = F.col("msgThroughputIn") + F.col("msgThroughputOut")
     rate = F.col("msgRateIn") + F.col("msgRateOut")
-    return (
-        bundle_load.groupBy("bundle")
-        .agg(F.max(tput).alias("peakThroughput"), F.max(rate).alias("peakMsgRate"))
-        .orderBy(F.col("peakThroughput").desc(), "bundle")
-        .limit(n)
+    return bundle_load.groupBy("namespace", "bundle").agg(
+        F.sum("rows").alias("rows"), F.min("timestamp").alias("t0"), F.max("timestamp").alias("t1"),
+        F.max(tput).alias("peakThroughput"), F.max(rate).alias("peakMsgRate"),
+        F.collect_set("broker").alias("brokers"),
     )
