@@ -121,3 +121,32 @@ def test_run_pipeline_gives_the_same_outputs_with_and_without_topic_samples(spar
     assert summaries[0] == summaries[1]
     assert summaries[0][:2] == ((12, 2) if mixed else (6, 0))
     assertDataFrameEqual(loads[1], loads[0])
+
+
+@pytest.mark.parametrize(("mixed", "kind"), [(False, "parquet"), (True, "parquet"), (True, "csv")])
+def test_topic_samples_written_by_the_fast_path_equal_the_general_resolution(spark, tmp_path, mixed, kind):
+    """The clean Parquet input's one-pass write (no second pass) and the appended other rows give the rows
+    and rejects ``transforms.resolve`` gives for the whole input."""
+    topics = ["persistent://t/ns/a", "persistent://t/ns/b-partition-1", "non-persistent://t/ns2/c"]
+    if mixed:
+        topics += ["my-topic", "t/ns/a", "persistent://t//bad"]
+    rows = [{"timestamp": ts, "topic": t, "msgRateIn": 1.0 + i, "msgRateOut": 2.0, "msgThroughputIn": 3.0,
+             "msgThroughputOut": 4.0, "producerCount": 1, "consumerCount": i, "broker": f"b{i % 2}"}
+            for ts in (0, 60_000) for i, t in enumerate(topics)]
+    if mixed:
+        rows.append({**rows[0], "msgRateIn": -1.0})  # a validation reject
+    trace = tmp_path / "trace"
+    trace.mkdir()
+    frame = pd.DataFrame(rows)
+    if kind == "parquet":
+        frame.to_parquet(trace / "part-0.parquet")
+    else:
+        frame.to_csv(trace / "part-0.csv", index=False)
+    boundaries = Boundaries(UNEVEN)
+    data = jobs.read_input(spark, str(trace), "trace")
+    want, want_rejects = transforms.resolve(data.samples, boundaries, str(trace))
+    out = tmp_path / "out"
+    s = jobs.run_pipeline(spark, str(trace), "trace", boundaries, Config(), str(out))
+    assertDataFrameEqual(spark.read.parquet(str(out / "topic_samples")), want)
+    assertDataFrameEqual(spark.read.parquet(str(out / "rejects")), want_rejects.unionByName(data.rejects))
+    assert (s.rows_in, s.rows_rejected) == ((13, 3) if mixed else (6, 0))

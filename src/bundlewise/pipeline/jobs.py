@@ -282,9 +282,7 @@ def _bundle_sums(
         return _written_sums(resolved, samples_out, outputs, step), unresolved, None
     tagged = keyed.tag(data.samples, bounds)
     if samples_out is not None:
-        fast_rows, others = keyed.rows_split(tagged, bounds)
-        resolved, unresolved = transforms.resolve(others, boundaries, source)
-        return _written_sums(fast_rows.unionByName(resolved), samples_out, outputs, step), unresolved, None
+        return _written_fast_sums(data, tagged, bounds, boundaries, source, samples_out, outputs, step)
     sums = keyed.keyed_sums(tagged).cache()
     fast_sums, other_rows = keyed.split_sums(sums, bounds)
     if other_rows == 0:  # every row canonical: no second pass over the input
@@ -300,10 +298,33 @@ def _written_sums(resolved: DataFrame, out: str, outputs: dict[str, str], step: 
     return transforms.partial_bundle_sums(resolved.sparkSession.read.parquet(outputs["topic_samples"]))
 
 
-def _write(df: DataFrame, out: str, name: str) -> str:
+def _written_fast_sums(
+    data: ingest.Ingested, tagged: DataFrame, bounds: tuple[int, ...], boundaries: Boundaries, source: str,
+    out: str, outputs: dict[str, str], step: Progress,
+) -> tuple[DataFrame, DataFrame, None]:
+    """``topic_samples/`` on the fast path: the canonical rows are written first (one pass over the input).
+
+    When the input's row count is cheap (Parquet metadata) and equals the rows written (also metadata), every
+    row was valid and canonical: no second pass.  Otherwise the other rows are resolved and appended, and
+    their rejects returned.  Returns the partial bundle sums read back from ``topic_samples/``.
+    """
+    spark = tagged.sparkSession
+    fast_rows, others = keyed.rows_split(tagged, bounds)
+    step("writing topic_samples")
+    path = outputs["topic_samples"] = _write(fast_rows, out, "topic_samples")
+    if data.input_rows is not None and spark.read.parquet(path).count() == data.input_rows.count():
+        unresolved = spark.createDataFrame([], schemas.REJECTS)
+    else:
+        step("writing the other rows of topic_samples")
+        resolved, unresolved = transforms.resolve(others, boundaries, source)
+        _write(resolved.select(*fast_rows.columns), out, "topic_samples", mode="append")
+    return transforms.partial_bundle_sums(spark.read.parquet(path)), unresolved, None
+
+
+def _write(df: DataFrame, out: str, name: str, mode: str = "overwrite") -> str:
     path = os.path.join(out, name)
     try:
-        df.write.mode("overwrite").parquet(path)
+        df.write.mode(mode).parquet(path)
     except AnalysisException as e:
         raise InputError(f"cannot write: {str(e).splitlines()[0]}", source=path) from None
     return path
