@@ -17,7 +17,6 @@ from bundlewise.model.resources import ResourceWeights
 
 ALL_KEYS: dict[str, Key] = registry(MODULAR_KEYS, EXTENSIBLE_KEYS, THROTTLING_KEYS, SIM_KEYS)
 WATCHED_PREFIXES = ("loadBalancer", "dispatchThrottling", "dispatcher")
-MIB = 1024 * 1024
 
 
 def short_class_name(value: str) -> str:

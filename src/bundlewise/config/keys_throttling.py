@@ -7,9 +7,9 @@ limit; negative values are accepted and mean the same (§B7).
 from __future__ import annotations
 
 from bundlewise.config.keys import Key
+from bundlewise.model.resources import MIB
 
 PERSISTENT = "org.apache.pulsar.broker.service.persistent."
-MIB = 1024 * 1024
 
 THROTTLING_KEYS: tuple[Key, ...] = (
     Key("dispatchThrottlingRateInMsg", 0, "int", "msg/s", "Broker-wide dispatch limit in messages; 0 = off"),

@@ -29,7 +29,7 @@ from typing import Any
 from bundlewise.model import fields
 from bundlewise.model.errors import InputError
 from bundlewise.model.load import NamespaceBundleStats
-from bundlewise.model.resources import ResourceWeights, SystemResources
+from bundlewise.model.resources import ResourceWeights, SystemResources, history_average
 from bundlewise.model.snapshot import parse_timestamp
 
 MODULAR_BROKER_FIELDS = ("lastStats", "bundles", "timeAverageData", "preallocatedBundleData")
@@ -39,10 +39,6 @@ MODULAR_TOP_FIELDS = ("bundleData",)
 def weighted_max(resources: SystemResources, weights: ResourceWeights) -> float:
     """The extensible weighted max usage: the modular four-resource max, plus memory with its weight."""
     return max(resources.weighted_max_usage(weights), resources.memory.percent_usage() * weights.memory / 100.0)
-
-
-def _ema(prev: float, sample: float, history: float, first: bool) -> float:
-    return sample if first else prev * history + (1 - history) * sample
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,8 +91,10 @@ class BrokerLoadData:
             bundleCount=bundle_count,
             topics=topics,
             maxResourceUsage=resources.max_usage(),
-            weightedMaxEMA=_ema(self.weightedMaxEMA, weighted_max(resources, weights), history, first),
-            msgThroughputEMA=_ema(self.msgThroughputEMA, msg_throughput_in + msg_throughput_out, history, first),
+            weightedMaxEMA=history_average(None if first else self.weightedMaxEMA, weighted_max(resources, weights),
+                                           history),
+            msgThroughputEMA=history_average(None if first else self.msgThroughputEMA,
+                                             msg_throughput_in + msg_throughput_out, history),
             updatedAt=now,
         )
 

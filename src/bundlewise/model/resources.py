@@ -27,6 +27,18 @@ def f32(x: float) -> float:
         return float("inf") if x > 0 else float("-inf")
 
 
+MIB = 1024 * 1024  # Pulsar's "MB" in load-balancer settings (LoadManagerShared.MIBI)
+
+
+def history_average(previous: float | None, sample: float, history: float) -> float:
+    """Pulsar's usage history: the sample on first sight, else ``previous * h + (1 - h) * sample``.
+
+    Used by ThresholdShedder, LeastResourceUsageWithWeight and the extensible ``BrokerLoadData`` EMAs
+    (``h = loadBalancerHistoryResourcePercentage``).
+    """
+    return sample if previous is None else previous * history + (1 - history) * sample
+
+
 @dataclass(frozen=True, slots=True)
 class ResourceUsage:
     """Pulsar's ``ResourceUsage {"usage", "limit"}``."""

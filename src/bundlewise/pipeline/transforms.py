@@ -32,10 +32,10 @@ from bundlewise.config import Config
 from bundlewise.model.bundles import initial_boundaries
 from bundlewise.model.hashing import FULL_UPPER_BOUND
 from bundlewise.model.load import DEFAULT_STATS, NUM_LONG_SAMPLES, NUM_SHORT_SAMPLES, time_average_step
+from bundlewise.model.resources import MIB
 from bundlewise.pipeline import keyed, schemas
 from bundlewise.pipeline.boundaries import Boundaries
 
-MIB = 1024 * 1024
 _BUNDLE_NAMESPACE = "left(bundle, length(bundle) - length(substring_index(bundle, '/', -1)) - 1)"
 """The namespace part of a bundle name ``tenant/ns/0x…_0x…``."""
 _PRIOR = {

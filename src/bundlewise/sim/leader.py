@@ -35,6 +35,7 @@ from bundlewise.model.load import (
     TimeAverageMessageData,
     time_average_step,
 )
+from bundlewise.model.resources import MIB
 from bundlewise.sim.cluster import Cluster
 
 # column order of the average arrays = TimeAverageMessageData's fields
@@ -230,7 +231,7 @@ class LeaderView:
             (self.topics > int(config["loadBalancerNamespaceBundleMaxTopics"]))
             | ((self.sessions > max_sessions) if max_sessions > 0 else False)
             | (lt[:, 2] + lt[:, 3] >= float(config["loadBalancerNamespaceBundleMaxMsgRate"]))
-            | (lt[:, 0] + lt[:, 1] >= float(config["loadBalancerNamespaceBundleMaxBandwidthMbytes"]) * 1024 * 1024)
+            | (lt[:, 0] + lt[:, 1] >= float(config["loadBalancerNamespaceBundleMaxBandwidthMbytes"]) * MIB)
         )
         names = self.cluster.bundle_names
         keep = {names[i] for i in np.flatnonzero(maybe)}

@@ -25,7 +25,7 @@ Errors are one-line ``InputError``s naming the file and the field.
 from __future__ import annotations
 
 import tomllib
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from importlib import resources
 from pathlib import Path
 from typing import Any, TextIO
@@ -36,10 +36,6 @@ from bundlewise.model.names import NamespaceName
 from bundlewise.sim.clock import parse_duration
 from bundlewise.sim.dispatch_spec import DispatchSpec, parse_dispatch
 
-BROKER_FIELDS = ("cpu_cores", "nic_mbps", "cpu_base_cores", "cpu_us_per_msg", "cpu_us_per_kib")
-BROKER_DEFAULTS: dict[str, float] = {
-    "cpu_cores": 8.0, "nic_mbps": 10000.0, "cpu_base_cores": 0.2, "cpu_us_per_msg": 10.0, "cpu_us_per_kib": 2.0,
-}
 ACTIONS = ("add", "remove", "restart")
 
 
@@ -51,6 +47,10 @@ class BrokerSpec:
     cpu_base_cores: float = 0.2
     cpu_us_per_msg: float = 10.0
     cpu_us_per_kib: float = 2.0
+
+
+BROKER_FIELDS = ("cpu_cores", "nic_mbps", "cpu_base_cores", "cpu_us_per_msg", "cpu_us_per_kib")
+BROKER_DEFAULTS: dict[str, float] = {f.name: float(f.default) for f in fields(BrokerSpec) if f.name in BROKER_FIELDS}  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True, slots=True)

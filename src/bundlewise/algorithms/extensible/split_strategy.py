@@ -22,11 +22,11 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 
-from bundlewise.algorithms.splitting.conditions import MIB
 from bundlewise.config import Config
 from bundlewise.model.bundles import Bundle
 from bundlewise.model.errors import InputError
 from bundlewise.model.load import NamespaceBundleStats
+from bundlewise.model.resources import MIB
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,7 +23,7 @@ from bundlewise.algorithms.placement.base import Selection
 from bundlewise.algorithms.placement.least_long_term_message_rate import broker_data
 from bundlewise.config import Config
 from bundlewise.model.load import BundleData, LoadData
-from bundlewise.model.resources import ResourceWeights
+from bundlewise.model.resources import ResourceWeights, history_average
 
 
 class LeastResourceUsageWithWeight:
@@ -39,7 +39,7 @@ class LeastResourceUsageWithWeight:
         if not local.bundles or (local.msgRateIn == 0 and local.msgRateOut == 0):
             previous = None
         usage = local.weighted_max_usage(weights)
-        value = usage if previous is None else previous * h + (1 - h) * usage
+        value = history_average(previous, usage, h)
         self.history[broker] = value
         return value
 

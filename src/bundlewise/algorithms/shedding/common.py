@@ -22,9 +22,8 @@ from operator import itemgetter
 
 from bundlewise.model.load import BundleData, LoadData, LocalBrokerData
 from bundlewise.model.names import bundle_namespace, is_system_namespace
-from bundlewise.model.resources import ResourceWeights
+from bundlewise.model.resources import MIB, ResourceWeights
 
-MIB = 1024 * 1024
 ADDITIONAL_THRESHOLD_PERCENT_MARGIN = 0.05
 
 _SYSTEM_PREFIXES = ("pulsar/", "sla-monitor/")  # cheap pre-check before the pattern match

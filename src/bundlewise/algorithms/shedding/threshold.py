@@ -28,7 +28,6 @@ from collections.abc import Sequence
 from bundlewise.algorithms.shedding.base import Unload
 from bundlewise.algorithms.shedding.common import (
     ADDITIONAL_THRESHOLD_PERCENT_MARGIN,
-    MIB,
     SheddableBundles,
     dominant_resource,
     mb,
@@ -37,6 +36,7 @@ from bundlewise.algorithms.shedding.common import (
 )
 from bundlewise.config import Config
 from bundlewise.model.load import LoadData
+from bundlewise.model.resources import MIB, history_average
 
 LOWER_BOUNDARY_THRESHOLD_MARGIN = 0.5
 
@@ -55,7 +55,7 @@ class ThresholdShedder:
         for broker, data in load.brokers.items():
             u = data.localData.weighted_max_usage(weights)
             prev = self.history.get(broker)
-            value = u if prev is None else prev * h + (1 - h) * u
+            value = history_average(prev, u, h)
             self.history[broker] = value
             total += value
         return total / len(load.brokers) if load.brokers else 0.0

@@ -25,8 +25,7 @@ from bundlewise.model.bundles import Bundle
 from bundlewise.model.errors import InputError
 from bundlewise.model.hashing import crc32_hash
 from bundlewise.model.names import full_topic_name
-
-MIB = 1024 * 1024
+from bundlewise.model.resources import MIB
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from bundlewise.config import Config
 from bundlewise.model.load import NamespaceBundleStats
+from bundlewise.model.resources import MIB
 
-MIB = 1024 * 1024
 REASONS = ("Topics", "Sessions", "MsgRate", "Bandwidth")
 
 
