@@ -127,8 +127,8 @@ def run_spark(spark: Any, trace: Path, out: Path, topic_samples: bool = True) ->
 def run_duckdb(trace: Path, out: Path, topic_samples: bool = True) -> float:
     import duckdb
 
+    from bundlewise.pipeline.frames import averages_frame
     from bundlewise.pipeline.schemas import AVERAGE_FIELDS
-    from bundlewise.pipeline.transforms import averages_frame
 
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir(parents=True)

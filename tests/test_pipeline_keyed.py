@@ -78,11 +78,11 @@ def _samples(spark):
 def test_keyed_sums_give_the_general_bundle_samples_and_rejects(spark, bounds):
     samples, boundaries = _samples(spark), Boundaries(bounds)
     resolved, want_rejects = transforms.resolve(samples, boundaries, "in")
-    want = transforms.bundle_samples(resolved)
+    want = transforms.bundle_load(transforms.partial_bundle_sums(resolved), Config())
     tagged = keyed.tag(samples, bounds)
     fast, other_rows = keyed.split_sums(keyed.keyed_sums(tagged), bounds)
     good, rejects = transforms.resolve(keyed.others(tagged), boundaries, "in")
-    got = transforms.finish_bundle_samples(fast.unionByName(transforms.partial_bundle_sums(good)))
+    got = transforms.bundle_load(fast.unionByName(transforms.partial_bundle_sums(good)), Config())
     assertDataFrameEqual(got, want)
     assertDataFrameEqual(rejects, want_rejects)
     assert want.count() > 4 and want_rejects.count() == 4

@@ -25,7 +25,7 @@ from bundlewise.model.load import (
     TimeAverageMessageData,
 )
 from bundlewise.model.names import TopicName
-from bundlewise.pipeline import schemas, transforms
+from bundlewise.pipeline import frames, schemas, transforms
 from bundlewise.pipeline.boundaries import Boundaries
 
 pytestmark = pytest.mark.spark
@@ -122,10 +122,11 @@ def test_bundle_samples_sum_topics_per_time_and_bundle(spark):
     ]
     samples = spark.createDataFrame(rows, schemas.TOPIC_SAMPLES)
     resolved, rejects = transforms.resolve(samples, BOUNDS, "trace.csv")
-    got = transforms.bundle_samples(resolved).drop("rows")
     cols = "timestamp long, bundle string, namespace string, broker string, msgRateIn double, msgRateOut double, " \
            "msgThroughputIn double, msgThroughputOut double, topics long, producerCount long, consumerCount long, " \
            "sessions long"
+    loaded = transforms.bundle_load(transforms.partial_bundle_sums(resolved), Config())
+    got = loaded.select(*[c.split()[0] for c in cols.split(", ")])
     expected = spark.createDataFrame([
         (0, "public/default/0x20000000_0x40000000", "public/default", "b1", 16.0, 25.0, 1600.0, 2500.0, 3, 3, 3, 6),
         (0, "public/default/0x40000000_0x80000000", "public/default", "b2", 7.0, 7.0, 70.0, 70.0, 1, 2, 3, 5),
@@ -165,7 +166,7 @@ def test_averages_frame_equals_the_model_recurrence_past_both_windows():
     rng = random.Random(5)
     xs = {b: [(rng.uniform(0, 1e4), rng.uniform(0, 1e4), rng.uniform(0, 1e7), rng.uniform(0, 1e7))
               for _ in range(n)] for b, n in (("t/ns/0x00000000_0x80000000", 1105), ("t/ns/0x80000000_0xffffffff", 3))}
-    pdf = transforms.averages_frame(_bundle_frame(xs).sample(frac=1.0, random_state=1))
+    pdf = frames.averages_frame(_bundle_frame(xs).sample(frac=1.0, random_state=1))
     for b, samples in xs.items():
         got = pdf[pdf["bundle"] == b].sort_values("timestamp")
         cols = ["shortTermSamples", "longTermSamples", *schemas.AVERAGE_FIELDS]
@@ -179,7 +180,7 @@ def test_spark_time_averages_equal_the_model_time_average_message_data(spark):
                                           rng.uniform(0, 5e5)) for _ in range(14)],
           "t/ns/0x40000000_0x80000000": [(3.0, 1.0, 300.0, 100.0)]}
     df = spark.createDataFrame(_bundle_frame(xs))
-    got = transforms.time_averages(df).orderBy("bundle", "timestamp").collect()
+    got = transforms.bundle_load(df, Config()).orderBy("bundle", "timestamp").collect()
     flat = [(b, *vals) for b, s in xs.items() for vals in _model_averages(s)]
     cols = ["bundle", "shortTermSamples", "longTermSamples", *schemas.AVERAGE_FIELDS]
     assert [tuple(r[c] for c in cols) for r in got] == flat
@@ -190,11 +191,12 @@ def test_spark_time_averages_equal_the_model_time_average_message_data(spark):
                                                      + xs["t/ns/0x00000000_0x40000000"][1][0]) / 2)
 
 
-def _load_rows(spark, rows):
+def _load_rows(spark, rows, config=None):
     pdf = pd.DataFrame(rows)
     for f in schemas.AVERAGE_FIELDS:
         pdf[f] = pdf.get(f, 0.0)
     pdf["sessions"] = pdf["producerCount"] + pdf["consumerCount"]
+    pdf["reasons"] = frames.split_reason_lists(pdf, frames.SplitThresholds.of(config or Config())).to_pylist()
     return spark.createDataFrame(pdf)
 
 
@@ -216,7 +218,7 @@ def test_broker_load_sums_bundles_and_their_time_averages(spark):
     assert (r["shortTermMsgRateIn"], r["longTermMsgThroughputIn"], r["longTermMsgRateOut"]) == (4.0, 32.0, 0.0)
 
 
-def test_split_reasons_expression_equals_split_reasons(spark):
+def test_split_reason_lists_equal_split_reasons():
     rng = random.Random(3)
     configs = [Config(), Config().with_values({"loadBalancerNamespaceBundleMaxSessions": 0,
                                                "loadBalancerNamespaceBundleMaxTopics": 5})]
@@ -226,15 +228,13 @@ def test_split_reasons_expression_equals_split_reasons(spark):
         prod, cons = rng.choice([(0, 0), (500, 500), (500, 501), (1, 3)])
         rate_in = rng.choice([0.0, 15000.0, 30000.0, 30000.5, 1e6])
         tput_in = rng.choice([0.0, 100 * 1048576.0, 100 * 1048576.0 + 1, 7e9])
-        rows.append({"timestamp": 0, "namespace": "t/ns", "bundle": f"t/ns/{i:04d}", "broker": "b1",
-                     "msgRateIn": 0.0, "msgRateOut": 0.0, "msgThroughputIn": 0.0, "msgThroughputOut": 0.0,
-                     "topics": topics, "producerCount": prod, "consumerCount": cons,
+        rows.append({"bundle": f"t/ns/{i:04d}", "topics": topics, "producerCount": prod, "consumerCount": cons,
                      "longTermMsgRateIn": rate_in, "longTermMsgRateOut": 0.0,
                      "longTermMsgThroughputIn": tput_in, "longTermMsgThroughputOut": 0.0})
-    df = _load_rows(spark, rows)
+    pdf = pd.DataFrame(rows)
     for cfg in configs:
-        got = {r["bundle"]: list(r["reasons"]) for r in df.select("bundle", transforms.split_reasons_expr(cfg)
-                                                                   .alias("reasons")).collect()}
+        got = dict(zip(pdf["bundle"], frames.split_reason_lists(pdf, frames.SplitThresholds.of(cfg)).to_pylist(),
+                       strict=True))
         want = {
             r["bundle"]: split_reasons(
                 NamespaceBundleStats(topics=r["topics"], producerCount=r["producerCount"],
@@ -255,7 +255,7 @@ def test_split_candidates_apply_the_namespace_cap_in_broker_then_bundle_order(sp
         {**hot, "timestamp": 0, "bundle": "t/ns/0x80000000_0xffffffff", "broker": "b1", "topics": 1},
     ]
     cfg = Config().with_values({"loadBalancerNamespaceMaximumBundles": 4})
-    got = transforms.split_candidates(_load_rows(spark, rows), cfg)
+    got = transforms.split_candidates(_load_rows(spark, rows, cfg), cfg)
     expected = spark.createDataFrame([
         Row(timestamp=0, namespace="t/ns", bundle="t/ns/0x40000000_0x80000000", broker="b1", topics=3, sessions=0,
             longTermMsgRate=40000.0, longTermMsgThroughput=0.0, reasons=["MsgRate"], bundleCount=3,
@@ -265,5 +265,6 @@ def test_split_candidates_apply_the_namespace_cap_in_broker_then_bundle_order(sp
             withinNamespaceCap=False),
     ], schemas.SPLIT_CANDIDATES)
     assertDataFrameEqual(got, expected)
-    with_counts = transforms.split_candidates(_load_rows(spark, rows), cfg, {"t/ns": 2})
+    two = Boundaries(Boundaries.of_count(4).default, {"t/ns": (0, 0x80000000, 0xFFFFFFFF)})
+    with_counts = transforms.split_candidates(_load_rows(spark, rows, cfg), cfg, two)
     assert sorted(r["withinNamespaceCap"] for r in with_counts.collect()) == [True, True]

@@ -15,11 +15,14 @@ and returns a ``Summary``.  An input path that does not exist or cannot be read 
 
 from __future__ import annotations
 
+import functools
 import json
 import os
+import shutil
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,7 +32,7 @@ from pyspark.sql import functions as F
 
 from bundlewise.config import Config
 from bundlewise.model.errors import InputError
-from bundlewise.pipeline import ingest, keyed, schemas, transforms
+from bundlewise.pipeline import columnar, ingest, keyed, schemas, transforms
 from bundlewise.pipeline.boundaries import Boundaries, parse_bundles_doc
 
 FORMATS = ("trace", "topics-stats", "load-report", "prometheus")
@@ -213,10 +216,13 @@ def run_pipeline(
     progress: Progress = lambda _msg: None,
     bundle_counts_known: bool = False,
     write_topic_samples: bool = True,
+    columnar: bool = True,
 ) -> Summary:
     """Read, transform, write; returns the run's summary.
 
-    ``write_topic_samples=False`` skips the one output as large as the input (fleet-scale runs).
+    ``write_topic_samples=False`` skips the one output as large as the input (fleet-scale runs);
+    ``columnar=False`` reads a local Parquet trace with Spark's reader instead of ``columnar.scan`` (the
+    general path, which the columnar scan is tested against).
     """
     t0 = time.perf_counter()
 
@@ -226,33 +232,49 @@ def run_pipeline(
     outputs: dict[str, str] = {}
     with _Ticker(spark, progress):
         step(f"reading {input_path}")
-        data = read_input(spark, input_path, fmt)
-        partial, unresolved, cached = _bundle_sums(data, boundaries, input_path,
-                                                   out if write_topic_samples else None, outputs, step)
-        rejects = data.rejects.unionByName(unresolved)
-        step("aggregating bundle load and time averages")
-        bundle_load = transforms.time_averages(transforms.finish_bundle_samples(partial)).cache()
-        overview = transforms.bundle_overview(bundle_load).collect()
-        namespaces = {r["namespace"] for r in overview}
-        counts = {ns: boundaries.bundle_count(ns) for ns in namespaces} if bundle_counts_known else None
-        # a Parquet input counts its rows from metadata: a clean input needs no second scan for rejects
-        known_clean = data.input_rows is not None and data.input_rows.count() == sum(r["rows"] for r in overview)
-        candidates = transforms.split_candidates(bundle_load, config, counts)
-        brokers = transforms.broker_load(bundle_load)
-        if known_clean:
-            rejects = spark.createDataFrame([], schemas.REJECTS)
-        if out is not None:
-            step("writing bundle_load, broker_load, split_candidates, rejects")
-            outputs["bundle_load"] = _write(bundle_load.drop("rows"), out, "bundle_load")
-            outputs["broker_load"] = _write(brokers, out, "broker_load")
-            outputs["split_candidates"] = _write(candidates, out, "split_candidates")
-            outputs["rejects"] = _write(rejects, out, "rejects")
-            if data.broker_reports is not None:
-                outputs["broker_reports"] = _write(data.broker_reports, out, "broker_reports")
-            rejects = spark.read.parquet(outputs["rejects"])
-            candidates = spark.read.parquet(outputs["split_candidates"])
+        samples_out = out if write_topic_samples else None
+        fragments = _columnar_plan(spark, input_path, fmt) if columnar else None
+        broker_reports: DataFrame | None = None
+        input_rows: DataFrame | None = None
+        if fragments is not None:
+            partial, rejects, cached = _columnar_sums(spark, fragments, boundaries, input_path, samples_out,
+                                                      outputs, step)
+        else:
+            data = read_input(spark, input_path, fmt)
+            broker_reports, input_rows = data.broker_reports, data.input_rows
+            partial, rejects, cached = _bundle_sums(data, boundaries, input_path, samples_out, outputs, step)
+        bundle_load = transforms.bundle_load(partial, config).cache()
+        counts = boundaries if bundle_counts_known else None
+
+        def tables(rejects: DataFrame) -> dict[str, DataFrame]:
+            found = {
+                "bundle_load": bundle_load.drop("rows", "reasons"),
+                "broker_load": transforms.broker_load(bundle_load),
+                "split_candidates": transforms.split_candidates(bundle_load, config, counts),
+                "rejects": rejects,
+            }
+            if broker_reports is not None:
+                found["broker_reports"] = broker_reports
+            return found if out is not None else {}
+
+        overview_job = {"": lambda: transforms.bundle_overview(bundle_load).collect()}
+        if rejects is None:  # known clean: the summary and every output at once (their jobs' fixed costs overlap)
+            step("aggregating bundle load and time averages; writing the outputs")
+            done = _concurrently({**overview_job, **_writes(tables(_no_rejects(spark)), out)})
+            overview = done.pop("")
+            clean = True
+        else:
+            step("aggregating bundle load and time averages")
+            overview = overview_job[""]()
+            # a Parquet input counts its rows from metadata: a clean input needs no scan for rejects
+            clean = input_rows is not None and input_rows.count() == sum(r["rows"] for r in overview)
+            step("writing the outputs")
+            done = _concurrently(_writes(tables(_no_rejects(spark) if clean else rejects), out))
+        outputs.update(done)
+        if not clean:
+            rejects = spark.read.parquet(outputs["rejects"]) if out is not None else rejects
         step("summarising")
-        summary = _summarise(overview, rejects, candidates)
+        summary = _summarise(overview, {} if clean or rejects is None else _reasons(rejects))
         bundle_load.unpersist()
         if cached is not None:
             cached.unpersist()
@@ -265,8 +287,8 @@ def run_pipeline(
 def _bundle_sums(
     data: ingest.Ingested, boundaries: Boundaries, source: str, samples_out: str | None, outputs: dict[str, str],
     step: Progress,
-) -> tuple[DataFrame, DataFrame, DataFrame | None]:
-    """``(partial sums per (timestamp, bundle, namespace, broker), unresolved rejects, table to unpersist)``.
+) -> tuple[DataFrame, DataFrame | None, DataFrame | None]:
+    """``(partial sums per (timestamp, bundle, namespace, broker), rejects (None: none), table to unpersist)``.
 
     Canonical topic names take ``keyed``'s fast path (numeric bundle keys, named after the aggregation) when
     the boundaries are uniform; the rest ``transforms.resolve``.  With ``samples_out``, the resolved rows are
@@ -278,17 +300,71 @@ def _bundle_sums(
     if bounds is None:
         resolved, unresolved = transforms.resolve(data.samples, boundaries, source)
         if samples_out is None:
-            return transforms.partial_bundle_sums(resolved), unresolved, None
-        return _written_sums(resolved, samples_out, outputs, step), unresolved, None
+            return transforms.partial_bundle_sums(resolved), data.rejects.unionByName(unresolved), None
+        return _written_sums(resolved, samples_out, outputs, step), data.rejects.unionByName(unresolved), None
     tagged = keyed.tag(data.samples, bounds)
     if samples_out is not None:
-        return _written_fast_sums(data, tagged, bounds, boundaries, source, samples_out, outputs, step)
+        sums, unresolved, cached = _written_fast_sums(data, tagged, bounds, boundaries, source, samples_out,
+                                                      outputs, step)
+        return sums, data.rejects.unionByName(unresolved), cached
     sums = keyed.keyed_sums(tagged).cache()
     fast_sums, other_rows = keyed.split_sums(sums, bounds)
     if other_rows == 0:  # every row canonical: no second pass over the input
-        return fast_sums, data.rejects.sparkSession.createDataFrame([], schemas.REJECTS), sums
+        return fast_sums, data.rejects, sums
     resolved, unresolved = transforms.resolve(keyed.others(tagged), boundaries, source)
-    return fast_sums.unionByName(transforms.partial_bundle_sums(resolved)), unresolved, sums
+    return fast_sums.unionByName(transforms.partial_bundle_sums(resolved)), data.rejects.unionByName(unresolved), sums
+
+
+def _columnar_plan(spark: Any, path: str, fmt: str | None) -> list[columnar.Fragment] | None:
+    """The fragments of a local Parquet trace that ``columnar`` reads, else None (the general path)."""
+    check_input(path)
+    if (fmt or detect_format(path)) != "trace" or not _is_local(path) or not _is_parquet(path):
+        return None
+    return columnar.plan(_files(path), spark.sparkContext.defaultParallelism)
+
+
+def _columnar_sums(
+    spark: Any, fragments: list[columnar.Fragment], boundaries: Boundaries, source: str, samples_out: str | None,
+    outputs: dict[str, str], step: Progress,
+) -> tuple[DataFrame, DataFrame | None, DataFrame | None]:
+    """``columnar.scan`` of a local Parquet trace: clean rows summed (and written to ``topic_samples/``) by the
+    tasks; the other rows, if any, through the general path (validation, ``transforms.resolve``) with the
+    column types the input has."""
+    samples_dir = None
+    if samples_out is not None:
+        samples_dir = outputs["topic_samples"] = _fresh_dir(samples_out, "topic_samples")
+    step(f"scanning {len(fragments)} fragments (columnar)")
+    scanned = columnar.scan(spark, fragments, boundaries, samples_dir).cache()
+    counted = scanned.agg(F.count(F.when(F.col("rows").isNull(), 1)).alias("others")).first()
+    others = int(counted["others"]) if counted is not None else 0
+    sums = scanned.where(F.col("rows").isNotNull()).select(
+        "timestamp", "bundle", "broker", *[F.col(c).cast("long") if c in schemas.COUNT_FIELDS else F.col(c)
+                                           for c in keyed.SUM_FIELDS], "rows", "namespace")
+    if others == 0:
+        return sums, None, scanned
+    step(f"resolving {others:,} rows on the general path")
+    raw = _read_trace(spark, source).schema
+    rows = scanned.where(F.col("rows").isNull()).select(
+        *[F.col(f.name).cast(f.dataType).alias(f.name) for f in raw.fields if f.name in columnar.SCAN.names])
+    samples, invalid = ingest.validate_trace(rows, source)
+    resolved, unresolved = transforms.resolve(samples, boundaries, source)
+    if samples_dir is not None:
+        _write(resolved, os.path.dirname(samples_dir), "topic_samples", mode="append")
+    return (sums.unionByName(transforms.partial_bundle_sums(resolved)), invalid.unionByName(unresolved), scanned)
+
+
+def _fresh_dir(out: str, name: str) -> str:
+    """``out/name`` emptied for tasks that write their own files into it (Spark's overwrite, by hand)."""
+    path = os.path.join(_local(out), name)
+    try:
+        if os.path.isdir(path):
+            shutil.rmtree(path)
+        elif os.path.exists(path):
+            os.remove(path)
+        os.makedirs(path)
+    except OSError as e:
+        raise InputError(f"cannot write: {e.strerror}", source=path) from None
+    return path
 
 
 def _written_sums(resolved: DataFrame, out: str, outputs: dict[str, str], step: Progress) -> DataFrame:
@@ -330,9 +406,34 @@ def _write(df: DataFrame, out: str, name: str, mode: str = "overwrite") -> str:
     return path
 
 
-def _summarise(overview: list[Any], rejects: DataFrame, candidates: DataFrame) -> Summary:
-    """The summary from the collected ``bundle_overview`` rows and the (written) rejects and candidates."""
-    reasons = {r["reason"]: r["n"] for r in rejects.groupBy("reason").agg(F.count(F.lit(1)).alias("n")).collect()}
+def _writes(tables: dict[str, DataFrame], out: str | None) -> dict[str, Callable[[], Any]]:
+    """One job per table writing it to ``out/<name>`` (none without ``out``)."""
+    if out is None:
+        return {}
+    return {name: functools.partial(_write, df, out, name) for name, df in tables.items()}
+
+
+def _concurrently(jobs: dict[str, Callable[[], Any]]) -> dict[str, Any]:
+    """Runs Spark actions from one driver thread each: their fixed costs (scheduling, code generation)
+    overlap, and actions over the same cached table compute it once (Spark shares the partitions)."""
+    if not jobs:
+        return {}
+    with ThreadPoolExecutor(max_workers=len(jobs)) as pool:
+        futures = {name: pool.submit(job) for name, job in jobs.items()}
+        return {name: f.result() for name, f in futures.items()}
+
+
+def _no_rejects(spark: Any) -> DataFrame:
+    empty: DataFrame = spark.createDataFrame([], schemas.REJECTS)
+    return empty
+
+
+def _reasons(rejects: DataFrame) -> dict[str, int]:
+    return {r["reason"]: r["n"] for r in rejects.groupBy("reason").agg(F.count(F.lit(1)).alias("n")).collect()}
+
+
+def _summarise(overview: list[Any], reasons: dict[str, int]) -> Summary:
+    """The summary from the collected ``bundle_overview`` rows and the count of rejects per reason."""
     rejected = sum(reasons.values())
     hottest = sorted(overview, key=lambda r: (-r["peakThroughput"], r["bundle"]))[:5]
     return Summary(
@@ -343,7 +444,7 @@ def _summarise(overview: list[Any], rejects: DataFrame, candidates: DataFrame) -
         time_span=(min((r["t0"] for r in overview), default=None), max((r["t1"] for r in overview), default=None)),
         hottest=[{"bundle": r["bundle"], "peakThroughput": r["peakThroughput"], "peakMsgRate": r["peakMsgRate"]}
                  for r in hottest],
-        split_candidates=candidates.count(),
+        split_candidates=sum(int(r["candidates"]) for r in overview),
         reject_reasons=dict(sorted(reasons.items(), key=lambda kv: (-kv[1], kv[0]))[:10]),
     )
 

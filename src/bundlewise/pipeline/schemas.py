@@ -87,6 +87,15 @@ BUNDLE_LOAD = StructType(
     ]
 )
 
+BUNDLE_STAGE = StructType(
+    [
+        *BUNDLE_LOAD.fields,
+        StructField("rows", LongType(), False),
+        StructField("reasons", ArrayType(StringType(), False), False),
+    ]
+)
+"""``BUNDLE_LOAD`` as the transforms carry it: plus the input rows summed and the split reasons."""
+
 BROKER_LOAD = StructType(
     [
         StructField("timestamp", LongType(), False),

@@ -7,23 +7,22 @@
    at 0xffffffff (spec §1.4-1.5; a carried bundle wins); unusable rows go to the rejects.  Measured on this
    2-core machine, a native CRC-32 per row (2.6 s per 10M rows with the scan) costs far less than finding the
    distinct topics (10 s) or a broadcast join back, so names are resolved per row with native functions.
-3. ``bundle_samples``: per (timestamp, bundle) sums of rates, throughput, topics, producers and consumers
-   — one ``NamespaceBundleStats`` sample per bundle and time.
-4. ``time_averages``: the short-term (10) and long-term (1000) ``TimeAverageMessageData`` of each bundle
-   over its samples in time order, with Pulsar's recurrence (``model.load.time_average_step``, called on
-   numpy arrays in a grouped pandas UDF) starting from ``DEFAULT_STATS`` (spec §3.4).
+3. ``partial_bundle_sums``: per (timestamp, bundle, broker) sums — a hash aggregation of numbers only.
+4. ``bundle_load``: one shuffle by bundle, then per task (``frames.bundle_stage``, Arrow and numpy): one
+   ``NamespaceBundleStats`` sample per (timestamp, bundle), the short-term (10) and long-term (1000)
+   ``TimeAverageMessageData`` over each bundle's samples in time order with Pulsar's recurrence
+   (``model.load.time_average_step``) starting from ``DEFAULT_STATS`` (spec §3.4), and the split reasons of
+   ``BundleSplitterTask`` (spec §2.1), proven equal to ``algorithms.splitting.conditions.split_reasons``.
 5. ``broker_load``: per (timestamp, broker), when the owner is known: totals and the eight sums of
    ``TimeAverageBrokerData`` (spec §3.5).
-6. ``split_candidates``: the conditions of ``BundleSplitterTask`` (spec §2.1) as a native expression,
-   proven equal to ``algorithms.splitting.conditions.split_reasons`` in tests, plus the namespace cap.
+6. ``split_candidates``: the rows with reasons, with the namespace cap.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator
 
-import numpy as np
-import pandas as pd
+import pyarrow as pa
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
@@ -31,19 +30,11 @@ from pyspark.sql import types as T
 from bundlewise.config import Config
 from bundlewise.model.bundles import initial_boundaries
 from bundlewise.model.hashing import FULL_UPPER_BOUND
-from bundlewise.model.load import DEFAULT_STATS, NUM_LONG_SAMPLES, NUM_SHORT_SAMPLES, time_average_step
-from bundlewise.model.resources import MIB
-from bundlewise.pipeline import keyed, schemas
+from bundlewise.pipeline import frames, keyed, schemas
 from bundlewise.pipeline.boundaries import Boundaries
 
 _BUNDLE_NAMESPACE = "left(bundle, length(bundle) - length(substring_index(bundle, '/', -1)) - 1)"
 """The namespace part of a bundle name ``tenant/ns/0x…_0x…``."""
-_PRIOR = {
-    "MsgThroughputIn": DEFAULT_STATS.msgThroughputIn,
-    "MsgThroughputOut": DEFAULT_STATS.msgThroughputOut,
-    "MsgRateIn": DEFAULT_STATS.msgRateIn,
-    "MsgRateOut": DEFAULT_STATS.msgRateOut,
-}
 
 
 def topic_hash(col: Column) -> Column:
@@ -169,11 +160,6 @@ def resolve(samples: DataFrame, boundaries: Boundaries, source: str = "input") -
     return good, bad
 
 
-def bundle_samples(resolved: DataFrame) -> DataFrame:
-    """One sample per (timestamp, bundle): sums over its topics; ``broker`` = the (least) reporting owner."""
-    return finish_bundle_samples(partial_bundle_sums(resolved))
-
-
 def partial_bundle_sums(resolved: DataFrame) -> DataFrame:
     """Per (timestamp, bundle, broker) sums: every aggregate numeric, so Spark hash-aggregates.
 
@@ -184,66 +170,31 @@ def partial_bundle_sums(resolved: DataFrame) -> DataFrame:
     return sums.withColumn("namespace", F.expr(_BUNDLE_NAMESPACE))
 
 
-def finish_bundle_samples(partial: DataFrame) -> DataFrame:
-    """``partial_bundle_sums`` rows (any mix of paths) → one row per (timestamp, bundle), ``sessions`` added."""
-    s = F.sum
-    return partial.groupBy("timestamp", "bundle").agg(
-        F.first("namespace").alias("namespace"),
-        F.min("broker").alias("broker"),
-        *[s(c).alias(c) for c in schemas.RATE_FIELDS],
-        s("topics").alias("topics"),
-        s("producerCount").alias("producerCount"),
-        s("consumerCount").alias("consumerCount"),
-        s("rows").alias("rows"),
-    ).withColumn("sessions", F.col("producerCount") + F.col("consumerCount"))
+def bundle_load(partial: DataFrame, config: Config, buckets: int | None = None) -> DataFrame:
+    """Partial sums (any mix of paths: ``partial_bundle_sums``, ``keyed``, ``columnar``) → ``BUNDLE_STAGE``:
+    one ``NamespaceBundleStats`` sample per (timestamp, bundle) with its short/long-term averages, ``rows``
+    and split ``reasons``.
 
-
-def _field_of(name: str) -> str:
-    """``MsgRateIn`` → ``msgRateIn``."""
-    return name[0].lower() + name[1:]
-
-
-def averages_frame(pdf: pd.DataFrame) -> pd.DataFrame:
-    """Pulsar's ``TimeAverageMessageData`` recurrence over each bundle's samples in time order.
-
-    Vectorised across bundles: step k updates the k-th sample of every bundle at once with the model's
-    ``time_average_step`` (numpy applies the same IEEE-754 operations as the scalar version).
+    One shuffle by bundle (every sample of a bundle in one task), then ``frames.bundle_stage`` per task in
+    Arrow and numpy: the finished sums, Pulsar's recurrence, the split conditions.
     """
-    pdf = pdf.sort_values(["bundle", "timestamp"], kind="mergesort").reset_index(drop=True)
-    n = len(pdf)
-    bundles = pdf["bundle"].to_numpy()
-    starts = np.flatnonzero(np.r_[True, bundles[1:] != bundles[:-1]]) if n else np.array([], dtype=np.int64)
-    lengths = np.diff(np.r_[starts, n])
-    rank = np.arange(n) - np.repeat(starts, lengths)
-    for window, max_samples in (("shortTerm", NUM_SHORT_SAMPLES), ("longTerm", NUM_LONG_SAMPLES)):
-        pdf[f"{window}Samples"] = np.minimum(rank + 1, max_samples).astype(np.int32)
-        for name, prior in _PRIOR.items():
-            x = pdf[_field_of(name)].to_numpy(dtype=np.float64)
-            out = np.empty(n, dtype=np.float64)
-            prev = np.full(len(starts), prior, dtype=np.float64)
-            for k in range(int(lengths.max()) if n else 0):
-                active = lengths > k
-                rows = starts[active] + k
-                value = time_average_step(prev[active], min(k + 1, max_samples), x[rows])
-                out[rows] = value
-                prev[active] = value
-            pdf[f"{window}{name}"] = out
-    return pdf
+    parts = buckets or int(partial.sparkSession.conf.get("spark.sql.shuffle.partitions") or 2)
+    limits = frames.SplitThresholds.of(config)
+    cols = ["timestamp", "bundle", "namespace", "broker", *frames.SUMMED]
+    target = _arrow_schema(schemas.BUNDLE_STAGE)
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        received = [b for b in batches if b.num_rows]
+        if received:
+            yield from frames.bundle_stage(pa.Table.from_batches(received), limits, target).to_batches()
+
+    return partial.select(*cols).repartition(parts, "bundle").mapInArrow(run, schemas.BUNDLE_STAGE)
 
 
-def time_averages(samples: DataFrame, buckets: int | None = None) -> DataFrame:
-    """``bundle_samples`` + short/long-term averages (``BUNDLE_LOAD`` columns plus ``rows``)."""
-    parts = buckets or int(samples.sparkSession.conf.get("spark.sql.shuffle.partitions") or 2)
-    fields = [*schemas.BUNDLE_LOAD.fields, T.StructField("rows", T.LongType(), False)]
-    out_schema = T.StructType(fields)
-    names = out_schema.fieldNames()
-    base = [c for c in names if c not in schemas.AVERAGE_FIELDS and not c.endswith("Samples")]
-
-    def run(pdf: pd.DataFrame) -> pd.DataFrame:
-        return averages_frame(pdf[base])[names]
-
-    keyed = samples.withColumn("_bucket", F.pmod(F.xxhash64("bundle"), F.lit(parts)))
-    return keyed.groupBy("_bucket").applyInPandas(run, out_schema)
+def _arrow_schema(schema: T.StructType) -> pa.Schema:
+    kinds = {T.LongType(): pa.int64(), T.IntegerType(): pa.int32(), T.DoubleType(): pa.float64(),
+             T.StringType(): pa.string(), T.ArrayType(T.StringType(), False): pa.list_(pa.string())}
+    return pa.schema([pa.field(f.name, kinds[f.dataType]) for f in schema.fields])
 
 
 def broker_load(bundle_load: DataFrame) -> DataFrame:
@@ -264,48 +215,29 @@ def broker_load(bundle_load: DataFrame) -> DataFrame:
     )
 
 
-def split_reasons_expr(config: Config) -> Column:
-    """``split_reasons`` as a Spark expression: an array of Topics/Sessions/MsgRate/Bandwidth, in order."""
-    topics = F.col("topics")
-    sessions = F.col("producerCount") + F.col("consumerCount")
-    rate = F.col("longTermMsgRateIn") + F.col("longTermMsgRateOut")
-    tput = F.col("longTermMsgThroughputIn") + F.col("longTermMsgThroughputOut")
-    max_sessions = config["loadBalancerNamespaceBundleMaxSessions"]
-    conds = [
-        ("Topics", topics > F.lit(config["loadBalancerNamespaceBundleMaxTopics"])),
-        ("Sessions", F.lit(max_sessions > 0) & (sessions > F.lit(max_sessions))),
-        ("MsgRate", rate > F.lit(float(config["loadBalancerNamespaceBundleMaxMsgRate"]))),
-        ("Bandwidth", tput > F.lit(float(config["loadBalancerNamespaceBundleMaxBandwidthMbytes"] * MIB))),
-    ]
-    arr = F.array(*[F.when(c, F.lit(name)) for name, c in conds])
-    reasons = F.filter(arr, lambda x: x.isNotNull())
-    return F.when(topics >= 2, reasons).otherwise(F.array().cast("array<string>"))
+def split_candidates(bundle_load: DataFrame, config: Config, counts: Boundaries | None = None) -> DataFrame:
+    """The rows of ``bundle_load`` with split ``reasons``, with the namespace cap (spec §2.1).
 
-
-def split_candidates(
-    bundle_load: DataFrame, config: Config, bundle_counts: Mapping[str, int] | None = None
-) -> DataFrame:
-    """Bundles meeting a split condition, per timestamp, with their reasons (spec §2.1).
-
-    ``bundleCount`` is the namespace's current bundle count: from ``bundle_counts`` when it lists the
-    namespace, else the number of distinct bundles of the namespace in the data at that time.  Candidates of
-    a namespace are taken in (broker, bundle) order; ``withinNamespaceCap`` is Pulsar's
+    ``bundleCount`` is the namespace's current bundle count: from ``counts`` (the boundaries the bundles were
+    cut by) when given, else the number of distinct bundles of the namespace in the data at that time.
+    Candidates of a namespace are taken in (broker, bundle) order; ``withinNamespaceCap`` is Pulsar's
     ``count + acceptedSoFar < loadBalancerNamespaceMaximumBundles``.
     """
-    observed = F.count(F.lit(1)).over(Window.partitionBy("timestamp", "namespace"))
-    count: Column = observed
-    if bundle_counts:
-        lookup = F.create_map(*[x for ns, c in bundle_counts.items() for x in (F.lit(ns), F.lit(c).cast("long"))])
-        count = F.coalesce(F.element_at(lookup, F.col("namespace")), observed)
-    with_reasons = (
-        bundle_load.withColumn("bundleCount", count.cast("long"))
-        .withColumn("reasons", split_reasons_expr(config))
-        .where(F.size("reasons") > 0)
-    )
+    candidates = bundle_load.where(F.size("reasons") > 0)
+    if counts is None:
+        observed = bundle_load.groupBy("timestamp", "namespace").agg(F.count(F.lit(1)).alias("bundleCount"))
+        candidates = candidates.join(observed, ["timestamp", "namespace"], "left")
+    else:
+        count: Column = F.lit(len(counts.default) - 1).cast("long")
+        if counts.per_namespace:
+            lookup = F.create_map(*[x for ns, bs in counts.per_namespace.items()
+                                    for x in (F.lit(ns), F.lit(len(bs) - 1).cast("long"))])
+            count = F.coalesce(F.element_at(lookup, F.col("namespace")), count)
+        candidates = candidates.withColumn("bundleCount", count)
     order = Window.partitionBy("timestamp", "namespace").orderBy(F.col("broker").asc_nulls_last(), "bundle")
     accepted = F.row_number().over(order) - 1
     cap = config["loadBalancerNamespaceMaximumBundles"]
-    return with_reasons.select(
+    return candidates.select(
         "timestamp", "namespace", "bundle", "broker", "topics", "sessions",
         (F.col("longTermMsgRateIn") + F.col("longTermMsgRateOut")).alias("longTermMsgRate"),
         (F.col("longTermMsgThroughputIn") + F.col("longTermMsgThroughputOut")).alias("longTermMsgThroughput"),
@@ -316,11 +248,13 @@ def split_candidates(
 
 def bundle_overview(bundle_load: DataFrame) -> DataFrame:
     """Per bundle, the figures of the run's summary: rows aggregated, first and last timestamp, peak total
-    throughput and message rate (in + out), and its brokers — one small table, collected once."""
+    throughput and message rate (in + out), its brokers and the samples with split reasons — one small
+    table, collected once."""
     tput = F.col("msgThroughputIn") + F.col("msgThroughputOut")
     rate = F.col("msgRateIn") + F.col("msgRateOut")
     return bundle_load.groupBy("namespace", "bundle").agg(
         F.sum("rows").alias("rows"), F.min("timestamp").alias("t0"), F.max("timestamp").alias("t1"),
         F.max(tput).alias("peakThroughput"), F.max(rate).alias("peakMsgRate"),
         F.collect_set("broker").alias("brokers"),
+        F.count(F.when(F.size("reasons") > 0, 1)).alias("candidates"),
     )
