@@ -6,16 +6,17 @@ noise, some partitioned topics, 24 brokers owning bundles.  Then, in the same ru
 
 * Spark: ``jobs.run_pipeline`` end to end from the Parquet trace (ingest + validation, topic → bundle,
   per (time, bundle) load with the exact short/long-term averages, broker load, split candidates, writing
-  every output dataset), after one warm-up run on the 1M-row trace;
+  every output dataset), after two warm-up runs on the 1M-row trace;
 * DuckDB (the single-machine baseline): the same topic → bundle resolution (CRC-32 of each distinct topic once),
   per (time, bundle) aggregation, the same time averages (``transforms.averages_frame``, numpy, on the
   aggregated table) and per (time, broker) totals and average sums, writing topic_samples, bundle_load and
   broker_load (not split candidates, rejects or the summary: Spark does a little more work).
 
-Each size runs twice: with every output, and without ``topic_samples/`` (the one output as large as the
-input; ``--no-topic-samples``), DuckDB likewise.
+Each size runs with every output and without ``topic_samples/`` (the one output as large as the input;
+``--no-topic-samples``), DuckDB likewise; each case ``BUNDLEWISE_BENCH_REPEATS`` times (default 3), Spark and
+DuckDB interleaved.
 
-Figures: rows/s of each, and the Spark/DuckDB time ratio → bench/results/pipeline.json.
+Figures: medians, rows/s of each, and the Spark/DuckDB time ratio → bench/results/pipeline.json.
 ``BUNDLEWISE_BENCH_ROWS=1000000,10000000`` overrides the sizes.
 """
 
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import statistics
 import sys
 import tempfile
 import time
@@ -35,6 +37,7 @@ import numpy as np
 from bench.common import write_result
 
 SIZES = tuple(int(x) for x in os.environ.get("BUNDLEWISE_BENCH_ROWS", "1000000,10000000").split(","))
+REPEATS = int(os.environ.get("BUNDLEWISE_BENCH_REPEATS", "3"))
 NAMESPACES = 400
 BROKERS = 24
 BUNDLES = 4
@@ -185,6 +188,10 @@ def run_duckdb(trace: Path, out: Path, topic_samples: bool = True) -> float:
     return seconds
 
 
+def _median(xs: list[float]) -> float:
+    return statistics.median(xs)
+
+
 def main() -> None:
     from bundlewise.pipeline.session import get_session
 
@@ -198,25 +205,33 @@ def main() -> None:
             generate(rows, trace)
             print(f"generated {rows:,} rows in {time.perf_counter() - t0:.1f}s")
             if not results:
-                run_spark(spark, trace, root / "warmup")  # JIT and Python workers warm
-            entry: dict[str, Any] = {"rows": rows}
+                for _ in range(2):
+                    run_spark(spark, trace, root / "warmup")  # JIT, code generation and Python workers warm
+            entry: dict[str, Any] = {"rows": rows, "repeats": REPEATS}
             for label, with_samples in (("all_outputs", True), ("without_topic_samples", False)):
-                spark_s = run_spark(spark, trace, root / f"spark-{rows}", with_samples)
-                duck_s = run_duckdb(trace, root / f"duck-{rows}", with_samples)
+                spark_runs: list[float] = []
+                duck_runs: list[float] = []
+                for _ in range(REPEATS):  # interleaved, so both see the same machine
+                    spark_runs.append(run_spark(spark, trace, root / f"spark-{rows}", with_samples))
+                    duck_runs.append(run_duckdb(trace, root / f"duck-{rows}", with_samples))
+                spark_s, duck_s = _median(spark_runs), _median(duck_runs)
                 entry[label] = {
                     "spark_seconds": round(spark_s, 3),
+                    "spark_runs": [round(x, 3) for x in spark_runs],
                     "spark_rows_per_second": round(rows / spark_s),
                     "duckdb_seconds": round(duck_s, 3),
+                    "duckdb_runs": [round(x, 3) for x in duck_runs],
                     "duckdb_rows_per_second": round(rows / duck_s),
                     "spark_over_duckdb": round(spark_s / duck_s, 3),
                 }
-                print(f"  {rows:,} rows, {label}: spark {rows / spark_s:,.0f} rows/s, duckdb {rows / duck_s:,.0f} "
-                      f"rows/s, ratio {spark_s / duck_s:.2f}")
+                print(f"  {rows:,} rows, {label} (median of {REPEATS}): spark {rows / spark_s:,.0f} rows/s, "
+                      f"duckdb {rows / duck_s:,.0f} rows/s, ratio {spark_s / duck_s:.2f}")
             results[str(rows)] = entry
             shutil.rmtree(trace, ignore_errors=True)
     write_result("pipeline", {
         "target": {"rows_per_second_10M": 2_000_000, "spark_over_duckdb_max": 1.5},
-        "spark": {"master": "local[*]", "shuffle_partitions": spark.conf.get("spark.sql.shuffle.partitions")},
+        "spark": {"master": "local[*]", "shuffle_partitions": spark.conf.get("spark.sql.shuffle.partitions"),
+                  "scan": "columnar (Arrow in the Spark tasks) for local Parquet traces"},
         "runs": results,
     })
 

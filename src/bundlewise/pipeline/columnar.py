@@ -147,7 +147,7 @@ class _Resolver:
         self.namespace_ids: dict[str, int] = {}
         self.namespace_of: list[int] = []
         self.namespaces: dict[str, NamespaceBundles] = {}
-        self._last: tuple[pa.Array, np.ndarray] | None = None
+        self._last: tuple[pa.Array, np.ndarray, pa.DictionaryArray] | None = None
 
     @classmethod
     def for_boundaries(cls, boundaries: Boundaries) -> _Resolver:
@@ -181,19 +181,21 @@ class _Resolver:
             bid = self.cache[name] = self._resolve(name)
         return bid
 
-    def row_ids(self, topics: pa.Array) -> np.ndarray:
-        """Per row, the bundle id of its topic (-1: null or not a clean full name).
+    def row_ids(self, topics: pa.Array) -> tuple[np.ndarray, pa.DictionaryArray]:
+        """Per row, the bundle id of its topic (-1: null or not a clean full name), and the topics
+        dictionary-encoded.
 
         Each distinct name is looked up once per call (``dictionary_encode``); a row group listing the same
-        topics in the same order as the previous one (periodic stats of one cluster) reuses its ids."""
+        topics in the same order as the previous one (periodic stats of one cluster) reuses both — so
+        ``topic_samples/`` can keep one Parquet dictionary for them."""
         if self._last is not None and self._last[0].equals(topics):
-            return self._last[1]
+            return self._last[1], self._last[2]
         encoded = topics if pa.types.is_dictionary(topics.type) else pc.dictionary_encode(topics)
         ids = np.fromiter((self._id(n) for n in encoded.dictionary.to_pylist()), dtype=np.int32,
                           count=len(encoded.dictionary))
         rows: np.ndarray = np.append(ids, np.int32(-1))[encoded.indices.fill_null(-1).to_numpy()]  # -1: null slot
-        self._last = (topics, rows)
-        return rows
+        self._last = (topics, rows, encoded)
+        return rows, encoded
 
     def bundles(self) -> pa.Array:
         return pa.array(list(self.bundle_ids), pa.string())
@@ -209,14 +211,15 @@ def ingest_columns() -> tuple[str, ...]:
     return ("timestamp", "topic", *NUMBER_FIELDS, "broker")
 
 
-def _topic_ids(column: pa.ChunkedArray, resolver: _Resolver) -> np.ndarray:
-    """Per row, the bundle id of its topic (-1: null or not a clean full name)."""
-    if column.num_chunks == 0:
-        return np.zeros(0, dtype=np.int32)
-    if column.num_chunks > 1:
-        column = column.unify_dictionaries() if pa.types.is_dictionary(column.type) else column
-        return np.concatenate([resolver.row_ids(c) for c in column.chunks])
-    return resolver.row_ids(column.chunk(0))
+def _topic_ids(column: pa.ChunkedArray, resolver: _Resolver) -> tuple[np.ndarray, pa.ChunkedArray]:
+    """Per row, the bundle id of its topic (-1: null or not a clean full name); the column dictionary-encoded."""
+    if pa.types.is_dictionary(column.type) and column.num_chunks > 1:
+        column = column.unify_dictionaries()
+    parts = [resolver.row_ids(c) for c in column.chunks]
+    if not parts:
+        return np.zeros(0, dtype=np.int32), pa.chunked_array([], pa.dictionary(pa.int32(), pa.string()))
+    ids = parts[0][0] if len(parts) == 1 else np.concatenate([p[0] for p in parts])
+    return ids, pa.chunked_array([p[1] for p in parts])
 
 
 def _numbers(table: pa.Table, name: str) -> tuple[pa.ChunkedArray, np.ndarray]:
@@ -244,14 +247,16 @@ def _scan_piece(table: pa.Table, resolver: _Resolver) -> tuple[pa.Table, pa.Tabl
     for name in NUMBER_FIELDS:
         numbers[name], usable = _numbers(table, name)
         ok &= usable
-    row_bundle = _topic_ids(table.column("topic"), resolver)
+    row_bundle, topics = _topic_ids(table.column("topic"), resolver)
     ok &= row_bundle >= 0
     broker = table.column("broker") if "broker" in table.column_names else pa.chunked_array(
         [pa.nulls(n, pa.string())])
     clean = pa.table({
-        "timestamp": ts, "broker": broker, "topic": table.column("topic"), "_bundle": pa.array(row_bundle),
+        "timestamp": ts, "broker": broker, "topic": topics, "_bundle": pa.array(row_bundle),
         **{name: numbers[name] for name in NUMBER_FIELDS},
-    }).filter(pa.array(ok))
+    })
+    if not ok.all():
+        clean = clean.filter(pa.array(ok))
     sums = _sum(clean.drop_columns(["topic"]), "sum", "count")
     rest = np.flatnonzero(~ok)
     if len(rest) == 0:
@@ -314,8 +319,9 @@ class _SamplesWriter:
             return
         table = pa.concat_tables(self.pending)
         if self.writer is None:
-            self.writer = pq.ParquetWriter(self.temp, table.schema, use_dictionary=["broker", "bundle", "namespace"],
-                                           write_statistics=["timestamp", "broker", "bundle", "namespace"])
+            self.writer = pq.ParquetWriter(
+                self.temp, table.schema, use_dictionary=["broker", "topic", "bundle", "namespace"],
+                write_statistics=["timestamp", "broker", "bundle", "namespace"], dictionary_pagesize_limit=16 << 20)
         self.writer.write_table(table, row_group_size=max(1, table.num_rows))
         self.pending, self.rows = [], 0
 

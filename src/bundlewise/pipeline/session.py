@@ -54,6 +54,7 @@ def get_session(master: str = "local[*]", shuffle_partitions: int | None = None,
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.driver.memory", os.environ.get("BUNDLEWISE_DRIVER_MEMORY", "4g"))
         .config("spark.sql.adaptive.enabled", "true")
+        .config("spark.sql.inMemoryColumnarStorage.compressed", "false")
         .config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile=file:{_log_config()}")
     )
     if shuffle_partitions is not None:
