@@ -1,4 +1,4 @@
-"""The pipeline job: the only code of ``pipeline`` that reads or writes paths.
+"""The pipeline job: reads, routes, writes (besides it, only ``columnar``'s tasks touch paths).
 
 ``run_pipeline`` reads the input (``--format``: trace | topics-stats | load-report | prometheus, or
 detected from the file names), runs the transforms and writes under ``out``:
