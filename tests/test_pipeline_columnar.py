@@ -142,3 +142,14 @@ def test_plan_splits_files_by_row_groups_and_leaves_other_types_to_spark(tmp_pat
     text_times = pa.table({"timestamp": ["2023-11-14T22:13:20Z"], "topic": ["persistent://t/ns/a"]})
     pq.write_table(text_times, tmp_path / "iso.parquet")
     assert columnar.plan([str(tmp_path / "iso.parquet")], slots=2) is None
+
+
+def test_an_empty_trace_leaves_readable_empty_outputs(spark, tmp_path):
+    d = tmp_path / "trace"
+    d.mkdir()
+    pq.write_table(pa.table({"timestamp": pa.array([], pa.int64()), "topic": pa.array([], pa.string())}),
+                   d / "empty.parquet")
+    summary = jobs.run_pipeline(spark, str(d), "trace", Boundaries.of_count(4), Config(), str(tmp_path / "out"))
+    assert (summary.rows_in, summary.bundles, summary.split_candidates) == (0, 0, 0)
+    for name in ("topic_samples", "bundle_load", "broker_load", "split_candidates", "rejects"):
+        assert spark.read.parquet(str(tmp_path / "out" / name)).count() == 0

@@ -341,6 +341,7 @@ def _columnar_sums(
         "timestamp", "bundle", "broker", *[F.col(c).cast("long") if c in schemas.COUNT_FIELDS else F.col(c)
                                            for c in keyed.SUM_FIELDS], "rows", "namespace")
     if others == 0:
+        _ensure_schema(spark, samples_dir, boundaries)
         return sums, None, scanned
     step(f"resolving {others:,} rows on the general path")
     raw = _read_trace(spark, source).schema
@@ -351,6 +352,14 @@ def _columnar_sums(
     if samples_dir is not None:
         _write(resolved, os.path.dirname(samples_dir), "topic_samples", mode="append")
     return (sums.unionByName(transforms.partial_bundle_sums(resolved)), invalid.unionByName(unresolved), scanned)
+
+
+def _ensure_schema(spark: Any, samples_dir: str | None, boundaries: Boundaries) -> None:
+    """A ``topic_samples/`` no task wrote a row to still gets a (row-less) file with its schema."""
+    if samples_dir is None or any(f.endswith(".parquet") for f in os.listdir(samples_dir)):
+        return
+    empty, _ = transforms.resolve(spark.createDataFrame([], schemas.TOPIC_SAMPLES), boundaries)
+    _write(empty, os.path.dirname(samples_dir), "topic_samples", mode="append")
 
 
 def _fresh_dir(out: str, name: str) -> str:
