@@ -89,3 +89,21 @@ def test_pipeline_on_a_canonical_trace_finds_a_split_candidate(spark, capsys, tm
     (cand,) = spark.read.parquet(str(tmp_path / "o" / "split_candidates")).collect()
     assert (cand["bundle"], list(cand["reasons"]), cand["longTermMsgRate"], cand["bundleCount"]) == (
         "t/ns/0x00000000_0xffffffff", ["MsgRate"], 60000.0, 1)
+
+
+@pytest.mark.spark
+def test_a_parquet_trace_gives_one_summary_with_the_columnar_scan_or_spark_reader(spark, capsys, tmp_path):
+    rows = [{"timestamp": T0 + 60000 * k, "topic": f"persistent://t/ns/hot-partition-{i}", "msgRateIn": 20000.0,
+             "msgRateOut": 10.0 * i, "msgThroughputIn": 1.0, "msgThroughputOut": 1.0, "producerCount": 1,
+             "consumerCount": i, "broker": "b1"} for k in range(3) for i in range(3)]
+    rows.append({**rows[0], "topic": "persistent://t//bad"})
+    spark.createDataFrame(rows).write.parquet(str(tmp_path / "trace"))
+    summaries = []
+    for extra in ([], ["--spark-reader"]):
+        code, out, err = _run(capsys, "--input", str(tmp_path / "trace"), "--bundles", "2", "--no-topic-samples",
+                              *extra)
+        assert code == 0, err
+        summary = json.loads(out)
+        summaries.append({k: v for k, v in summary.items() if k not in ("seconds", "outputs")})
+    assert summaries[0] == summaries[1]
+    assert (summaries[0]["rowsIn"], summaries[0]["rowsRejected"], summaries[0]["splitCandidates"]) == (10, 1, 3)
