@@ -4,9 +4,11 @@ A Parquet trace whose columns already have usable types (integer ``timestamp``; 
 ``broker``; numeric rates and counts) is read by the Spark tasks themselves, one *fragment* (a file or a run
 of its row groups) per task, with pyarrow's vectorised reader.  Per fragment:
 
-* the ``topic`` column is read dictionary-encoded, so each *distinct* topic name is resolved once — by the
-  model itself: ``TopicName.parse`` and ``NamespaceBundles.find_bundle`` (the CRC-32 of spec §1.2, the
-  bundle of spec §1.4-1.5), cached per worker process across fragments;
+* the task reads its row groups one at a time (memory stays at a row group's size, which matters on a VM
+  where first-touching fresh memory is slow); the ``topic`` column is dictionary-encoded per row group and
+  each *distinct* topic name is resolved by the model itself — ``TopicName.parse`` and
+  ``NamespaceBundles.bundle_for_hash`` of ``crc32_hash`` (spec §1.2, §1.4-1.5) — cached per worker process
+  across fragments; a row group repeating the previous one's topics in the same order reuses its ids;
 * a row is **clean** when its timestamp is present and a usable number of ms (as ``ingest.validate_trace``
   reads it), every rate and count is present, finite and ≥ 0 (counts whole), and its topic is already its
   own full name (``str(TopicName.parse(t)) == t``) and falls in a bundle;
@@ -20,7 +22,7 @@ of its row groups) per task, with pyarrow's vectorised reader.  Per fragment:
   which path takes it.  ``tests/test_pipeline_columnar.py`` proves both paths give the same outputs.
 
 Everything else (other formats, CSV/JSON traces, a Parquet file with other column types, paths that are not
-local files) takes the general path.
+local files, or ``--spark-reader``) takes the general path.
 """
 
 from __future__ import annotations
@@ -49,7 +51,9 @@ from bundlewise.pipeline.boundaries import Boundaries
 
 NUMBER_FIELDS = (*schemas.RATE_FIELDS, *schemas.COUNT_FIELDS)
 MAX_FRAGMENT_ROWS = 4_000_000
-"""A fragment is read whole into memory (about 80 bytes a row): at most this many rows, row-group sized."""
+"""At most this many rows (whole row groups) per fragment, so a large file is shared between tasks."""
+COLUMNS = ("timestamp", "topic", *NUMBER_FIELDS, "broker")
+"""The trace columns the scan reads (contract §7)."""
 TIMESTAMP_LIMIT = 9.2e18
 """``ingest._timestamp_expr``: a numeric timestamp is usable when ``0 <= ts < 9.2e18`` (as a double)."""
 
@@ -134,9 +138,8 @@ class _Resolver:
 
     The model decides: ``TopicName.parse`` (the name must be its own full name) and
     ``NamespaceBundles.bundle_for_hash`` of its CRC-32.  Each distinct name is resolved once per worker
-    process and boundaries (the cache outlives a fragment: fragments share their topics); a row group's
-    dictionary is matched against the names known so far in Arrow (``index_in``), so only new names reach
-    Python."""
+    process and boundaries (the cache outlives a fragment: fragments share their topics); bundle ids number
+    the bundles met by this worker."""
 
     current: _Resolver | None = None
 
@@ -205,10 +208,6 @@ class _Resolver:
 
     def namespace_index(self) -> pa.Array:
         return pa.array(self.namespace_of, pa.int32())
-
-
-def ingest_columns() -> tuple[str, ...]:
-    return ("timestamp", "topic", *NUMBER_FIELDS, "broker")
 
 
 def _topic_ids(column: pa.ChunkedArray, resolver: _Resolver) -> tuple[np.ndarray, pa.ChunkedArray]:
@@ -336,7 +335,7 @@ def scan_fragment(fragment: Fragment, boundaries: Boundaries, samples_dir: str |
     """One fragment → its ``SCAN`` rows (and its share of ``topic_samples/`` when ``samples_dir``), read one
     row group at a time (memory stays at a row group's size)."""
     present = pq.read_schema(fragment.path).names
-    columns = [c for c in ingest_columns() if c in present]
+    columns = [c for c in COLUMNS if c in present]
     f = pq.ParquetFile(fragment.path, read_dictionary=["broker"] if "broker" in columns else None)
     groups = fragment.row_groups if fragment.row_groups is not None else tuple(range(f.num_row_groups))
     resolver = _Resolver.for_boundaries(boundaries)
