@@ -6,7 +6,7 @@ noise, some partitioned topics, 24 brokers owning bundles.  Then, in the same ru
 
 * Spark: ``jobs.run_pipeline`` end to end from the Parquet trace (ingest + validation, topic → bundle,
   per (time, bundle) load with the exact short/long-term averages, broker load, split candidates, writing
-  every output dataset), after two warm-up runs on the 1M-row trace;
+  every output dataset), after one unmeasured run of each case;
 * DuckDB (the single-machine baseline): the same topic → bundle resolution (CRC-32 of each distinct topic once),
   per (time, bundle) aggregation, the same time averages (``transforms.averages_frame``, numpy, on the
   aggregated table) and per (time, broker) totals and average sums, writing topic_samples, bundle_load and
@@ -204,11 +204,12 @@ def main() -> None:
             t0 = time.perf_counter()
             generate(rows, trace)
             print(f"generated {rows:,} rows in {time.perf_counter() - t0:.1f}s")
-            if not results:
-                for _ in range(2):
-                    run_spark(spark, trace, root / "warmup")  # JIT, code generation and Python workers warm
             entry: dict[str, Any] = {"rows": rows, "repeats": REPEATS}
             for label, with_samples in (("all_outputs", True), ("without_topic_samples", False)):
+                # one unmeasured run of each first: the JVM's JIT and code generation, the Python workers (and
+                # their cache of resolved topic names), DuckDB and the OS page cache warm up
+                run_spark(spark, trace, root / "warmup", with_samples)
+                run_duckdb(trace, root / "warmup-duck", with_samples)
                 spark_runs: list[float] = []
                 duck_runs: list[float] = []
                 for _ in range(REPEATS):  # interleaved, so both see the same machine

@@ -222,17 +222,24 @@ def _topic_ids(column: pa.ChunkedArray, resolver: _Resolver) -> tuple[np.ndarray
 
 
 def _numbers(table: pa.Table, name: str) -> tuple[pa.ChunkedArray, np.ndarray]:
-    """(the column as float64, mask of usable values: present, finite, >= 0 and, for counts, whole)."""
+    """(the column as float64 for rates, int64 for counts; mask of usable values: present, finite, >= 0 and, for
+    counts, whole — the values of the other rows are meaningless)."""
     n = table.num_rows
+    count = name in schemas.COUNT_FIELDS
     if name not in table.column_names:
-        return pa.chunked_array([pa.array(np.zeros(n))]), np.ones(n, dtype=bool)
-    col = table.column(name).cast(pa.float64())
+        return pa.chunked_array([pa.array(np.zeros(n, dtype=np.int64 if count else np.float64))]), np.ones(n, bool)
+    col = table.column(name)
+    if count and pa.types.is_integer(col.type):
+        values = col.fill_null(-1).to_numpy()
+        return col.cast(pa.int64()), values >= 0
+    col = col.cast(pa.float64())
     values = col.to_numpy()  # nulls become NaN
     ok = np.isfinite(values) & (values >= 0)
     if col.null_count:
         ok &= ~col.is_null().to_numpy()
-    if name in schemas.COUNT_FIELDS:
+    if count:
         ok &= values == np.floor(values)
+        return pa.chunked_array([pa.array(np.where(ok, values, 0).astype(np.int64))]), ok
     return col, ok
 
 
@@ -301,12 +308,12 @@ class _SamplesWriter:
         bundles, namespaces, namespace_of = resolver.bundles(), resolver.namespace_names(), resolver.namespace_index()
         self.pending.append(pa.table({
             "timestamp": clean.column("timestamp"),
-            "broker": clean.column("broker").cast(pa.string()),
+            "broker": clean.column("broker"),
             "topic": clean.column("topic"),
             "bundle": pa.DictionaryArray.from_arrays(ids, bundles),
             "namespace": pa.DictionaryArray.from_arrays(pc.take(namespace_of, ids), namespaces),
             **{name: clean.column(name) for name in schemas.RATE_FIELDS},
-            **{name: clean.column(name).cast(pa.int64()) for name in schemas.COUNT_FIELDS},
+            **{name: clean.column(name) for name in schemas.COUNT_FIELDS},
             "topics": pa.array(np.ones(clean.num_rows, dtype=np.int64)),
         }))
         self.rows += clean.num_rows
