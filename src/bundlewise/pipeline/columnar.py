@@ -93,7 +93,7 @@ def _usable(schema: pa.Schema) -> bool:
         return t is not None and (pa.types.is_string(t) or pa.types.is_large_string(t))
 
     ts, topic, broker = kind("timestamp"), kind("topic"), kind("broker")
-    if ts is None or not pa.types.is_integer(ts) or not is_string(topic):
+    if ts is None or not pa.types.is_integer(ts) or ts == pa.uint64() or not is_string(topic):
         return False
     if broker is not None and not is_string(broker):
         return False
@@ -229,7 +229,7 @@ def _numbers(table: pa.Table, name: str) -> tuple[pa.ChunkedArray, np.ndarray]:
     if name not in table.column_names:
         return pa.chunked_array([pa.array(np.zeros(n, dtype=np.int64 if count else np.float64))]), np.ones(n, bool)
     col = table.column(name)
-    if count and pa.types.is_integer(col.type):
+    if count and pa.types.is_integer(col.type) and col.type != pa.uint64():  # uint64 may not fit: float path
         values = col.fill_null(-1).to_numpy()
         return col.cast(pa.int64()), values >= 0
     col = col.cast(pa.float64())
