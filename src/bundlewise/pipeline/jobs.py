@@ -39,6 +39,8 @@ FORMATS = ("trace", "topics-stats", "load-report", "prometheus")
 TRACE_EXTENSIONS = {".parquet": "parquet", ".csv": "csv", ".jsonl": "json", ".ndjson": "json", ".json": "json"}
 PROM_EXTENSIONS = (".prom", ".txt", ".metrics")
 Progress = Callable[[str], None]
+_OVERVIEW = " overview"
+"""The overview's key among the concurrent jobs (no output is named so)."""
 
 
 @dataclass
@@ -255,26 +257,27 @@ def run_pipeline(
             }
             if broker_reports is not None:
                 found["broker_reports"] = broker_reports
-            return found if out is not None else {}
+            return found
 
-        overview_job = {"": lambda: transforms.bundle_overview(bundle_load).collect()}
+        def overview() -> list[Any]:
+            return transforms.bundle_overview(bundle_load).collect()
+
         if rejects is None:  # known clean: the summary and every output at once (their jobs' fixed costs overlap)
             step("aggregating bundle load and time averages; writing the outputs")
-            done = _concurrently({**overview_job, **_writes(tables(_no_rejects(spark)), out)})
-            overview = done.pop("")
-            clean = True
+            done = _concurrently({_OVERVIEW: overview, **_writes(tables(_no_rejects(spark)), out)})
+            rows = done.pop(_OVERVIEW)
+            outputs.update(done)
+            reasons: dict[str, int] = {}
         else:
             step("aggregating bundle load and time averages")
-            overview = overview_job[""]()
+            rows = overview()
             # a Parquet input counts its rows from metadata: a clean input needs no scan for rejects
-            clean = input_rows is not None and input_rows.count() == sum(r["rows"] for r in overview)
+            clean = input_rows is not None and input_rows.count() == sum(r["rows"] for r in rows)
             step("writing the outputs")
-            done = _concurrently(_writes(tables(_no_rejects(spark) if clean else rejects), out))
-        outputs.update(done)
-        if not clean:
-            rejects = spark.read.parquet(outputs["rejects"]) if out is not None else rejects
+            outputs.update(_concurrently(_writes(tables(_no_rejects(spark) if clean else rejects), out)))
+            reasons = {} if clean else _reasons(spark.read.parquet(outputs["rejects"]) if out is not None else rejects)
         step("summarising")
-        summary = _summarise(overview, {} if clean or rejects is None else _reasons(rejects))
+        summary = _summarise(rows, reasons)
         bundle_load.unpersist()
         if cached is not None:
             cached.unpersist()
