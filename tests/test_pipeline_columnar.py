@@ -35,8 +35,6 @@ OTHER = [
     # invalid names: rejected
     "persistent://t//bad", "", "bogus://t/ns/a", None,
 ]
-COLUMNS = ["timestamp", "topic", "msgRateIn", "msgRateOut", "msgThroughputIn", "msgThroughputOut",
-           "producerCount", "consumerCount", "broker"]
 
 
 def _row(ts, topic, i, broker):

@@ -60,6 +60,18 @@ def _reads_delivered_before(end_ms: float, first_ms: float, cycle_ms: float) -> 
     return 0 if end_ms <= first_ms else int(np.floor((end_ms - first_ms) / cycle_ms - 1e-12)) + 1
 
 
+def _slow_reads_of_topic_0(extra: str = "") -> str:
+    """A [dispatch] section: 100 ms reads, topic-0 with 10 permits and a backlog of 1,000,000 entries."""
+    return f"""
+[dispatch]
+read_latency = "100ms"
+[[dispatch.topics]]
+topic = "persistent://t/x/topic-0"
+receiver_queue_size = 10
+{extra}backlog = 1000000
+"""
+
+
 def _per_minute(minutes: int, per_read: int, first_ms: float, cycle_ms: float) -> list[int]:
     cum = [_reads_delivered_before(60_000 * m, first_ms, cycle_ms) for m in range(minutes + 1)]
     return [per_read * (cum[m + 1] - cum[m]) for m in range(minutes)]
@@ -105,14 +117,7 @@ dispatch_rate = { dispatchThrottlingRateInMsg = 50 }
 def test_without_limits_the_backlog_drains_at_the_consumers_permits() -> None:
     # no limit: every read takes min(permits, dispatcherMaxReadBatchSize) = 10 entries; with a 100 ms read
     # the dispatcher reads again 0.1 ms after each delivery: deliveries at 100.1 + 100.1·k ms
-    r = _run(_cluster("3m") + """
-[dispatch]
-read_latency = "100ms"
-[[dispatch.topics]]
-topic = "persistent://t/x/topic-0"
-receiver_queue_size = 10
-backlog = 1000000
-""")
+    r = _run(_cluster("3m") + _slow_reads_of_topic_0())
     assert r.dispatch is not None
     expected = _per_minute(3, 10, 100.1, 100.1)
     assert expected == [5990, 5990, 6000]
@@ -122,15 +127,7 @@ backlog = 1000000
 
 def test_batched_entries_count_messages_against_permits_and_limits() -> None:
     # 5 messages per entry, 10 permits, no precise flow control: 10 entries = 50 messages per read
-    r = _run(_cluster("1m") + """
-[dispatch]
-read_latency = "100ms"
-[[dispatch.topics]]
-topic = "persistent://t/x/topic-0"
-receiver_queue_size = 10
-messages_per_entry = 5
-backlog = 1000000
-""")
+    r = _run(_cluster("1m") + _slow_reads_of_topic_0("messages_per_entry = 5\n"))
     assert r.dispatch is not None and r.dispatch.msgs[0, 0] == 5 * 5990
 
 

@@ -41,6 +41,7 @@ import pyarrow.parquet as pq
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
+from pyspark.sql.pandas.types import to_arrow_schema
 
 from bundlewise.model.bundles import NamespaceBundles
 from bundlewise.model.errors import InputError
@@ -49,11 +50,8 @@ from bundlewise.model.names import TopicName
 from bundlewise.pipeline import schemas
 from bundlewise.pipeline.boundaries import Boundaries
 
-NUMBER_FIELDS = (*schemas.RATE_FIELDS, *schemas.COUNT_FIELDS)
 MAX_FRAGMENT_ROWS = 4_000_000
 """At most this many rows (whole row groups) per fragment, so a large file is shared between tasks."""
-COLUMNS = ("timestamp", "topic", *NUMBER_FIELDS, "broker")
-"""The trace columns the scan reads (contract §7)."""
 TIMESTAMP_LIMIT = 9.2e18
 """``ingest._timestamp_expr``: a numeric timestamp is usable when ``0 <= ts < 9.2e18`` (as a double)."""
 
@@ -64,12 +62,13 @@ SCAN = T.StructType(
         T.StructField("topic", T.StringType(), True),
         T.StructField("bundle", T.StringType(), True),
         T.StructField("namespace", T.StringType(), True),
-        *[T.StructField(f, T.DoubleType(), True) for f in NUMBER_FIELDS],
+        *[T.StructField(f, T.DoubleType(), True) for f in schemas.NUMBER_FIELDS],
         T.StructField("topics", T.LongType(), True),
         T.StructField("rows", T.LongType(), True),
     ]
 )
 """What a task returns: per (timestamp, broker, bundle) sums with their ``rows``; other rows raw, ``rows`` null."""
+_SCAN_ARROW = to_arrow_schema(SCAN)
 
 
 @dataclass(frozen=True)
@@ -97,7 +96,8 @@ def _usable(schema: pa.Schema) -> bool:
         return False
     if broker is not None and not is_string(broker):
         return False
-    return all((t := kind(f)) is None or pa.types.is_integer(t) or pa.types.is_floating(t) for f in NUMBER_FIELDS)
+    numeric = (kind(f) for f in schemas.NUMBER_FIELDS)
+    return all(t is None or pa.types.is_integer(t) or pa.types.is_floating(t) for t in numeric)
 
 
 def plan(files: Sequence[str], slots: int) -> list[Fragment] | None:
@@ -250,7 +250,7 @@ def _scan_piece(table: pa.Table, resolver: _Resolver) -> tuple[pa.Table, pa.Tabl
     ts_values = ts.fill_null(-1).to_numpy()
     ok = (ts_values >= 0) & (ts_values.astype(np.float64) < TIMESTAMP_LIMIT)
     numbers: dict[str, pa.ChunkedArray] = {}
-    for name in NUMBER_FIELDS:
+    for name in schemas.NUMBER_FIELDS:
         numbers[name], usable = _numbers(table, name)
         ok &= usable
     row_bundle, topics = _topic_ids(table.column("topic"), resolver)
@@ -259,7 +259,7 @@ def _scan_piece(table: pa.Table, resolver: _Resolver) -> tuple[pa.Table, pa.Tabl
         [pa.nulls(n, pa.string())])
     clean = pa.table({
         "timestamp": ts, "broker": broker, "topic": topics, "_bundle": pa.array(row_bundle),
-        **{name: numbers[name] for name in NUMBER_FIELDS},
+        **{name: numbers[name] for name in schemas.NUMBER_FIELDS},
     })
     if not ok.all():
         clean = clean.filter(pa.array(ok))
@@ -273,7 +273,7 @@ def _scan_piece(table: pa.Table, resolver: _Resolver) -> tuple[pa.Table, pa.Tabl
         "broker": broker.take(idx).cast(pa.string()),
         "topic": table.column("topic").take(idx).cast(pa.string()),
         **{name: (table.column(name).take(idx).cast(pa.float64()) if name in table.column_names
-                  else pa.nulls(len(rest), pa.float64())) for name in NUMBER_FIELDS},
+                  else pa.nulls(len(rest), pa.float64())) for name in schemas.NUMBER_FIELDS},
     })
     return sums, others, clean
 
@@ -282,10 +282,10 @@ def _sum(table: pa.Table, numbers: str, rows: str) -> pa.Table:
     """Per (timestamp, broker, _bundle): ``numbers`` ("sum") of each number, ``rows`` ("count" or "sum")."""
     counted = "timestamp" if rows == "count" else "rows"
     done = table.group_by(["timestamp", "broker", "_bundle"], use_threads=False).aggregate(
-        [(name, numbers) for name in NUMBER_FIELDS] + [(counted, rows)])
-    done = done.rename_columns(["timestamp", "broker", "_bundle", *NUMBER_FIELDS, "rows"]
+        [(name, numbers) for name in schemas.NUMBER_FIELDS] + [(counted, rows)])
+    done = done.rename_columns(["timestamp", "broker", "_bundle", *schemas.NUMBER_FIELDS, "rows"]
                                if done.column_names[0] == "timestamp" else
-                               [*NUMBER_FIELDS, "rows", "timestamp", "broker", "_bundle"])
+                               [*schemas.NUMBER_FIELDS, "rows", "timestamp", "broker", "_bundle"])
     i = done.schema.get_field_index("broker")
     return done.set_column(i, "broker", done.column(i).cast(pa.string()))  # pieces' dictionaries differ
 
@@ -342,7 +342,7 @@ def scan_fragment(fragment: Fragment, boundaries: Boundaries, samples_dir: str |
     """One fragment → its ``SCAN`` rows (and its share of ``topic_samples/`` when ``samples_dir``), read one
     row group at a time (memory stays at a row group's size)."""
     present = pq.read_schema(fragment.path).names
-    columns = [c for c in COLUMNS if c in present]
+    columns = [c for c in schemas.TRACE_COLUMNS if c in present]
     f = pq.ParquetFile(fragment.path, read_dictionary=["broker"] if "broker" in columns else None)
     groups = fragment.row_groups if fragment.row_groups is not None else tuple(range(f.num_row_groups))
     resolver = _Resolver.for_boundaries(boundaries)
@@ -374,7 +374,7 @@ def _scan_rows(total: pa.Table | None, others: list[pa.Table], resolver: _Resolv
             "topic": pa.nulls(total.num_rows, pa.string()),
             "bundle": pc.take(resolver.bundles(), ids),
             "namespace": pc.take(resolver.namespace_names(), pc.take(resolver.namespace_index(), ids)),
-            **{name: total.column(name) for name in NUMBER_FIELDS},
+            **{name: total.column(name) for name in schemas.NUMBER_FIELDS},
             "topics": total.column("rows"),
             "rows": total.column("rows"),
         }).cast(_SCAN_ARROW))
@@ -400,11 +400,3 @@ def scan(spark: Any, fragments: list[Fragment], boundaries: Boundaries, samples_
     ids = spark.range(0, len(frags), 1, numPartitions=max(1, len(frags))).select(F.col("id").cast("int").alias("i"))
     scanned: DataFrame = ids.mapInArrow(run, SCAN)
     return scanned
-
-
-_SCAN_ARROW = pa.schema([
-    pa.field("timestamp", pa.int64()), pa.field("broker", pa.string()), pa.field("topic", pa.string()),
-    pa.field("bundle", pa.string()), pa.field("namespace", pa.string()),
-    *[pa.field(f, pa.float64()) for f in NUMBER_FIELDS],
-    pa.field("topics", pa.int64()), pa.field("rows", pa.int64()),
-])

@@ -24,9 +24,9 @@ from bundlewise.algorithms.splitting.conditions import REASONS
 from bundlewise.config import Config
 from bundlewise.model.load import DEFAULT_STATS, NUM_LONG_SAMPLES, NUM_SHORT_SAMPLES, time_average_step
 from bundlewise.model.resources import MIB
+from bundlewise.pipeline import schemas
 
-RATE_FIELDS = ("msgRateIn", "msgRateOut", "msgThroughputIn", "msgThroughputOut")
-SUMMED = (*RATE_FIELDS, "topics", "producerCount", "consumerCount", "rows")
+SUMMED = (*schemas.SUM_FIELDS, "rows")
 """The columns of the partial sums that are summed again when the partial sums are finished."""
 _PRIOR = {
     "MsgThroughputIn": DEFAULT_STATS.msgThroughputIn,

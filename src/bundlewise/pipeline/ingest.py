@@ -24,7 +24,6 @@ from pyspark.sql import types as T
 from bundlewise.model.errors import InputError
 from bundlewise.pipeline import dumps, schemas
 
-TRACE_COLUMNS = ("timestamp", "topic", *schemas.RATE_FIELDS, *schemas.COUNT_FIELDS, "broker")
 REQUIRED_COLUMNS = ("timestamp", "topic")
 DUMP_FORMATS = {
     "topics-stats": dumps.parse_topics_dump,

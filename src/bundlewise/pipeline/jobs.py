@@ -342,7 +342,7 @@ def _columnar_sums(
     others = int(counted["others"]) if counted is not None else 0
     sums = scanned.where(F.col("rows").isNotNull()).select(
         "timestamp", "bundle", "broker", *[F.col(c).cast("long") if c in schemas.COUNT_FIELDS else F.col(c)
-                                           for c in keyed.SUM_FIELDS], "rows", "namespace")
+                                           for c in schemas.SUM_FIELDS], "rows", "namespace")
     if others == 0:
         _ensure_schema(spark, samples_dir, boundaries)
         return sums, None, scanned

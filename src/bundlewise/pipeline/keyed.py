@@ -36,7 +36,6 @@ from bundlewise.pipeline.boundaries import Boundaries
 DOMAINS = ("persistent://", "non-persistent://")
 MAX_TREE_BUNDLES = 512
 """Above this many bundles a comparison tree would make the generated code too large: general path."""
-SUM_FIELDS = (*schemas.RATE_FIELDS, "topics", *schemas.COUNT_FIELDS)
 
 
 def _locate_slash(topic: Column, pos: Column) -> Column:
@@ -152,7 +151,7 @@ def rows_split(tagged: DataFrame, bounds: tuple[int, ...]) -> tuple[DataFrame, D
 
 def partial_sums(df: DataFrame, keys: list[str]) -> DataFrame:
     """Per ``keys`` (which include ``timestamp`` and ``broker``): the sums and the row count (numeric only)."""
-    return df.groupBy(*keys).agg(*[F.sum(c).alias(c) for c in SUM_FIELDS], F.count(F.lit(1)).alias("rows"))
+    return df.groupBy(*keys).agg(*[F.sum(c).alias(c) for c in schemas.SUM_FIELDS], F.count(F.lit(1)).alias("rows"))
 
 
 def with_bundle_names(sums: DataFrame, bounds: tuple[int, ...]) -> DataFrame:

@@ -24,6 +24,11 @@ from pyspark.sql.types import (
 
 RATE_FIELDS = ("msgRateIn", "msgRateOut", "msgThroughputIn", "msgThroughputOut")
 COUNT_FIELDS = ("producerCount", "consumerCount")
+NUMBER_FIELDS = (*RATE_FIELDS, *COUNT_FIELDS)
+TRACE_COLUMNS = ("timestamp", "topic", *NUMBER_FIELDS, "broker")
+"""The columns of a canonical trace (contract §7)."""
+SUM_FIELDS = (*RATE_FIELDS, "topics", *COUNT_FIELDS)
+"""The summed columns of the partial bundle sums (beside ``rows``, the input rows summed)."""
 
 TOPIC_SAMPLES = StructType(
     [

@@ -25,7 +25,7 @@ from collections.abc import Iterator
 import pyarrow as pa
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
-from pyspark.sql import types as T
+from pyspark.sql.pandas.types import to_arrow_schema
 
 from bundlewise.config import Config
 from bundlewise.model.bundles import initial_boundaries
@@ -181,7 +181,7 @@ def bundle_load(partial: DataFrame, config: Config, buckets: int | None = None) 
     parts = buckets or int(partial.sparkSession.conf.get("spark.sql.shuffle.partitions") or 2)
     limits = frames.SplitThresholds.of(config)
     cols = ["timestamp", "bundle", "namespace", "broker", *frames.SUMMED]
-    target = _arrow_schema(schemas.BUNDLE_STAGE)
+    target = to_arrow_schema(schemas.BUNDLE_STAGE)
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         received = [b for b in batches if b.num_rows]
@@ -189,12 +189,6 @@ def bundle_load(partial: DataFrame, config: Config, buckets: int | None = None) 
             yield from frames.bundle_stage(pa.Table.from_batches(received), limits, target).to_batches()
 
     return partial.select(*cols).repartition(parts, "bundle").mapInArrow(run, schemas.BUNDLE_STAGE)
-
-
-def _arrow_schema(schema: T.StructType) -> pa.Schema:
-    kinds = {T.LongType(): pa.int64(), T.IntegerType(): pa.int32(), T.DoubleType(): pa.float64(),
-             T.StringType(): pa.string(), T.ArrayType(T.StringType(), False): pa.list_(pa.string())}
-    return pa.schema([pa.field(f.name, kinds[f.dataType]) for f in schema.fields])
 
 
 def broker_load(bundle_load: DataFrame) -> DataFrame:
