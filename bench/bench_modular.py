@@ -58,14 +58,25 @@ def synthetic_cluster(brokers: int, seed: int = 42) -> LoadData:
             window = TimeAverageMessageData(10, 10, t / 2, t / 2, r / 2, r / 2)
             bundle_data[name] = BundleData(window, TimeAverageMessageData(1000, 1000, t / 2, t / 2, r / 2, r / 2), 5)
         nic = 1.0e7
-        res = SystemResources(cpu=ResourceUsage(load * 800, 800), memory=ResourceUsage(1024, 4096),
-                              direct_memory=ResourceUsage(256, 4096),
-                              bandwidth_in=ResourceUsage(tput / 2 * 8 / 1000, nic),
-                              bandwidth_out=ResourceUsage(tput / 2 * 8 / 1000, nic))
-        local = LocalBrokerData(resources=res, msgThroughputIn=tput / 2, msgThroughputOut=tput / 2,
-                                msgRateIn=rate / 2, msgRateOut=rate / 2, numTopics=5 * BUNDLES_PER_BROKER,
-                                numBundles=BUNDLES_PER_BROKER, bundles=names, brokerVersionString="3.2.4",
-                                loadManagerClassName=LM)
+        res = SystemResources(
+            cpu=ResourceUsage(load * 800, 800),
+            memory=ResourceUsage(1024, 4096),
+            direct_memory=ResourceUsage(256, 4096),
+            bandwidth_in=ResourceUsage(tput / 2 * 8 / 1000, nic),
+            bandwidth_out=ResourceUsage(tput / 2 * 8 / 1000, nic),
+        )
+        local = LocalBrokerData(
+            resources=res,
+            msgThroughputIn=tput / 2,
+            msgThroughputOut=tput / 2,
+            msgRateIn=rate / 2,
+            msgRateOut=rate / 2,
+            numTopics=5 * BUNDLES_PER_BROKER,
+            numBundles=BUNDLES_PER_BROKER,
+            bundles=names,
+            brokerVersionString="3.2.4",
+            loadManagerClassName=LM,
+        )
         ta = TimeAverageBrokerData.of_bundles(names, bundle_data)
         broker_map[f"broker-{i}:8080"] = BrokerData(local, ta)
     return LoadData(broker_map, bundle_data, {})
@@ -109,8 +120,9 @@ def bench_placement(load: LoadData, config: Config, repeat: int) -> dict[str, di
     for name in PLACEMENT_NAMES:
         placement = ModularPlacement(make_placement_strategy(name))
         rng = random.Random(1)
-        ms, sel = median_ms(lambda p=placement: p,
-                            lambda p, r=rng: p.select_broker(bundle, load, config, r, preallocate=False), repeat)
+        ms, sel = median_ms(
+            lambda p=placement: p, lambda p, r=rng: p.select_broker(bundle, load, config, r, preallocate=False), repeat
+        )
         out[name] = {"median_ms": round(ms, 3), "candidates_best": len(sel.best)}
     return out
 
@@ -149,19 +161,25 @@ def main() -> None:
         for kind, rows in (("shed", shed), ("place", place)):
             for name, row in rows.items():
                 extra = f"{int(row.get('unloads', row.get('candidates_best', 0)))} " + (
-                    "unloads" if kind == "shed" else "in best")
+                    "unloads" if kind == "shed" else "in best"
+                )
                 print(f"{n:>8} {n * BUNDLES_PER_BROKER:>8}  {kind + ' ' + name:<36} {row['median_ms']:>10.3f}  {extra}")
         if cycle is not None:
-            print(f"{n:>8} {n * BUNDLES_PER_BROKER:>8}  {'leader cycle (Threshold+LLTMR)':<36} "
-                  f"{cycle['median_ms']:>10.3f}  {int(cycle['unloads'])} unloads")
+            print(
+                f"{n:>8} {n * BUNDLES_PER_BROKER:>8}  {'leader cycle (Threshold+LLTMR)':<36} "
+                f"{cycle['median_ms']:>10.3f}  {int(cycle['unloads'])} unloads"
+            )
     worst = max(r["median_ms"] for r in results["1000"]["shedding"].values())
     print(f"worst shedding decision at 1000 brokers: {worst:.3f} ms (target <= {TARGET_MS:g} ms)")
-    write_result("modular_shedding", {
-        "what": "median latency (ms) of one decision; synthetic clusters, 100 bundles per broker",
-        "target_ms_at_1000_brokers": TARGET_MS,
-        "worst_shedding_ms_at_1000_brokers": worst,
-        "results": results,
-    })
+    write_result(
+        "modular_shedding",
+        {
+            "what": "median latency (ms) of one decision; synthetic clusters, 100 bundles per broker",
+            "target_ms_at_1000_brokers": TARGET_MS,
+            "worst_shedding_ms_at_1000_brokers": worst,
+            "results": results,
+        },
+    )
 
 
 if __name__ == "__main__":

@@ -66,8 +66,9 @@ def generate(rows: int, out_dir: Path, seed: int = 7) -> Path:
     hashes = np.array([zlib.crc32(n.encode()) for n in names], dtype=np.int64)
     seg = (1 << 32) // BUNDLES
     bundle_idx = np.minimum(hashes // seg, BUNDLES - 1)
-    owner = np.array([f"broker-{(int(ns) * BUNDLES + int(b)) % BROKERS}:8080" for ns, b in zip(ns_of, bundle_idx,
-                                                                                                  strict=True)])
+    owner = np.array(
+        [f"broker-{(int(ns) * BUNDLES + int(b)) % BROKERS}:8080" for ns, b in zip(ns_of, bundle_idx, strict=True)]
+    )
     weight = 1.0 / np.power(rng.permutation(n_topics) + 1.0, 1.1)
     base_rate = 2_000_000.0 * weight / weight.sum()
     msg_size = rng.lognormal(7.0, 1.0, n_topics)
@@ -87,17 +88,20 @@ def generate(rows: int, out_dir: Path, seed: int = 7) -> Path:
             for t in times:
                 noise = rng.lognormal(0.0, 0.2, n_topics)
                 rate_in = base_rate * noise
-                table = pa.table({
-                    "timestamp": pa.array(np.full(n_topics, t * SECONDS_PER_SAMPLE, dtype=np.int64)),
-                    "topic": topic_arr.cast(pa.string()),
-                    "msgRateIn": rate_in,
-                    "msgRateOut": rate_in * fanout,
-                    "msgThroughputIn": rate_in * msg_size,
-                    "msgThroughputOut": rate_in * fanout * msg_size,
-                    "producerCount": producers,
-                    "consumerCount": consumers,
-                    "broker": owner_arr.cast(pa.string()),
-                }, schema=_schema())
+                table = pa.table(
+                    {
+                        "timestamp": pa.array(np.full(n_topics, t * SECONDS_PER_SAMPLE, dtype=np.int64)),
+                        "topic": topic_arr.cast(pa.string()),
+                        "msgRateIn": rate_in,
+                        "msgRateOut": rate_in * fanout,
+                        "msgThroughputIn": rate_in * msg_size,
+                        "msgThroughputOut": rate_in * fanout * msg_size,
+                        "producerCount": producers,
+                        "consumerCount": consumers,
+                        "broker": owner_arr.cast(pa.string()),
+                    },
+                    schema=_schema(),
+                )
                 writer.write_table(table)
     return out_dir
 
@@ -105,11 +109,19 @@ def generate(rows: int, out_dir: Path, seed: int = 7) -> Path:
 def _schema() -> Any:
     import pyarrow as pa
 
-    return pa.schema([
-        ("timestamp", pa.int64()), ("topic", pa.string()), ("msgRateIn", pa.float64()), ("msgRateOut", pa.float64()),
-        ("msgThroughputIn", pa.float64()), ("msgThroughputOut", pa.float64()), ("producerCount", pa.int64()),
-        ("consumerCount", pa.int64()), ("broker", pa.string()),
-    ])
+    return pa.schema(
+        [
+            ("timestamp", pa.int64()),
+            ("topic", pa.string()),
+            ("msgRateIn", pa.float64()),
+            ("msgRateOut", pa.float64()),
+            ("msgThroughputIn", pa.float64()),
+            ("msgThroughputOut", pa.float64()),
+            ("producerCount", pa.int64()),
+            ("consumerCount", pa.int64()),
+            ("broker", pa.string()),
+        ]
+    )
 
 
 def run_spark(spark: Any, trace: Path, out: Path, topic_samples: bool = True) -> float:
@@ -119,9 +131,17 @@ def run_spark(spark: Any, trace: Path, out: Path, topic_samples: bool = True) ->
 
     shutil.rmtree(out, ignore_errors=True)
     t0 = time.perf_counter()
-    summary = jobs.run_pipeline(spark, str(trace), "trace", Boundaries.of_count(BUNDLES), Config(), str(out),
-                                lambda m: print("   ", m, file=sys.stderr), bundle_counts_known=True,
-                                write_topic_samples=topic_samples)
+    summary = jobs.run_pipeline(
+        spark,
+        str(trace),
+        "trace",
+        Boundaries.of_count(BUNDLES),
+        Config(),
+        str(out),
+        lambda m: print("   ", m, file=sys.stderr),
+        bundle_counts_known=True,
+        write_topic_samples=topic_samples,
+    )
     seconds = time.perf_counter() - t0
     print(f"  spark: {summary.rows_in:,} rows, {summary.bundles} bundles, {seconds:.2f}s")
     return seconds
@@ -225,16 +245,24 @@ def main() -> None:
                     "duckdb_rows_per_second": round(rows / duck_s),
                     "spark_over_duckdb": round(spark_s / duck_s, 3),
                 }
-                print(f"  {rows:,} rows, {label} (median of {REPEATS}): spark {rows / spark_s:,.0f} rows/s, "
-                      f"duckdb {rows / duck_s:,.0f} rows/s, ratio {spark_s / duck_s:.2f}")
+                print(
+                    f"  {rows:,} rows, {label} (median of {REPEATS}): spark {rows / spark_s:,.0f} rows/s, "
+                    f"duckdb {rows / duck_s:,.0f} rows/s, ratio {spark_s / duck_s:.2f}"
+                )
             results[str(rows)] = entry
             shutil.rmtree(trace, ignore_errors=True)
-    write_result("pipeline", {
-        "target": {"rows_per_second_10M": 2_000_000, "spark_over_duckdb_max": 1.5},
-        "spark": {"master": "local[*]", "shuffle_partitions": spark.conf.get("spark.sql.shuffle.partitions"),
-                  "scan": "columnar (Arrow in the Spark tasks) for local Parquet traces"},
-        "runs": results,
-    })
+    write_result(
+        "pipeline",
+        {
+            "target": {"rows_per_second_10M": 2_000_000, "spark_over_duckdb_max": 1.5},
+            "spark": {
+                "master": "local[*]",
+                "shuffle_partitions": spark.conf.get("spark.sql.shuffle.partitions"),
+                "scan": "columnar (Arrow in the Spark tasks) for local Parquet traces",
+            },
+            "runs": results,
+        },
+    )
 
 
 if __name__ == "__main__":

@@ -49,11 +49,17 @@ def synthetic_cluster(brokers: int, seed: int = 7) -> LoadData:
             k = counters[ns]
             counters[ns] += 1
             name = f"tenant/ns{ns}/0x{k * span:08x}_0x{(k + 1) * span:08x}"
-            bundles[name] = NamespaceBundleStats(msgRateIn=rng.uniform(0, 100), msgRateOut=rng.uniform(0, 100),
-                                                 msgThroughputIn=rng.uniform(0, 1e6), topics=rng.randrange(1, 20))
-        res = SystemResources(cpu=ResourceUsage(rng.uniform(5, 95), 100),
-                              bandwidth_in=ResourceUsage(rng.uniform(5, 80), 100),
-                              bandwidth_out=ResourceUsage(rng.uniform(5, 80), 100))
+            bundles[name] = NamespaceBundleStats(
+                msgRateIn=rng.uniform(0, 100),
+                msgRateOut=rng.uniform(0, 100),
+                msgThroughputIn=rng.uniform(0, 1e6),
+                topics=rng.randrange(1, 20),
+            )
+        res = SystemResources(
+            cpu=ResourceUsage(rng.uniform(5, 95), 100),
+            bandwidth_in=ResourceUsage(rng.uniform(5, 80), 100),
+            bandwidth_out=ResourceUsage(rng.uniform(5, 80), 100),
+        )
         local = LocalBrokerData.of_stats(res, bundles, brokerVersionString="3.2.0")
         ta = TimeAverageBrokerData(longTermMsgRateIn=local.msgRateIn, longTermMsgRateOut=local.msgRateOut)
         load.brokers[f"broker-{i}:8080"] = BrokerData(local, ta)
@@ -74,11 +80,13 @@ def measure(brokers: int, repeat: int) -> dict[str, Any]:
     for name in STRATEGIES:
         strategy = make_placement_strategy(name)
         rng = random.Random(1)
-        t_strategy = median_seconds(partial(strategy.select, candidates, bundle, data, load, config, rng),
-                                    repeat=repeat)
+        t_strategy = median_seconds(
+            partial(strategy.select, candidates, bundle, data, load, config, rng), repeat=repeat
+        )
         placement = ModularPlacement(make_placement_strategy(name))
-        t_flow = median_seconds(partial(placement.select_broker, bundle, load, config, rng, preallocate=False),
-                                repeat=repeat)
+        t_flow = median_seconds(
+            partial(placement.select_broker, bundle, load, config, rng, preallocate=False), repeat=repeat
+        )
         out[name] = {"strategy_ms": round(t_strategy * 1000, 3), "full_flow_ms": round(t_flow * 1000, 3)}
     return out
 
@@ -89,16 +97,21 @@ def main() -> None:
     for row in rows:
         for name in STRATEGIES:
             r = row[name]
-            print(f"{row['brokers']:>8} {row['bundles']:>8}  {name:<30} {r['strategy_ms']:>10.3f} "
-                  f"{r['full_flow_ms']:>13.3f}")
+            print(
+                f"{row['brokers']:>8} {row['bundles']:>8}  {name:<30} {r['strategy_ms']:>10.3f} "
+                f"{r['full_flow_ms']:>13.3f}"
+            )
     worst = max(max(rows[-1][n]["strategy_ms"], rows[-1][n]["full_flow_ms"]) for n in STRATEGIES)
     print(f"worst at {SIZES[-1]} brokers: {worst:.3f} ms (target <= {TARGET_MS:.0f} ms)")
-    write_result("placement", {
-        "what": "median latency of one placement decision; candidates = every broker",
-        "bundles_per_broker": BUNDLES_PER_BROKER,
-        "target_ms_at_1000_brokers": TARGET_MS,
-        "results": rows,
-    })
+    write_result(
+        "placement",
+        {
+            "what": "median latency of one placement decision; candidates = every broker",
+            "bundles_per_broker": BUNDLES_PER_BROKER,
+            "target_ms_at_1000_brokers": TARGET_MS,
+            "results": rows,
+        },
+    )
 
 
 if __name__ == "__main__":

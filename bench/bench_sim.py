@@ -26,12 +26,28 @@ def scenario(hours: float) -> Scenario:
     # each), spread over the namespaces with a Zipf skew so that the strategies have real work to do.
     total = BROKERS * (0.5 * 8 - 0.2) / 24e-6
     weights = [(k + 1) ** -0.6 for k in range(NAMESPACES)]
-    namespaces = tuple(NamespaceSpec(f"tenant-{k // 10}/ns-{k}", bundles=BUNDLES_PER_NS, topics=TOPICS_PER_NS,
-                                     msg_rate=total * w / sum(weights), zipf=0.8) for k, w in enumerate(weights))
+    namespaces = tuple(
+        NamespaceSpec(
+            f"tenant-{k // 10}/ns-{k}",
+            bundles=BUNDLES_PER_NS,
+            topics=TOPICS_PER_NS,
+            msg_rate=total * w / sum(weights),
+            zipf=0.8,
+        )
+        for k, w in enumerate(weights)
+    )
     return Scenario(
-        name="bench-100x10k", description="benchmark cluster", duration=int(hours * 3_600_000), step=60_000,
-        seed=1, brokers=brokers, initial=tuple(b.name for b in brokers), namespaces=namespaces, events=(),
-        config=Config(), workload=WorkloadSpec(diurnal_amplitude=0.2, noise=0.05),
+        name="bench-100x10k",
+        description="benchmark cluster",
+        duration=int(hours * 3_600_000),
+        step=60_000,
+        seed=1,
+        brokers=brokers,
+        initial=tuple(b.name for b in brokers),
+        namespaces=namespaces,
+        events=(),
+        config=Config(),
+        workload=WorkloadSpec(diurnal_amplitude=0.2, noise=0.05),
     )
 
 
@@ -56,14 +72,24 @@ def main() -> None:
             "unloads": result.metrics["unloads"],
             "splits": result.metrics["splits"],
         }
-        print(f"simulator {name:<20} {hours:g} h simulated in {wall:6.1f} s "
-              f"({86_400 / day_wall:7.0f}x real time, {day_wall:5.1f} s per simulated day)")
-    write_result("simulator", {
-        "cluster": {"brokers": BROKERS, "bundles": NAMESPACES * BUNDLES_PER_NS, "topics": NAMESPACES * TOPICS_PER_NS,
-                    "tick": "1m", "simulated_hours": hours},
-        "extrapolated": hours != 24,
-        "strategies": rows,
-    })
+        print(
+            f"simulator {name:<20} {hours:g} h simulated in {wall:6.1f} s "
+            f"({86_400 / day_wall:7.0f}x real time, {day_wall:5.1f} s per simulated day)"
+        )
+    write_result(
+        "simulator",
+        {
+            "cluster": {
+                "brokers": BROKERS,
+                "bundles": NAMESPACES * BUNDLES_PER_NS,
+                "topics": NAMESPACES * TOPICS_PER_NS,
+                "tick": "1m",
+                "simulated_hours": hours,
+            },
+            "extrapolated": hours != 24,
+            "strategies": rows,
+        },
+    )
 
 
 if __name__ == "__main__":

@@ -81,9 +81,15 @@ def main() -> None:
         print(f"{name:<45} {ns:8.1f} ns/call")
     worst = max(figures.values())
     print(f"worst {worst:.1f} ns/call, target <= {TARGET_NS} ns: {'met' if worst <= TARGET_NS else 'MISSED'}")
-    write_result("throttling", {"calls_per_sample": CALLS, "target_ns": TARGET_NS,
-                                "median_ns_per_call": {k: round(v, 1) for k, v in figures.items()},
-                                "target_met": worst <= TARGET_NS})
+    write_result(
+        "throttling",
+        {
+            "calls_per_sample": CALLS,
+            "target_ns": TARGET_NS,
+            "median_ns_per_call": {k: round(v, 1) for k, v in figures.items()},
+            "target_met": worst <= TARGET_NS,
+        },
+    )
 
 
 if __name__ == "__main__":

@@ -36,49 +36,72 @@ def cluster(brokers: int, seed: int = 7) -> dict[str, Any]:
         total_t = load * 1.25e9
         scale = total_t / sum(weights)
         doc["brokers"][name] = {
-            "cpu": {"usage": load * 100, "limit": 100}, "msgThroughputIn": total_t / 2, "msgThroughputOut": total_t / 2,
-            "msgRateIn": total_t / 2048, "msgRateOut": total_t / 2048, "bundleCount": BUNDLES, "topics": 10 * BUNDLES,
-            "msgThroughputEMA": total_t, "updatedAt": NOW,
+            "cpu": {"usage": load * 100, "limit": 100},
+            "msgThroughputIn": total_t / 2,
+            "msgThroughputOut": total_t / 2,
+            "msgRateIn": total_t / 2048,
+            "msgRateOut": total_t / 2048,
+            "bundleCount": BUNDLES,
+            "topics": 10 * BUNDLES,
+            "msgThroughputEMA": total_t,
+            "updatedAt": NOW,
         }
-        doc["topBundles"][name] = {"topBundlesLoadData": [
-            {"bundleName": f"tenant/ns-{i}/0x{k * step:08x}_0x{(k + 1) * step if k < BUNDLES - 1 else 0xFFFFFFFF:08x}",
-             "stats": {"msgThroughputIn": w * scale / 2, "msgThroughputOut": w * scale / 2, "topics": 10}}
-            for k, w in enumerate(weights)
-        ]}
+
+        def upper(k: int) -> int:
+            return (k + 1) * step if k < BUNDLES - 1 else 0xFFFFFFFF
+
+        doc["topBundles"][name] = {
+            "topBundlesLoadData": [
+                {
+                    "bundleName": f"tenant/ns-{i}/0x{k * step:08x}_0x{upper(k):08x}",
+                    "stats": {"msgThroughputIn": w * scale / 2, "msgThroughputOut": w * scale / 2, "topics": 10},
+                }
+                for k, w in enumerate(weights)
+            ]
+        }
     return doc
 
 
 def main() -> None:
-    config = Config().with_values({
-        "loadBalancerSheddingConditionHitCountThreshold": 0,
-        "loadBalancerMaxNumberOfBundlesInBundleLoadReport": BUNDLES,
-    })
+    config = Config().with_values(
+        {
+            "loadBalancerSheddingConditionHitCountThreshold": 0,
+            "loadBalancerMaxNumberOfBundlesInBundleLoadReport": BUNDLES,
+        }
+    )
     rows = []
     for n in SIZES:
         doc = cluster(n)
         snap = parse_extensible_snapshot(doc, now=NOW)
         result = TransferShedder().find_bundles_for_unloading(snap, config, NOW, {}, {})
-        decide = median_seconds(
-            lambda s=snap: TransferShedder().find_bundles_for_unloading(s, config, NOW, {}, {})
-        )
+        decide = median_seconds(lambda s=snap: TransferShedder().find_bundles_for_unloading(s, config, NOW, {}, {}))
         whole = median_seconds(
             lambda d=doc: TransferShedder().find_bundles_for_unloading(
                 parse_extensible_snapshot(d, now=NOW), config, NOW, {}, {}
             ),
             repeat=5,
         )
-        rows.append({
-            "brokers": n, "bundles_per_broker": BUNDLES, "decide_ms": round(decide * 1000, 3),
-            "parse_and_decide_ms": round(whole * 1000, 3), "decisions": len(result.decisions),
-            "counters": result.counters,
-        })
-        print(f"  {n:5d} brokers x {BUNDLES} bundles: decide {decide * 1000:8.3f} ms   "
-              f"parse+decide {whole * 1000:8.1f} ms   ({len(result.decisions)} decisions, {result.counters})")
+        rows.append(
+            {
+                "brokers": n,
+                "bundles_per_broker": BUNDLES,
+                "decide_ms": round(decide * 1000, 3),
+                "parse_and_decide_ms": round(whole * 1000, 3),
+                "decisions": len(result.decisions),
+                "counters": result.counters,
+            }
+        )
+        print(
+            f"  {n:5d} brokers x {BUNDLES} bundles: decide {decide * 1000:8.3f} ms   "
+            f"parse+decide {whole * 1000:8.1f} ms   ({len(result.decisions)} decisions, {result.counters})"
+        )
     at_1000 = next(r["decide_ms"] for r in rows if r["brokers"] == 1000)
     ok = at_1000 <= TARGET_MS
     print(f"  target <= {TARGET_MS:g} ms at 1000 brokers: {'met' if ok else 'MISSED'} ({at_1000} ms)")
-    write_result("transfer_shedder", {"strategy": "TransferShedder", "target_ms_at_1000": TARGET_MS,
-                                      "target_met": ok, "results": rows})
+    write_result(
+        "transfer_shedder",
+        {"strategy": "TransferShedder", "target_ms_at_1000": TARGET_MS, "target_met": ok, "results": rows},
+    )
 
 
 if __name__ == "__main__":

@@ -44,8 +44,11 @@ def bundle(tput: float = 0.0, rate: float = 0.0) -> BundleData:
     return BundleData(window(10), window(1000), 1)
 
 
-def load(brokers: dict[str, BrokerData], bundle_data: dict[str, BundleData] | None = None,
-         recent: dict[str, int] | None = None) -> LoadData:
+def load(
+    brokers: dict[str, BrokerData],
+    bundle_data: dict[str, BundleData] | None = None,
+    recent: dict[str, int] | None = None,
+) -> LoadData:
     return LoadData(brokers, dict(bundle_data or {}), dict(recent or {}))
 
 

@@ -34,26 +34,41 @@ def ta(rate: float) -> dict[str, float]:
 
 def lltmr_steps() -> dict[str, Any]:
     """Pulsar's testLeastLongTermMessageRate as three steps on the candidates 1, 2, 3."""
+
     def snap(r1: float, cpu2: float) -> dict[str, Any]:
-        return {"bundle": B0, "candidates": ["1", "2", "3"], "brokers": {
-            "1": {"timeAverageData": ta(r1)},
-            "2": {"timeAverageData": ta(200), "cpu": {"usage": cpu2, "limit": 100}},
-            "3": {"timeAverageData": ta(300)}}}
+        return {
+            "bundle": B0,
+            "candidates": ["1", "2", "3"],
+            "brokers": {
+                "1": {"timeAverageData": ta(r1)},
+                "2": {"timeAverageData": ta(200), "cpu": {"usage": cpu2, "limit": 100}},
+                "3": {"timeAverageData": ta(300)},
+            },
+        }
+
     return {"steps": [snap(100, 0), snap(400, 0), snap(400, 90)]}
 
 
 def test_least_long_term_message_rate_sequence(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     code, out, err = run(capsys, "place", "--strategy", "LeastLongTermMessageRate", write(tmp_path, lltmr_steps()))
     assert (code, err) == (0, "")
-    assert out == [{"step": 0, "selected": "1", "best": ["1"]}, {"step": 1, "selected": "2", "best": ["2"]},
-                   {"step": 2, "selected": "3", "best": ["3"]}]
+    assert out == [
+        {"step": 0, "selected": "1", "best": ["1"]},
+        {"step": 1, "selected": "2", "best": ["2"]},
+        {"step": 2, "selected": "3", "best": ["3"]},
+    ]
 
 
 def test_per_step_config_applies_from_that_step_on(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     doc = lltmr_steps()
     doc["steps"][2]["config"] = {"loadBalancerBrokerOverloadedThresholdPercentage": 95}
-    _, out, _ = run(capsys, "place", "--strategy", "org.apache.pulsar.broker.loadbalance.impl.LeastLongTermMessageRate",
-                    write(tmp_path, doc))
+    _, out, _ = run(
+        capsys,
+        "place",
+        "--strategy",
+        "org.apache.pulsar.broker.loadbalance.impl.LeastLongTermMessageRate",
+        write(tmp_path, doc),
+    )
     assert [o["selected"] for o in out] == ["1", "2", "2"]  # cpu 90% is no longer overloaded
 
 
@@ -71,30 +86,46 @@ def usage(u: float, owned: str) -> dict[str, Any]:
     return {"cpu": r, "bandwidthIn": r, "bandwidthOut": r, "msgRateIn": 100, "msgRateOut": 100, "bundles": [owned]}
 
 
-def test_least_resource_usage_history_carries_across_steps(capsys: pytest.CaptureFixture[str],
-                                                            tmp_path: Path) -> None:
-    cfg = {"loadBalancerHistoryResourcePercentage": 0.5,
-           "loadBalancerAverageResourceUsageDifferenceThresholdPercentage": 5}
-    steps = [{"bundle": B0, "candidates": ["1", "2", "3"], "brokers": {
-        "1": usage(a, "x/y/0x00000000_0x40000000"), "2": usage(b, "x/y/0x40000000_0x80000000"),
-        "3": usage(c, "x/y/0x80000000_0xffffffff")}}
-             for a, b, c in [(10, 30, 60), (20, 30, 50), (30, 30, 40), (30, 30, 40), (35, 20, 45)]]
+def test_least_resource_usage_history_carries_across_steps(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    cfg = {
+        "loadBalancerHistoryResourcePercentage": 0.5,
+        "loadBalancerAverageResourceUsageDifferenceThresholdPercentage": 5,
+    }
+    steps = [
+        {
+            "bundle": B0,
+            "candidates": ["1", "2", "3"],
+            "brokers": {
+                "1": usage(a, "x/y/0x00000000_0x40000000"),
+                "2": usage(b, "x/y/0x40000000_0x80000000"),
+                "3": usage(c, "x/y/0x80000000_0xffffffff"),
+            },
+        }
+        for a, b, c in [(10, 30, 60), (20, 30, 50), (30, 30, 40), (30, 30, 40), (35, 20, 45)]
+    ]
     steps[0]["config"] = cfg
-    code, out, err = run(capsys, "place", "--strategy", "LeastResourceUsageWithWeight",
-                         write(tmp_path, {"steps": steps}))
+    code, out, err = run(
+        capsys, "place", "--strategy", "LeastResourceUsageWithWeight", write(tmp_path, {"steps": steps})
+    )
     assert (code, err) == (0, "")
     assert [o["best"] for o in out] == [["1"], ["1"], ["1"], ["1"], ["2"]]
     # without history (a fresh instance on step 3 alone) 30/30/40 has no broker 5 points under the
     # average 33.3, so every candidate is best; with history (0.2625/0.3/0.4375) only broker 1 is
-    _, out, _ = run(capsys, "place", "--strategy", "LeastResourceUsageWithWeight",
-                    write(tmp_path, {**steps[3], "config": cfg}))
+    _, out, _ = run(
+        capsys, "place", "--strategy", "LeastResourceUsageWithWeight", write(tmp_path, {**steps[3], "config": cfg})
+    )
     assert out[0]["best"] == ["1", "2", "3"]
 
 
 def test_full_flow_without_candidates(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    doc = {"bundle": B0, "brokers": {
-        "a": {"bundles": [f"{NS}/0x40000000_0x80000000"], "timeAverageData": ta(1)},
-        "b": {"timeAverageData": ta(50)}, "c": {"timeAverageData": ta(50)}}}
+    doc = {
+        "bundle": B0,
+        "brokers": {
+            "a": {"bundles": [f"{NS}/0x40000000_0x80000000"], "timeAverageData": ta(1)},
+            "b": {"timeAverageData": ta(50)},
+            "c": {"timeAverageData": ta(50)},
+        },
+    }
     code, out, _ = run(capsys, "place", "--strategy", "LeastLongTermMessageRate", "--seed", "3", write(tmp_path, doc))
     assert code == 0 and out[0]["best"] == ["b", "c"] and out[0]["selected"] in ("b", "c")
     # the same seed gives the same pick
@@ -105,8 +136,11 @@ def test_full_flow_without_candidates(capsys: pytest.CaptureFixture[str], tmp_pa
 def test_full_flow_with_leader_bundle_data(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     """No bundleData/timeAverageData: the leader computes them from lastStats (contract §5)."""
     stats = {f"{NS}/0x40000000_0x80000000": {"msgRateIn": 1000}}
-    doc = {"bundle": B0, "config": {"loadBalancerDistributeBundlesEvenlyEnabled": False},
-           "brokers": {"busy": {"lastStats": stats}, "idle": {}}}
+    doc = {
+        "bundle": B0,
+        "config": {"loadBalancerDistributeBundlesEvenlyEnabled": False},
+        "brokers": {"busy": {"lastStats": stats}, "idle": {}},
+    }
     _, out, _ = run(capsys, "place", "--strategy", "LeastLongTermMessageRate", write(tmp_path, doc))
     assert out == [{"step": 0, "selected": "idle", "best": ["idle"]}]
 
@@ -118,31 +152,37 @@ def test_avg_shedder_as_placement(capsys: pytest.CaptureFixture[str], tmp_path: 
 
 
 def test_empty_brokers_yield_null(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    _, out, _ = run(capsys, "place", "--strategy", "LeastLongTermMessageRate", write(tmp_path, {"bundle": B0,
-                                                                                               "brokers": {}}))
+    _, out, _ = run(
+        capsys, "place", "--strategy", "LeastLongTermMessageRate", write(tmp_path, {"bundle": B0, "brokers": {}})
+    )
     assert out == [{"step": 0, "selected": None, "best": []}]
 
 
 def test_table_format(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    code = main(["place", "--strategy", "LeastLongTermMessageRate", "--format", "table",
-                 write(tmp_path, lltmr_steps())])
+    code = main(
+        ["place", "--strategy", "LeastLongTermMessageRate", "--format", "table", write(tmp_path, lltmr_steps())]
+    )
     lines = capsys.readouterr().out.splitlines()
     assert code == 0 and lines[0].split() == ["step", "bundle", "selected", "best"]
     assert lines[3].split() == ["2", B0, "3", "3"]
 
 
-@pytest.mark.parametrize(("doc", "message"), [
-    ({"brokers": {"a": {}}}, "snapshot.bundle: missing 'bundle'"),
-    ({"bundle": 3, "brokers": {"a": {}}}, "snapshot.bundle: missing 'bundle'"),
-    ({"bundle": B0, "candidates": "a", "brokers": {"a": {}}}, "snapshot.candidates: expected an ordered list"),
-    ({"bundle": B0, "candidates": ["a", "a"], "brokers": {"a": {}}}, "listed twice"),
-    ({"bundle": B0, "candidates": ["a", "zz"], "brokers": {"a": {}}}, "candidate broker 'zz' has no load data"),
-    ({"bundle": B0}, "missing 'brokers'"),
-    ({"bundle": B0, "brokers": {"a": {"weightedMaxEMA": 1}}}, "extensible"),
-    ({"bundle": B0, "brokers": {"a": {"bundles": [B0]}, "b": {"bundles": [B0]}}}, "owned by both a and b"),
-])
-def test_bad_input_is_a_one_line_error(capsys: pytest.CaptureFixture[str], tmp_path: Path, doc: Any,
-                                       message: str) -> None:
+@pytest.mark.parametrize(
+    ("doc", "message"),
+    [
+        ({"brokers": {"a": {}}}, "snapshot.bundle: missing 'bundle'"),
+        ({"bundle": 3, "brokers": {"a": {}}}, "snapshot.bundle: missing 'bundle'"),
+        ({"bundle": B0, "candidates": "a", "brokers": {"a": {}}}, "snapshot.candidates: expected an ordered list"),
+        ({"bundle": B0, "candidates": ["a", "a"], "brokers": {"a": {}}}, "listed twice"),
+        ({"bundle": B0, "candidates": ["a", "zz"], "brokers": {"a": {}}}, "candidate broker 'zz' has no load data"),
+        ({"bundle": B0}, "missing 'brokers'"),
+        ({"bundle": B0, "brokers": {"a": {"weightedMaxEMA": 1}}}, "extensible"),
+        ({"bundle": B0, "brokers": {"a": {"bundles": [B0]}, "b": {"bundles": [B0]}}}, "owned by both a and b"),
+    ],
+)
+def test_bad_input_is_a_one_line_error(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, doc: Any, message: str
+) -> None:
     path = write(tmp_path, doc)
     code, out, err = run(capsys, "place", "--strategy", "LeastLongTermMessageRate", path)
     assert code == 2 and out == []
@@ -159,13 +199,14 @@ def test_missing_strategy_and_malformed_json(capsys: pytest.CaptureFixture[str],
     code, _, err = run(capsys, "place", write(tmp_path, {"bundle": B0, "brokers": {}}))
     assert code == 2 and "--strategy" in err
     bad = tmp_path / "bad.json"
-    bad.write_text("{\"bundle\": ")
+    bad.write_text('{"bundle": ')
     code, _, err = run(capsys, "place", "--strategy", "RoundRobinBrokerSelector", str(bad))
     assert code == 2 and err.startswith("error: ") and err.count("\n") == 1
 
 
-def test_extensible_delegates_to_its_module(capsys: pytest.CaptureFixture[str], tmp_path: Path,
-                                            monkeypatch: pytest.MonkeyPatch) -> None:
+def test_extensible_delegates_to_its_module(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     seen: dict[str, Any] = {}
 
     def run_extensible(args: Any, config: Any, docs: list[Any], source: str) -> int:
@@ -177,25 +218,46 @@ def test_extensible_delegates_to_its_module(capsys: pytest.CaptureFixture[str], 
     monkeypatch.setitem(sys.modules, "bundlewise.cli.place_extensible", fake)
     path = write(tmp_path, {"bundle": B0, "brokers": {}})
     code = main(["place", "--extensible", "--strategy", "LeastResourceUsageWithWeight", path])
-    assert code == 0 and seen == {"strategy": "LeastResourceUsageWithWeight", "docs": [{"bundle": B0, "brokers": {}}],
-                                  "source": path}
+    assert code == 0 and seen == {
+        "strategy": "LeastResourceUsageWithWeight",
+        "docs": [{"bundle": B0, "brokers": {}}],
+        "source": path,
+    }
 
 
-def test_extensible_missing_module_is_a_clear_error(capsys: pytest.CaptureFixture[str], tmp_path: Path,
-                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+def test_extensible_missing_module_is_a_clear_error(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setitem(sys.modules, "bundlewise.cli.place_extensible", None)
-    code, _, err = run(capsys, "place", "--extensible", "--strategy", "LeastResourceUsageWithWeight",
-                       write(tmp_path, {"bundle": B0, "brokers": {}}))
+    code, _, err = run(
+        capsys,
+        "place",
+        "--extensible",
+        "--strategy",
+        "LeastResourceUsageWithWeight",
+        write(tmp_path, {"bundle": B0, "brokers": {}}),
+    )
     assert code == 2 and "--extensible placement is not available" in err
 
 
-def test_non_persistent_bundle_needs_a_broker_accepting_it(capsys: pytest.CaptureFixture[str],
-                                                           tmp_path: Path) -> None:
+def test_non_persistent_bundle_needs_a_broker_accepting_it(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     brokers = {"p": {"nonPersistentTopicsEnabled": False}, "n": {"timeAverageData": ta(999)}}
-    _, out, _ = run(capsys, "place", "--strategy", "LeastLongTermMessageRate",
-                    write(tmp_path, {"steps": [{"bundle": B0, "brokers": brokers},
-                                               {"bundle": B0, "nonPersistent": True, "brokers": brokers}]}))
+    _, out, _ = run(
+        capsys,
+        "place",
+        "--strategy",
+        "LeastLongTermMessageRate",
+        write(
+            tmp_path,
+            {"steps": [{"bundle": B0, "brokers": brokers}, {"bundle": B0, "nonPersistent": True, "brokers": brokers}]},
+        ),
+    )
     assert [o["selected"] for o in out] == ["p", "n"]
-    code, _, err = run(capsys, "place", "--strategy", "LeastLongTermMessageRate",
-                       write(tmp_path, {"bundle": B0, "nonPersistent": "yes", "brokers": brokers}))
+    code, _, err = run(
+        capsys,
+        "place",
+        "--strategy",
+        "LeastLongTermMessageRate",
+        write(tmp_path, {"bundle": B0, "nonPersistent": "yes", "brokers": brokers}),
+    )
     assert code == 2 and "snapshot.nonPersistent: expected true or false" in err

@@ -32,19 +32,25 @@ def write(tmp_path: Path, doc: Any, name: str = "in.json") -> str:
 
 def real_cluster() -> dict[str, Any]:
     """Three real-shaped ``/admin/v2/broker-stats/load-report`` responses pasted under ``brokers``."""
-    brokers = {f"broker-{i}.pulsar.svc:8080": json.loads((FIXTURES / f"broker-{i}.json").read_text())
-               for i in (1, 2, 3)}
+    brokers = {
+        f"broker-{i}.pulsar.svc:8080": json.loads((FIXTURES / f"broker-{i}.json").read_text()) for i in (1, 2, 3)
+    }
     return {"timestamp": 1700000060000, "brokers": brokers}
 
 
 def overloaded_snapshot(timestamp: int | None = None) -> dict[str, Any]:
     """OverloadShedderTest's broker: bundle-i with i MB/s in and out, 99.9% bandwidth in; plus an idle broker."""
-    bundle_data = {f"bundle-{i}": {"shortTermData": {"msgThroughputIn": i * MB, "msgThroughputOut": i * MB}}
-                   for i in range(1, 11)}
+    bundle_data = {
+        f"bundle-{i}": {"shortTermData": {"msgThroughputIn": i * MB, "msgThroughputOut": i * MB}} for i in range(1, 11)
+    }
     doc: dict[str, Any] = {
         "brokers": {
-            "broker-1": {"bandwidthIn": {"usage": 999, "limit": 1000}, "msgThroughputIn": 55 * MB,
-                         "msgThroughputOut": 55 * MB, "bundles": list(bundle_data)},
+            "broker-1": {
+                "bandwidthIn": {"usage": 999, "limit": 1000},
+                "msgThroughputIn": 55 * MB,
+                "msgThroughputOut": 55 * MB,
+                "bundles": list(bundle_data),
+            },
             "broker-2": {"bundles": []},
         },
         "bundleData": bundle_data,
@@ -58,7 +64,8 @@ def overloaded_snapshot(timestamp: int | None = None) -> dict[str, Any]:
 
 
 def test_real_load_reports_load_unchanged_and_the_hot_broker_sheds(
-        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
     code, out, err = run(capsys, "shed", "--strategy", "ThresholdShedder", write(tmp_path, real_cluster()))
     assert (code, err) == (0, "")
     assert len(out) == 1
@@ -68,8 +75,10 @@ def test_real_load_reports_load_unchanged_and_the_hot_broker_sheds(
     # Destination: distribute-evenly keeps broker-2 and broker-3 (2 public/default bundles each), and
     # LeastLongTermMessageRate prefers broker-3 (6500 msg/s long-term vs 7500).
     assert {k: unload[k] for k in ("broker", "bundle", "destination")} == {
-        "broker": "broker-1.pulsar.svc:8080", "bundle": "public/default/0x00000000_0x10000000",
-        "destination": "broker-3.pulsar.svc:8080"}
+        "broker": "broker-1.pulsar.svc:8080",
+        "bundle": "public/default/0x00000000_0x10000000",
+        "destination": "broker-3.pulsar.svc:8080",
+    }
     assert unload["reason"].startswith("ThresholdShedder: usage history 70.00% (now cpu 70.00%) >= average 38.33%")
     assert "offload at least 32.00 MB/s" in unload["reason"]
 
@@ -96,20 +105,27 @@ def test_a_load_report_without_nic_speed_loads(capsys: pytest.CaptureFixture[str
 
 
 def test_plan_only_prints_the_raw_plan(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    code, out, err = run(capsys, "shed", "--plan-only", "--strategy", "OverloadShedder",
-                         write(tmp_path, overloaded_snapshot(1000)))
+    code, out, err = run(
+        capsys, "shed", "--plan-only", "--strategy", "OverloadShedder", write(tmp_path, overloaded_snapshot(1000))
+    )
     assert (code, err) == (0, "")
     assert [(u["broker"], u["bundle"], u["destination"]) for u in out[0]["unload"]] == [
-        ("broker-1", "bundle-10", None), ("broker-1", "bundle-9", None)]
+        ("broker-1", "bundle-10", None),
+        ("broker-1", "bundle-9", None),
+    ]
     assert out[0]["timestamp"] == 1000 and set(out[0]) == {"step", "timestamp", "unload"}
 
 
-def test_leader_cycle_remembers_unloaded_bundles_across_steps(capsys: pytest.CaptureFixture[str],
-                                                               tmp_path: Path) -> None:
+def test_leader_cycle_remembers_unloaded_bundles_across_steps(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
     steps = {"steps": [overloaded_snapshot(), overloaded_snapshot(), overloaded_snapshot()]}
     _, out, _ = run(capsys, "shed", "--strategy", f"{IMPL}OverloadShedder", write(tmp_path, steps))
     assert [[u["bundle"] for u in o["unload"]] for o in out] == [
-        ["bundle-10", "bundle-9"], ["bundle-8", "bundle-7"], ["bundle-6", "bundle-5"]]
+        ["bundle-10", "bundle-9"],
+        ["bundle-8", "bundle-7"],
+        ["bundle-6", "bundle-5"],
+    ]
     assert [o["timestamp"] for o in out] == [None, None, None]
     assert {u["destination"] for o in out for u in o["unload"]} == {"broker-2"}
     _, out, _ = run(capsys, "shed", "--plan-only", "--strategy", "OverloadShedder", write(tmp_path, steps))
@@ -123,8 +139,7 @@ def test_grace_period_follows_the_step_clock(capsys: pytest.CaptureFixture[str],
     assert [[u["bundle"] for u in o["unload"]] for o in out] == [["bundle-10", "bundle-9"]] * 2
 
 
-def test_per_step_config_overrides_apply_from_that_step_on(capsys: pytest.CaptureFixture[str],
-                                                            tmp_path: Path) -> None:
+def test_per_step_config_overrides_apply_from_that_step_on(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     steps = [overloaded_snapshot() for _ in range(3)]
     steps[1]["config"] = {"loadBalancerSheddingEnabled": False}
     steps[2]["config"] = {"loadBalancerBrokerOverloadedThresholdPercentage": 99}
@@ -135,14 +150,22 @@ def test_per_step_config_overrides_apply_from_that_step_on(capsys: pytest.Captur
     assert [o["unload"] for o in out] == [out[0]["unload"], [], []]
     steps[2]["config"]["loadBalancerSheddingEnabled"] = True
     path.write_text("\n".join(json.dumps(s) for s in steps) + "\n")
-    _, out, _ = run(capsys, "shed", "--strategy", "OverloadShedder", "--set",
-                    "loadBalancerBrokerOverloadedThresholdPercentage=90", str(path))
+    _, out, _ = run(
+        capsys,
+        "shed",
+        "--strategy",
+        "OverloadShedder",
+        "--set",
+        "loadBalancerBrokerOverloadedThresholdPercentage=90",
+        str(path),
+    )
     assert "usage 99.90% (bandwidthIn) >= overload threshold 99.00%" in out[2]["unload"][0]["reason"]
     assert "overload threshold 90.00%" in out[0]["unload"][0]["reason"]
 
 
-def test_destination_equal_to_the_owner_is_reported_as_skipped(capsys: pytest.CaptureFixture[str],
-                                                                tmp_path: Path) -> None:
+def test_destination_equal_to_the_owner_is_reported_as_skipped(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
     doc = overloaded_snapshot()
     doc["brokers"]["broker-2"]["loadManagerClassName"] = "SomethingElse"  # filtered out, then reset to all
     doc["brokers"]["broker-2"]["persistentTopicsEnabled"] = False  # but it takes no persistent topics
@@ -155,15 +178,17 @@ def test_destination_equal_to_the_owner_is_reported_as_skipped(capsys: pytest.Ca
 
 
 def avg_step(timestamp: int) -> dict[str, Any]:
-    bundles = {"t/ns/0x00000000_0x40000000": 200, "t/ns/0x40000000_0x80000000": 150,
-               "t/ns/0x80000000_0xc0000000": 50}
+    bundles = {"t/ns/0x00000000_0x40000000": 200, "t/ns/0x40000000_0x80000000": 150, "t/ns/0x80000000_0xc0000000": 50}
     return {
         "timestamp": timestamp,
         "brokers": {
-            "hot": {"cpu": {"usage": 80, "limit": 100}, "msgRateIn": 500, "msgRateOut": 500,
-                    "bundles": list(bundles)},
-            "mid": {"cpu": {"usage": 50, "limit": 100}, "msgRateIn": 300, "msgRateOut": 300,
-                    "bundles": ["t/ns/0xc0000000_0xffffffff"]},
+            "hot": {"cpu": {"usage": 80, "limit": 100}, "msgRateIn": 500, "msgRateOut": 500, "bundles": list(bundles)},
+            "mid": {
+                "cpu": {"usage": 50, "limit": 100},
+                "msgRateIn": 300,
+                "msgRateOut": 300,
+                "bundles": ["t/ns/0xc0000000_0xffffffff"],
+            },
             "cold": {"cpu": {"usage": 20, "limit": 100}, "msgRateIn": 250, "msgRateOut": 250, "bundles": []},
         },
         "bundleData": {b: {"shortTermData": {"msgRateIn": r, "msgRateOut": 0}} for b, r in bundles.items()},
@@ -171,38 +196,51 @@ def avg_step(timestamp: int) -> dict[str, Any]:
     }
 
 
-def test_avg_shedder_triggers_on_the_second_step_not_the_first(capsys: pytest.CaptureFixture[str],
-                                                                tmp_path: Path) -> None:
+def test_avg_shedder_triggers_on_the_second_step_not_the_first(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
     path = write(tmp_path, {"steps": [avg_step(60_000), avg_step(120_000)]})
     code, out, err = run(capsys, "shed", "--plan-only", "--strategy", "AvgShedder", path)
     assert (code, err) == (0, "")
     assert out[0]["unload"] == []
     # (1000 - 500) x 0.5 = 250 msg/s: 200 and 50 go, planned to the least loaded broker
     assert [(u["broker"], u["bundle"], u["destination"]) for u in out[1]["unload"]] == [
-        ("hot", "t/ns/0x00000000_0x40000000", "cold"), ("hot", "t/ns/0x80000000_0xc0000000", "cold")]
+        ("hot", "t/ns/0x00000000_0x40000000", "cold"),
+        ("hot", "t/ns/0x80000000_0xc0000000", "cold"),
+    ]
     assert "2 consecutive hits >= 2 above high threshold 40" in out[1]["unload"][0]["reason"]
 
 
 def test_avg_shedder_as_placement_too_uses_its_own_plan(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     path = write(tmp_path, {"steps": [avg_step(60_000), avg_step(120_000)]})
-    code, out, err = run(capsys, "shed", "--strategy", "AvgShedder",
-                         "--set", f"loadBalancerLoadPlacementStrategy={IMPL}AvgShedder", path)
+    code, out, err = run(
+        capsys, "shed", "--strategy", "AvgShedder", "--set", f"loadBalancerLoadPlacementStrategy={IMPL}AvgShedder", path
+    )
     assert (code, err) == (0, "")
     assert out[0]["unload"] == []
     assert [(u["bundle"], u["destination"]) for u in out[1]["unload"]] == [
-        ("t/ns/0x00000000_0x40000000", "cold"), ("t/ns/0x80000000_0xc0000000", "cold")]
+        ("t/ns/0x00000000_0x40000000", "cold"),
+        ("t/ns/0x80000000_0xc0000000", "cold"),
+    ]
 
 
-def test_avg_shedder_with_another_placement_strategy_warns(capsys: pytest.CaptureFixture[str],
-                                                           tmp_path: Path) -> None:
+def test_avg_shedder_with_another_placement_strategy_warns(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     code, _, err = run(capsys, "shed", "--strategy", "AvgShedder", write(tmp_path, avg_step(0)))
     assert code == 0 and err.startswith("warning: AvgShedder's planned destinations are used only when")
 
 
-def test_avg_shedder_placement_requires_avg_shedder_shedding(capsys: pytest.CaptureFixture[str],
-                                                             tmp_path: Path) -> None:
-    code, _, err = run(capsys, "shed", "--strategy", "ThresholdShedder",
-                       "--set", "loadBalancerLoadPlacementStrategy=AvgShedder", write(tmp_path, avg_step(0)))
+def test_avg_shedder_placement_requires_avg_shedder_shedding(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    code, _, err = run(
+        capsys,
+        "shed",
+        "--strategy",
+        "ThresholdShedder",
+        "--set",
+        "loadBalancerLoadPlacementStrategy=AvgShedder",
+        write(tmp_path, avg_step(0)),
+    )
     assert code == 2 and err.count("\n") == 1
     assert "requires loadBalancerLoadSheddingStrategy to be AvgShedder too" in err
 
@@ -211,8 +249,16 @@ def test_avg_shedder_placement_requires_avg_shedder_shedding(capsys: pytest.Capt
 
 
 def test_table_format(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    code = main(["shed", "--strategy", "OverloadShedder", "--format", "table",
-                 write(tmp_path, {"steps": [overloaded_snapshot(5), {"brokers": {}}]})])
+    code = main(
+        [
+            "shed",
+            "--strategy",
+            "OverloadShedder",
+            "--format",
+            "table",
+            write(tmp_path, {"steps": [overloaded_snapshot(5), {"brokers": {}}]}),
+        ]
+    )
     out = capsys.readouterr().out.splitlines()
     assert code == 0
     assert out[0] == "step 0 (timestamp 5)"
@@ -222,9 +268,9 @@ def test_table_format(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> Non
     assert out[-2:] == ["step 1", "  no unload"]  # no timestamp in the input
 
 
-def test_transfer_shedder_is_delegated_to_the_extensible_command(capsys: pytest.CaptureFixture[str],
-                                                                 tmp_path: Path,
-                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+def test_transfer_shedder_is_delegated_to_the_extensible_command(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     seen: dict[str, Any] = {}
 
     def run_extensible(args: Any, config: Any, docs: list[Any], source: str) -> int:
@@ -236,8 +282,7 @@ def test_transfer_shedder_is_delegated_to_the_extensible_command(capsys: pytest.
     monkeypatch.setitem(sys.modules, "bundlewise.cli.shed_extensible", fake)
     path = write(tmp_path, {"brokers": {}})
     assert main(["shed", "--plan-only", "--strategy", f"{IMPL}TransferShedder", path]) == 0
-    assert seen == {"strategy": f"{IMPL}TransferShedder", "docs": [{"brokers": {}}], "source": path,
-                    "plan_only": True}
+    assert seen == {"strategy": f"{IMPL}TransferShedder", "docs": [{"brokers": {}}], "source": path, "plan_only": True}
 
 
 # -- bad input -----------------------------------------------------------------------------------

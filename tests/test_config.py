@@ -59,8 +59,10 @@ def test_json_and_toml(tmp_path: Path) -> None:
 def test_unknown_balancer_key_warns_with_closest_name() -> None:
     warnings: list[str] = []
     Config().with_values({"loadBalancerBrokerThresholdShederPercentage": 5, "somethingElse": 1}, "x.conf", warnings)
-    assert warnings == ["warning: x.conf: unknown key loadBalancerBrokerThresholdShederPercentage "
-                        "(did you mean loadBalancerBrokerThresholdShedderPercentage?)"]
+    assert warnings == [
+        "warning: x.conf: unknown key loadBalancerBrokerThresholdShederPercentage "
+        "(did you mean loadBalancerBrokerThresholdShedderPercentage?)"
+    ]
 
 
 @pytest.mark.parametrize(
@@ -84,8 +86,7 @@ def test_bad_values_are_rejected(key: str, value: str) -> None:
 def test_deprecated_bandwidth_spelling_precedence() -> None:
     # Pulsar: the new name if != 1.0, else the old spelling if != 1.0, else 1.0.
     assert Config().with_values({"loadBalancerBandwithInResourceWeight": 3}).weights().bandwidth_in == 3.0
-    both = Config().with_values({"loadBalancerBandwithInResourceWeight": 3,
-                                 "loadBalancerBandwidthInResourceWeight": 2})
+    both = Config().with_values({"loadBalancerBandwithInResourceWeight": 3, "loadBalancerBandwidthInResourceWeight": 2})
     assert both.weights().bandwidth_in == 2.0
     assert Config().with_values({"loadBalancerBandwithOutResourceWeight": 0.5}).weights().bandwidth_out == 0.5
 
@@ -124,8 +125,11 @@ def _value(key: str) -> st.SearchStrategy[object]:
 @settings(max_examples=50, suppress_health_check=[HealthCheck.too_slow], deadline=None)
 @given(st.data())
 def test_config_round_trips_through_broker_conf(data: st.DataObject) -> None:
-    keys = data.draw(st.lists(st.sampled_from(sorted(k for k in ALL_KEYS if ALL_KEYS[k].default is not None)),
-                              unique=True, max_size=12))
+    keys = data.draw(
+        st.lists(
+            st.sampled_from(sorted(k for k in ALL_KEYS if ALL_KEYS[k].default is not None)), unique=True, max_size=12
+        )
+    )
     values = {k: data.draw(_value(k)) for k in keys}
     config = Config().with_values(values)
     text = to_broker_conf(config)

@@ -26,8 +26,13 @@ HALF = ResourceWeights(cpu=0.5, direct_memory=0.5, bandwidth_in=0.5, bandwidth_o
 
 
 def usage(cpu: float, mem: float, dm: float, bin_: float, bout: float) -> SystemResources:
-    return SystemResources(ResourceUsage(cpu, 100), ResourceUsage(mem, 200), ResourceUsage(dm, 100),
-                           ResourceUsage(bin_, 100), ResourceUsage(bout, 100))
+    return SystemResources(
+        ResourceUsage(cpu, 100),
+        ResourceUsage(mem, 200),
+        ResourceUsage(dm, 100),
+        ResourceUsage(bin_, 100),
+        ResourceUsage(bout, 100),
+    )
 
 
 def test_broker_load_data_update_anchor_of_pulsar_test():
@@ -86,8 +91,9 @@ def test_reporter_advances_the_ema_every_tick_but_pushes_only_on_change():
 
 
 def stats(tin: float = 0, tout: float = 0, rate: float = 0, topics: int = 0, cache: int = 0) -> NamespaceBundleStats:
-    return NamespaceBundleStats(msgRateIn=rate, msgThroughputIn=tin, msgThroughputOut=tout, topics=topics,
-                                cacheSize=cache)
+    return NamespaceBundleStats(
+        msgRateIn=rate, msgThroughputIn=tin, msgThroughputOut=tout, topics=topics, cacheSize=cache
+    )
 
 
 def test_top_k_is_ascending_and_drops_zero_system_and_excluded_bundles():
@@ -101,8 +107,10 @@ def test_top_k_is_ascending_and_drops_zero_system_and_excluded_bundles():
         "t/excluded/0x00000000_0xffffffff": stats(tout=9e9),
     }
     top = top_k_bundles(data, 2, cfg)
-    assert [b.bundleName for b in top.topBundlesLoadData] == ["t/ns/0x80000000_0xc0000000",
-                                                              "t/ns/0x00000000_0x40000000"]
+    assert [b.bundleName for b in top.topBundlesLoadData] == [
+        "t/ns/0x80000000_0xc0000000",
+        "t/ns/0x00000000_0x40000000",
+    ]
     assert len(top_k_bundles(data, 10, cfg)) == 3
 
 
@@ -129,17 +137,24 @@ def test_top_k_holds_the_k_largest_in_ascending_order(values: list[float], k: in
     keys = [bundle_sort_key(b.stats) for b in top]
     assert keys == sorted(keys)
     assert len(top) == min(k, sum(1 for v in values if v > 0))
-    rest = [bundle_sort_key(s) for name, s in data.items() if name not in {b.bundleName for b in top} and
-            s.msgThroughputOut > 0]
+    rest = [
+        bundle_sort_key(s)
+        for name, s in data.items()
+        if name not in {b.bundleName for b in top} and s.msgThroughputOut > 0
+    ]
     assert all(r <= keys[0] for r in rest)
 
 
 def test_snapshot_defaults_available_brokers_and_derives_absent_emas():
-    snap = parse_extensible_snapshot({
-        "timestamp": "2023-11-14T22:13:20Z",
-        "brokers": {"b1": {"cpu": {"usage": 30, "limit": 100}, "msgThroughputIn": 5, "msgThroughputOut": 7},
-                    "b2": {"weightedMaxEMA": 0.5, "msgThroughputEMA": 3, "updatedAt": 17}},
-    })
+    snap = parse_extensible_snapshot(
+        {
+            "timestamp": "2023-11-14T22:13:20Z",
+            "brokers": {
+                "b1": {"cpu": {"usage": 30, "limit": 100}, "msgThroughputIn": 5, "msgThroughputOut": 7},
+                "b2": {"weightedMaxEMA": 0.5, "msgThroughputEMA": 3, "updatedAt": 17},
+            },
+        }
+    )
     assert snap.timestamp == 1_700_000_000_000
     assert snap.available_brokers == ("b1", "b2")
     b1, b2 = snap.brokers["b1"], snap.brokers["b2"]
@@ -149,16 +164,20 @@ def test_snapshot_defaults_available_brokers_and_derives_absent_emas():
 
 
 def test_top_bundles_accept_a_last_stats_shaped_map():
-    snap = parse_extensible_snapshot({"brokers": {}, "topBundles": {"b1": {"t/ns/0x00000000_0xffffffff": {
-        "topics": 3, "msgRateIn": 1}}}})
+    snap = parse_extensible_snapshot(
+        {"brokers": {}, "topBundles": {"b1": {"t/ns/0x00000000_0xffffffff": {"topics": 3, "msgRateIn": 1}}}}
+    )
     assert snap.top_bundles["b1"].stats_by_bundle()["t/ns/0x00000000_0xffffffff"].topics == 3
 
 
-@pytest.mark.parametrize("doc, field", [
-    ({"brokers": {}, "bundleData": {}}, "bundleData"),
-    ({"brokers": {"b1": {"lastStats": {}}}}, "lastStats"),
-    ({"brokers": {"b1": {"bundles": []}}}, "bundles"),
-])
+@pytest.mark.parametrize(
+    "doc, field",
+    [
+        ({"brokers": {}, "bundleData": {}}, "bundleData"),
+        ({"brokers": {"b1": {"lastStats": {}}}}, "lastStats"),
+        ({"brokers": {"b1": {"bundles": []}}}, "bundles"),
+    ],
+)
 def test_modular_shapes_are_rejected_as_mixed(doc: dict, field: str):
     with pytest.raises(InputError, match="mixed modular/extensible") as e:
         parse_extensible_snapshot(doc)

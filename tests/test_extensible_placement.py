@@ -17,11 +17,14 @@ from bundlewise.model.extensible import BrokerLoadData, BrokerLookupData
 from bundlewise.model.resources import ResourceUsage, SystemResources
 
 # LeastResourceUsageWithWeightTest#getContext
-CFG = Config().with_values({
-    "loadBalancerMemoryResourceWeight": 0.1, "loadBalancerDirectMemoryResourceWeight": 0.1,
-    "loadBalancerHistoryResourcePercentage": 0.5,
-    "loadBalancerAverageResourceUsageDifferenceThresholdPercentage": 5,
-})
+CFG = Config().with_values(
+    {
+        "loadBalancerMemoryResourceWeight": 0.1,
+        "loadBalancerDirectMemoryResourceWeight": 0.1,
+        "loadBalancerHistoryResourcePercentage": 0.5,
+        "loadBalancerAverageResourceUsageDifferenceThresholdPercentage": 5,
+    }
+)
 
 
 def all_at(u: float) -> SystemResources:
@@ -65,15 +68,24 @@ def test_brokers_without_load_data_join_only_the_random_fallback():
     assert least_resource_usage_with_weight((), load, CFG, random.Random(0)).selected is None
 
 
-def lookup(cls: str | None = EXTENSIBLE_LOAD_MANAGER, version: str | None = "3.2.0",
-           persistent: bool = True, non_persistent: bool = True) -> BrokerLookupData:
+def lookup(
+    cls: str | None = EXTENSIBLE_LOAD_MANAGER,
+    version: str | None = "3.2.0",
+    persistent: bool = True,
+    non_persistent: bool = True,
+) -> BrokerLookupData:
     return BrokerLookupData(version, cls, persistent, non_persistent)
 
 
 def test_filter_chain_class_topics_and_topic_kind():
     load = {"a": BrokerLoadData(topics=10), "b": BrokerLoadData(topics=50_000), "c": BrokerLoadData()}
-    lk = {"a": lookup(), "b": lookup(), "c": lookup(cls="org.apache.pulsar.broker.loadbalance.impl.X"),
-          "d": lookup(persistent=False), "e": lookup(cls=None)}
+    lk = {
+        "a": lookup(),
+        "b": lookup(),
+        "c": lookup(cls="org.apache.pulsar.broker.loadbalance.impl.X"),
+        "d": lookup(persistent=False),
+        "e": lookup(cls=None),
+    }
     ctx = FilterContext(load, lk, Config())
     assert apply_filters(("a", "b", "c", "d", "e"), "t/ns/0x00000000_0xffffffff", ctx) == ("a",)
     np_ctx = FilterContext(load, lk, Config(), non_persistent=True)

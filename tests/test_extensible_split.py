@@ -16,10 +16,17 @@ def hot(topics: int = 1001, sessions: int = 0, rate: float = 0, tput: float = 0)
     return NamespaceBundleStats(msgRateIn=rate, msgThroughputIn=tput, producerCount=sessions, topics=topics)
 
 
-def run(strategy: ExtensibleSplitStrategy, stats: dict[str, NamespaceBundleStats], config: Config = DEFAULTS,
-        count: int = 2, splitting: tuple[str, ...] = ()) -> list[tuple[str, str]]:
-    return [(d.bundle, d.reason)
-            for d in strategy.find_bundles_to_split("broker-1", stats, lambda ns: count, splitting, config)]
+def run(
+    strategy: ExtensibleSplitStrategy,
+    stats: dict[str, NamespaceBundleStats],
+    config: Config = DEFAULTS,
+    count: int = 2,
+    splitting: tuple[str, ...] = (),
+) -> list[tuple[str, str]]:
+    return [
+        (d.bundle, d.reason)
+        for d in strategy.find_bundles_to_split("broker-1", stats, lambda ns: count, splitting, config)
+    ]
 
 
 def test_first_condition_in_pulsar_order_is_the_reason():
@@ -29,8 +36,10 @@ def test_first_condition_in_pulsar_order_is_the_reason():
     assert split_reason(hot(topics=10, rate=30_001), cfg) == "MsgRate"
     assert split_reason(hot(topics=10, tput=100 * 2**20 + 1), cfg) == "Bandwidth"
     assert split_reason(hot(topics=10, tput=100 * 2**20), cfg) is None
-    assert split_reason(hot(topics=10, sessions=5000), cfg.with_values({"loadBalancerNamespaceBundleMaxSessions": 0})) \
+    assert (
+        split_reason(hot(topics=10, sessions=5000), cfg.with_values({"loadBalancerNamespaceBundleMaxSessions": 0}))
         is None
+    )
 
 
 def test_split_needs_four_consecutive_hits_and_one_per_cycle_delays_the_second():

@@ -27,8 +27,13 @@ SETUP_STD = 0.3982762860126121
 RANGES = {
     1: ["0x00000000_0x0FFFFFFF"],
     2: ["0x00000000_0x0FFFFFFF", "0x0FFFFFFF_0xFFFFFFFF"],
-    5: ["0x00000000_0x1FFFFFFF", "0x1FFFFFFF_0x2FFFFFFF", "0x2FFFFFFF_0x3FFFFFFF", "0x3FFFFFFF_0x4FFFFFFF",
-        "0x4FFFFFFF_0x5FFFFFFF"],
+    5: [
+        "0x00000000_0x1FFFFFFF",
+        "0x1FFFFFFF_0x2FFFFFFF",
+        "0x2FFFFFFF_0x3FFFFFFF",
+        "0x3FFFFFFF_0x4FFFFFFF",
+        "0x4FFFFFFF_0x5FFFFFFF",
+    ],
 }
 E1, E2 = "my-tenant/my-namespaceE/0x00000000_0x0FFFFFFF", "my-tenant/my-namespaceE/0x0FFFFFFF_0xFFFFFFFF"
 D1, D2 = "my-tenant/my-namespaceD/0x00000000_0x0FFFFFFF", "my-tenant/my-namespaceD/0x0FFFFFFF_0xFFFFFFFF"
@@ -38,16 +43,30 @@ C1 = "my-tenant/my-namespaceC/0x00000000_0x0FFFFFFF"
 def top(ns: str, *loads: float) -> dict[str, Any]:
     """TopKBundles of bundles with the given msgThroughputOut, ascending as Pulsar emits them."""
     items = sorted(zip(RANGES[len(loads)], loads, strict=True), key=lambda x: x[1])
-    return {"topBundlesLoadData": [{"bundleName": f"my-tenant/{ns}/{r}", "stats": {"msgThroughputOut": v}}
-                                   for r, v in items]}
+    return {
+        "topBundlesLoadData": [
+            {"bundleName": f"my-tenant/{ns}/{r}", "stats": {"msgThroughputOut": v}} for r, v in items
+        ]
+    }
 
 
 def cpu(load: float, out: float, updated_at: int = NOW) -> dict[str, Any]:
     """``getCpuLoad``: a fresh BrokerLoadData after one update (EMA = sample)."""
     zero = {"usage": 0.0, "limit": 100.0}
-    return {"cpu": {"usage": load, "limit": 100.0}, "memory": zero, "directMemory": zero, "bandwidthIn": zero,
-            "bandwidthOut": zero, "msgThroughputIn": 1, "msgThroughputOut": out, "msgRateIn": 3, "msgRateOut": 4,
-            "bundleCount": 5, "topics": 6, "updatedAt": updated_at}
+    return {
+        "cpu": {"usage": load, "limit": 100.0},
+        "memory": zero,
+        "directMemory": zero,
+        "bandwidthIn": zero,
+        "bandwidthOut": zero,
+        "msgThroughputIn": 1,
+        "msgThroughputOut": out,
+        "msgRateIn": 3,
+        "msgRateOut": 4,
+        "bundleCount": 5,
+        "topics": 6,
+        "updatedAt": updated_at,
+    }
 
 
 SETUP_TOP = {
@@ -60,8 +79,11 @@ SETUP_TOP = {
 SETUP_CPU = {"broker1:8080": 2, "broker2:8080": 4, "broker3:8080": 6, "broker4:8080": 80, "broker5:8080": 90}
 
 
-def setup(cpu_over: dict[str, float] | None = None, top_over: dict[str, tuple[Any, ...]] | None = None,
-          order: list[str] = JAVA_ORDER) -> dict[str, Any]:
+def setup(
+    cpu_over: dict[str, float] | None = None,
+    top_over: dict[str, tuple[Any, ...]] | None = None,
+    order: list[str] = JAVA_ORDER,
+) -> dict[str, Any]:
     """``setupContext`` (+ the per-test overrides, applied as the Java tests apply them)."""
     tops = dict(SETUP_TOP)
     loads = {**SETUP_CPU, **(cpu_over or {})}
@@ -73,9 +95,14 @@ def setup(cpu_over: dict[str, float] | None = None, top_over: dict[str, tuple[An
 BASE = Config().with_values({"loadBalancerDebugModeEnabled": True, "loadBalancerSheddingConditionHitCountThreshold": 0})
 
 
-def shed(doc: dict[str, Any], config: Config = BASE, shedder: TransferShedder | None = None,
-         bundles: dict[str, int] | None = None, brokers: dict[str, int] | None = None,
-         now: int = NOW) -> ShedResult:
+def shed(
+    doc: dict[str, Any],
+    config: Config = BASE,
+    shedder: TransferShedder | None = None,
+    bundles: dict[str, int] | None = None,
+    brokers: dict[str, int] | None = None,
+    now: int = NOW,
+) -> ShedResult:
     snap = parse_extensible_snapshot(doc, now=now)
     return (shedder or TransferShedder()).find_bundles_for_unloading(snap, config, now, bundles or {}, brokers or {})
 
@@ -86,8 +113,10 @@ def moves(r: ShedResult) -> list[tuple[str, str, str | None, str]]:
 
 def test_worked_example_a47_moves_e1_and_d1_to_the_two_least_loaded():
     r = shed(setup())
-    assert moves(r) == [("broker5:8080", E1, "broker1:8080", "Overloaded"),
-                        ("broker4:8080", D1, "broker2:8080", "Overloaded")]
+    assert moves(r) == [
+        ("broker5:8080", E1, "broker1:8080", "Overloaded"),
+        ("broker4:8080", D1, "broker2:8080", "Overloaded"),
+    ]
     assert (r.avg, r.std) == (SETUP_AVG, SETUP_STD)
     assert r.final_std == pytest.approx(0.244, abs=5e-4)
     assert r.counters == {"Success.Overloaded": 2}
@@ -173,10 +202,15 @@ def test_recently_unloaded_bundles_are_skipped_and_the_next_pair_is_tried():
 
 def test_balanced_cluster_skips_with_hit_count_and_resets_the_counter():
     # Java testTargetStd: CPU 10/20/30 %, bundles 30+30, 40+40, 50+50 B/s
-    doc = {"timestamp": NOW,
-           "brokers": {"broker1:8080": cpu(10, 60), "broker2:8080": cpu(20, 80), "broker3:8080": cpu(30, 100)},
-           "topBundles": {"broker1:8080": top("my-namespaceA", 30, 30), "broker2:8080": top("my-namespaceB", 40, 40),
-                          "broker3:8080": top("my-namespaceC", 50, 50)}}
+    doc = {
+        "timestamp": NOW,
+        "brokers": {"broker1:8080": cpu(10, 60), "broker2:8080": cpu(20, 80), "broker3:8080": cpu(30, 100)},
+        "topBundles": {
+            "broker1:8080": top("my-namespaceA", 30, 30),
+            "broker2:8080": top("my-namespaceB", 40, 40),
+            "broker3:8080": top("my-namespaceC", 50, 50),
+        },
+    }
     shedder = TransferShedder(hit_count=5)
     r = shed(doc, shedder=shedder)
     assert r.decisions == () and r.counters == {"Skip.HitCount": 1}
@@ -217,8 +251,10 @@ def test_idle_broker_with_low_throughput_ema_receives_load_as_underloaded():
     doc = setup(cpu_over={"broker4:8080": 55, "broker5:8080": 65})
     doc["brokers"]["broker2:8080"]["msgThroughputEMA"] = 10
     r = shed(doc)
-    assert moves(r) == [("broker5:8080", E1, "broker1:8080", "Overloaded"),
-                        ("broker4:8080", D1, "broker2:8080", "Underloaded")]
+    assert moves(r) == [
+        ("broker5:8080", E1, "broker1:8080", "Overloaded"),
+        ("broker4:8080", D1, "broker2:8080", "Underloaded"),
+    ]
     assert r.counters == {"Success.Overloaded": 1, "Success.Underloaded": 1}
 
 
@@ -247,9 +283,11 @@ def test_hit_count_threshold_delays_the_first_decision():
 
 
 def two_brokers(load1: float, top1: tuple[Any, ...], load2: float, top2: tuple[Any, ...]) -> dict[str, Any]:
-    return {"timestamp": NOW,
-            "brokers": {"broker1:8080": cpu(load1, sum(top1[1:])), "broker2:8080": cpu(load2, sum(top2[1:]))},
-            "topBundles": {"broker1:8080": top(*top1), "broker2:8080": top(*top2)}}
+    return {
+        "timestamp": NOW,
+        "brokers": {"broker1:8080": cpu(load1, sum(top1[1:])), "broker2:8080": cpu(load2, sum(top2[1:]))},
+        "topBundles": {"broker1:8080": top(*top1), "broker2:8080": top(*top2)},
+    }
 
 
 SWAP_CASE = (10, ("my-namespaceA", 1e6, 2e6, 3e6, 4e6, 5e6), 1000, ("my-namespaceB", 1e8, 1.8e8, 2.2e8, 2.5e8, 2.5e8))
@@ -280,8 +318,10 @@ def test_swap_without_debug_mode_ignores_the_gained_traffic():
 
 def test_swap_of_equal_halves_exchanges_one_bundle_each_way():
     r = shed(two_brokers(48, ("my-namespaceA", 2.4e6, 2.4e6), 100, ("my-namespaceB", 5e6, 5e6)))
-    assert sorted((m[0], m[2]) for m in moves(r)) == [("broker1:8080", "broker2:8080"),
-                                                       ("broker2:8080", "broker1:8080")]
+    assert sorted((m[0], m[2]) for m in moves(r)) == [
+        ("broker1:8080", "broker2:8080"),
+        ("broker2:8080", "broker1:8080"),
+    ]
     assert (r.avg, r.std, r.final_std) == (0.74, 0.26, 2.5809568279517847e-8)
 
 
@@ -293,8 +333,7 @@ def test_no_swap_possible_gives_no_bundles():
 
 def test_one_bundle_moves_when_the_other_overshoots():
     r = shed(two_brokers(10, ("my-namespaceA", 1e6, 2e6, 3e6, 4e6, 5e6), 1000, ("my-namespaceB", 4.9e8, 5.1e8)))
-    assert moves(r) == [("broker2:8080", "my-tenant/my-namespaceB/0x00000000_0x0FFFFFFF", "broker1:8080",
-                         "Overloaded")]
+    assert moves(r) == [("broker2:8080", "my-tenant/my-namespaceB/0x00000000_0x0FFFFFFF", "broker1:8080", "Overloaded")]
     assert r.final_std == 0.050000004900021836
 
 
@@ -338,17 +377,20 @@ def skewed(loads: list[float], tops: list[tuple[float, float]]) -> dict[str, Any
     names = [f"broker{i}:8080" for i in range(len(loads))]
     order = java_hashmap_order(names)
     idx = {n: i for i, n in enumerate(names)}
-    return {"timestamp": NOW,
-            "brokers": {n: cpu(loads[idx[n]], sum(tops[idx[n]])) for n in order},
-            "topBundles": {n: top(f"my-namespace{idx[n]}", *tops[idx[n]]) for n in order}}
+    return {
+        "timestamp": NOW,
+        "brokers": {n: cpu(loads[idx[n]], sum(tops[idx[n]])) for n in order},
+        "topBundles": {n: top(f"my-namespace{idx[n]}", *tops[idx[n]]) for n in order},
+    }
 
 
 def test_underloaded_outlier_among_100_brokers():
     loads = [98.0] * 98 + [99.0, 1.0]
     tops = [(3e7, 7e7)] * 99 + [(3e5, 7e5)]
     r = shed(skewed(loads, tops))
-    assert moves(r) == [("broker98:8080", "my-tenant/my-namespace98/0x00000000_0x0FFFFFFF", "broker99:8080",
-                         "Underloaded")]
+    assert moves(r) == [
+        ("broker98:8080", "my-tenant/my-namespace98/0x00000000_0x0FFFFFFF", "broker99:8080", "Underloaded")
+    ]
     assert r.avg == pytest.approx(0.9704000000000005, abs=1e-5)
     assert r.std == pytest.approx(0.09652895938523735, abs=1e-5)
 
@@ -359,15 +401,21 @@ def test_overloaded_outlier_among_100_brokers():
     r = shed(skewed(loads, tops))
     assert len(r.decisions) == 1
     d = r.decisions[0]
-    assert (d.broker, d.bundle, d.reason) == ("broker99:8080", "my-tenant/my-namespace99/0x00000000_0x0FFFFFFF",
-                                              "Underloaded")
+    assert (d.broker, d.bundle, d.reason) == (
+        "broker99:8080",
+        "my-tenant/my-namespace99/0x00000000_0x0FFFFFFF",
+        "Underloaded",
+    )
     assert d.destination in ("broker52:8080", "broker83:8080")
     assert r.avg == pytest.approx(0.019900000000000008, abs=1e-5)
 
 
 def test_all_zero_loads_follow_java_double_arithmetic_without_raising():
-    doc = {"timestamp": NOW, "brokers": {"b1": cpu(0, 0), "b2": cpu(0, 0)},
-           "topBundles": {"b1": top("ns", 1, 2), "b2": top("ns", 1, 2)}}
+    doc = {
+        "timestamp": NOW,
+        "brokers": {"b1": cpu(0, 0), "b2": cpu(0, 0)},
+        "topBundles": {"b1": top("ns", 1, 2), "b2": top("ns", 1, 2)},
+    }
     doc["brokers"]["b2"]["msgThroughputEMA"] = 100.0  # b1 looks idle next to b2
     r = shed(doc)
     assert r.avg == 0.0
@@ -379,8 +427,11 @@ def test_all_zero_loads_follow_java_double_arithmetic_without_raising():
 def test_one_overloaded_broker_in_a_low_variance_cluster_is_an_overloaded_outlier():
     names = [f"broker{i}:8080" for i in range(10)]
     loads = [50.0] * 9 + [95.0]
-    doc = {"timestamp": NOW, "brokers": {n: cpu(v, 3e6) for n, v in zip(names, loads, strict=True)},
-           "topBundles": {n: top(f"ns{i}", 1e6, 2e6) for i, n in enumerate(names)}}
+    doc = {
+        "timestamp": NOW,
+        "brokers": {n: cpu(v, 3e6) for n, v in zip(names, loads, strict=True)},
+        "topBundles": {n: top(f"ns{i}", 1e6, 2e6) for i, n in enumerate(names)},
+    }
     doc["topBundles"]["broker9:8080"] = top("ns9", 5e5, 2.5e6)  # 0.5 MB/s fits the 0.71 MB/s offload
     for b in doc["brokers"].values():
         b["msgThroughputEMA"] = 3e6
@@ -395,17 +446,26 @@ def test_java_division_semantics():
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(st.tuples(st.integers(0, 150), st.lists(st.integers(0, 5_000_000), min_size=0, max_size=6)),
-                min_size=1, max_size=8),
-       st.booleans(), st.booleans())
+@given(
+    st.lists(
+        st.tuples(st.integers(0, 150), st.lists(st.integers(0, 5_000_000), min_size=0, max_size=6)),
+        min_size=1,
+        max_size=8,
+    ),
+    st.booleans(),
+    st.booleans(),
+)
 def test_every_decision_moves_an_owned_top_bundle_once_to_another_broker(brokers, transfer, debug):
     doc: dict[str, Any] = {"timestamp": NOW, "brokers": {}, "topBundles": {}}
     for i, (load, bundles) in enumerate(brokers):
         name = f"b{i}"
         doc["brokers"][name] = cpu(load, float(sum(bundles)))
-        doc["topBundles"][name] = {"topBundlesLoadData": [
-            {"bundleName": f"t/ns{i}/0x{k:08x}_0x{k + 1:08x}", "stats": {"msgThroughputOut": v}}
-            for k, v in enumerate(sorted(bundles))]}
+        doc["topBundles"][name] = {
+            "topBundlesLoadData": [
+                {"bundleName": f"t/ns{i}/0x{k:08x}_0x{k + 1:08x}", "stats": {"msgThroughputOut": v}}
+                for k, v in enumerate(sorted(bundles))
+            ]
+        }
     cfg = BASE.with_values({"loadBalancerTransferEnabled": transfer, "loadBalancerDebugModeEnabled": debug})
     r = shed(doc, cfg)
     owned = {b["bundleName"]: n for n, t in doc["topBundles"].items() for b in t["topBundlesLoadData"]}

@@ -38,8 +38,12 @@ def test_short_name_is_persistent_public_default() -> None:
 
 def test_topic_name_parts_and_partitions() -> None:
     t = TopicName.parse("persistent://tenant/ns/orders-partition-7")
-    assert (t.domain, str(t.namespace), t.local_name, t.partition_index) == ("persistent", "tenant/ns",
-                                                                            "orders-partition-7", 7)
+    assert (t.domain, str(t.namespace), t.local_name, t.partition_index) == (
+        "persistent",
+        "tenant/ns",
+        "orders-partition-7",
+        7,
+    )
     assert str(t.partitioned_base) == "persistent://tenant/ns/orders"
     assert TopicName.parse("persistent://tenant/ns/orders").partition_index == -1
     v1 = TopicName.parse("persistent://pulsar/use/ns1/topic-1")
@@ -64,7 +68,10 @@ def test_initial_boundaries() -> None:
 def test_constructor_ranges_like_pulsar() -> None:
     nb = NamespaceBundles.of("pulsar/use/ns2", [0, 0x10000000, 0x40000000, 0xFFFFFFFF])
     assert [b.range_name for b in nb.bundles] == [
-        "0x00000000_0x10000000", "0x10000000_0x40000000", "0x40000000_0xffffffff"]
+        "0x00000000_0x10000000",
+        "0x10000000_0x40000000",
+        "0x40000000_0xffffffff",
+    ]
     assert [b.upper_closed for b in nb.bundles] == [False, False, True]
 
 
@@ -128,7 +135,8 @@ def test_split_boundary_must_be_strictly_inside() -> None:
 
 
 boundary_sets = st.lists(st.integers(1, 0xFFFFFFFE), max_size=30, unique=True).map(
-    lambda xs: [0, *sorted(xs), 0xFFFFFFFF])
+    lambda xs: [0, *sorted(xs), 0xFFFFFFFF]
+)
 
 
 @given(boundary_sets)
@@ -147,8 +155,9 @@ def test_every_topic_maps_to_exactly_one_bundle(boundaries: list[int], local: st
     assert [b for b in nb.bundles if b.includes(topic)] == [found]
 
 
-@given(st.integers(0, 0xFFFFFFFD), st.integers(2, 0xFFFFFFFF), st.lists(st.floats(0.001, 0.999), min_size=1,
-                                                                         max_size=5))
+@given(
+    st.integers(0, 0xFFFFFFFD), st.integers(2, 0xFFFFFFFF), st.lists(st.floats(0.001, 0.999), min_size=1, max_size=5)
+)
 def test_children_of_a_split_lie_inside_the_parent(lower: int, span: int, cuts: list[float]) -> None:
     upper = min(lower + span, 0xFFFFFFFF)
     if upper - lower < 2:

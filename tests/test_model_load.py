@@ -46,9 +46,13 @@ def test_percent_usage_is_float32_like_java() -> None:
 
 
 def test_weighted_and_unweighted_max_usage() -> None:
-    r = SystemResources(cpu=ResourceUsage(60, 100), memory=ResourceUsage(99, 100),
-                        direct_memory=ResourceUsage(70, 100), bandwidth_in=ResourceUsage(20, 100),
-                        bandwidth_out=ResourceUsage(30, 100))
+    r = SystemResources(
+        cpu=ResourceUsage(60, 100),
+        memory=ResourceUsage(99, 100),
+        direct_memory=ResourceUsage(70, 100),
+        bandwidth_in=ResourceUsage(20, 100),
+        bandwidth_out=ResourceUsage(30, 100),
+    )
     assert r.max_usage() == pytest.approx(0.70)  # memory is not part of the max
     assert r.weighted_max_usage(ResourceWeights()) == pytest.approx(0.60)  # directMemory weight 0 by default
     assert r.weighted_max_usage(ResourceWeights(cpu=0.5, bandwidth_out=3.0)) == pytest.approx(0.90)

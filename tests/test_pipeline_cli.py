@@ -24,8 +24,10 @@ def _run(capsys, *argv):
         (["--input", "/nonexistent/dir"], "error: /nonexistent/dir: no such file or directory"),
         (["--input", "{tmp}/empty"], "error: {tmp}/empty: directory holds no input files"),
         (["--input", "{tmp}/t.csv", "--bundles", "0"], "error: --bundles: number of bundles must be > 0, got 0"),
-        (["--input", "{tmp}/t.csv", "--bundles-file", "{tmp}/b.json"],
-         "error: {tmp}/b.json: bundles: boundaries must start at 0x00000000 and end at 0xffffffff"),
+        (
+            ["--input", "{tmp}/t.csv", "--bundles-file", "{tmp}/b.json"],
+            "error: {tmp}/b.json: bundles: boundaries must start at 0x00000000 and end at 0xffffffff",
+        ),
     ],
 )
 def test_bad_input_is_a_one_line_error_with_exit_2(capsys, tmp_path, args, message):
@@ -45,30 +47,59 @@ def test_pipeline_on_a_directory_of_broker_stats_topics_dumps(spark, capsys, tmp
     (d / f"broker-2:8080@{T0}.json").write_text(json.dumps(topics_dump_broker2()))
     later = topics_dump_broker1()
     later["public/default"]["0x00000000_0x40000000"]["persistent"]["persistent://public/default/my-topic"][
-        "msgRateIn"] = 30.0
+        "msgRateIn"
+    ] = 30.0
     (d / f"broker-1:8080@{T0 + 60000}.json").write_text(json.dumps(later))
     (d / f"broker-2:8080@{T0 + 60000}.json").write_text("{truncated")
     out_dir = tmp_path / "out"
     code, out, err = _run(capsys, "--input", str(d), "--out", str(out_dir), "--master", "local[2]")
     assert code == 0, err
     summary = json.loads(out)
-    assert {k: summary[k] for k in ("rowsIn", "rowsRejected", "bundles", "brokers", "timeSpan", "splitCandidates")} \
-        == {"rowsIn": 10, "rowsRejected": 1, "bundles": 3, "brokers": 2,
-            "timeSpan": {"from": T0, "to": T0 + 60000}, "splitCandidates": 0}
-    assert summary["hottestBundles"][0] == {"bundle": "public/default/0x00000000_0x40000000",
-                                            "peakThroughput": 4000.0, "peakMsgRate": 60.0}
+    assert {k: summary[k] for k in ("rowsIn", "rowsRejected", "bundles", "brokers", "timeSpan", "splitCandidates")} == {
+        "rowsIn": 10,
+        "rowsRejected": 1,
+        "bundles": 3,
+        "brokers": 2,
+        "timeSpan": {"from": T0, "to": T0 + 60000},
+        "splitCandidates": 0,
+    }
+    assert summary["hottestBundles"][0] == {
+        "bundle": "public/default/0x00000000_0x40000000",
+        "peakThroughput": 4000.0,
+        "peakMsgRate": 60.0,
+    }
     assert "rows rejected  1" in err and "hottest bundles" in err
     assert sorted(p.name for p in out_dir.iterdir()) == [
-        "broker_load", "bundle_load", "rejects", "split_candidates", "topic_samples"]
+        "broker_load",
+        "bundle_load",
+        "rejects",
+        "split_candidates",
+        "topic_samples",
+    ]
     load = spark.read.parquet(str(out_dir / "bundle_load")).where("bundle = 'public/default/0x00000000_0x40000000'")
-    got = [(r["timestamp"], r["broker"], r["msgRateIn"], r["topics"], r["sessions"], r["shortTermSamples"],
-            r["shortTermMsgRateIn"], r["longTermMsgRateIn"]) for r in load.orderBy("timestamp").collect()]
+    got = [
+        (
+            r["timestamp"],
+            r["broker"],
+            r["msgRateIn"],
+            r["topics"],
+            r["sessions"],
+            r["shortTermSamples"],
+            r["shortTermMsgRateIn"],
+            r["longTermMsgRateIn"],
+        )
+        for r in load.orderBy("timestamp").collect()
+    ]
     # sessions: producers 1 + 2, consumers 2 + 1; averages (15 + 35) / 2 after the second sample
-    assert got == [(T0, "broker-1:8080", 15.0, 2, 6, 1, 15.0, 15.0),
-                   (T0 + 60000, "broker-1:8080", 35.0, 2, 6, 2, 25.0, 25.0)]
+    assert got == [
+        (T0, "broker-1:8080", 15.0, 2, 6, 1, 15.0, 15.0),
+        (T0 + 60000, "broker-1:8080", 35.0, 2, 6, 2, 25.0, 25.0),
+    ]
     brokers = spark.read.parquet(str(out_dir / "broker_load")).where(f"timestamp = {T0}").orderBy("broker").collect()
     assert [(r["broker"], r["bundles"], r["topics"], r["msgRateIn"]) for r in brokers] == [
-        ("broker-1:8080", 2, 4, 18.0), ("broker-2:8080", 1, 1, 7.0)]
+        ("broker-1:8080", 2, 4, 18.0),
+        ("broker-2:8080", 1, 1, 7.0),
+    ]
     rejects = spark.read.parquet(str(out_dir / "rejects")).collect()
     assert [r["reason"].split(":")[0] for r in rejects] == ["not JSON"]
 
@@ -76,32 +107,60 @@ def test_pipeline_on_a_directory_of_broker_stats_topics_dumps(spark, capsys, tmp
 @pytest.mark.spark
 def test_pipeline_on_a_canonical_trace_finds_a_split_candidate(spark, capsys, tmp_path):
     trace = tmp_path / "trace.jsonl"
-    rows = [{"timestamp": T0, "topic": f"persistent://t/ns/hot-partition-{i}", "msgRateIn": 20000.0,
-             "msgRateOut": 0.0, "msgThroughputIn": 1.0, "msgThroughputOut": 1.0, "broker": "b1"} for i in range(3)]
+    rows = [
+        {
+            "timestamp": T0,
+            "topic": f"persistent://t/ns/hot-partition-{i}",
+            "msgRateIn": 20000.0,
+            "msgRateOut": 0.0,
+            "msgThroughputIn": 1.0,
+            "msgThroughputOut": 1.0,
+            "broker": "b1",
+        }
+        for i in range(3)
+    ]
     rows.append({"timestamp": T0, "topic": "persistent://t/ns/bad", "msgRateIn": "fast"})
     trace.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
-    code, out, err = _run(capsys, "--input", str(trace), "--bundles", "1", "--out", str(tmp_path / "o"),
-                          "--master", "local[2]")
+    code, out, err = _run(
+        capsys, "--input", str(trace), "--bundles", "1", "--out", str(tmp_path / "o"), "--master", "local[2]"
+    )
     assert code == 0, err
     summary = json.loads(out)
     assert (summary["rowsIn"], summary["rowsRejected"], summary["bundles"], summary["splitCandidates"]) == (4, 1, 1, 1)
     assert summary["rejectReasons"] == {"msgRateIn: expected a number": 1}
     (cand,) = spark.read.parquet(str(tmp_path / "o" / "split_candidates")).collect()
     assert (cand["bundle"], list(cand["reasons"]), cand["longTermMsgRate"], cand["bundleCount"]) == (
-        "t/ns/0x00000000_0xffffffff", ["MsgRate"], 60000.0, 1)
+        "t/ns/0x00000000_0xffffffff",
+        ["MsgRate"],
+        60000.0,
+        1,
+    )
 
 
 @pytest.mark.spark
 def test_a_parquet_trace_gives_one_summary_with_the_columnar_scan_or_spark_reader(spark, capsys, tmp_path):
-    rows = [{"timestamp": T0 + 60000 * k, "topic": f"persistent://t/ns/hot-partition-{i}", "msgRateIn": 20000.0,
-             "msgRateOut": 10.0 * i, "msgThroughputIn": 1.0, "msgThroughputOut": 1.0, "producerCount": 1,
-             "consumerCount": i, "broker": "b1"} for k in range(3) for i in range(3)]
+    rows = [
+        {
+            "timestamp": T0 + 60000 * k,
+            "topic": f"persistent://t/ns/hot-partition-{i}",
+            "msgRateIn": 20000.0,
+            "msgRateOut": 10.0 * i,
+            "msgThroughputIn": 1.0,
+            "msgThroughputOut": 1.0,
+            "producerCount": 1,
+            "consumerCount": i,
+            "broker": "b1",
+        }
+        for k in range(3)
+        for i in range(3)
+    ]
     rows.append({**rows[0], "topic": "persistent://t//bad"})
     spark.createDataFrame(rows).write.parquet(str(tmp_path / "trace"))
     summaries = []
     for extra in ([], ["--spark-reader"]):
-        code, out, err = _run(capsys, "--input", str(tmp_path / "trace"), "--bundles", "2", "--no-topic-samples",
-                              *extra)
+        code, out, err = _run(
+            capsys, "--input", str(tmp_path / "trace"), "--bundles", "2", "--no-topic-samples", *extra
+        )
         assert code == 0, err
         summary = json.loads(out)
         summaries.append({k: v for k, v in summary.items() if k not in ("seconds", "outputs")})

@@ -24,23 +24,44 @@ from bundlewise.pipeline.boundaries import Boundaries
 
 pytestmark = pytest.mark.spark
 
-UNEVEN = Boundaries(Boundaries.of_count(4).default,
-                    {"public/default": (0, 0x20000000, 0x40000000, 0x80000000, 0xC0000000, 0xFFFFFFFF)})
-CLEAN = ["persistent://t/ns/a", "persistent://t/ns/b", "persistent://t/ns/c-partition-0",
-         "persistent://t/ns/c-partition-1", "non-persistent://t/ns/d", "persistent://public/default/e",
-         "persistent://other/ns/f"]
+UNEVEN = Boundaries(
+    Boundaries.of_count(4).default, {"public/default": (0, 0x20000000, 0x40000000, 0x80000000, 0xC0000000, 0xFFFFFFFF)}
+)
+CLEAN = [
+    "persistent://t/ns/a",
+    "persistent://t/ns/b",
+    "persistent://t/ns/c-partition-0",
+    "persistent://t/ns/c-partition-1",
+    "non-persistent://t/ns/d",
+    "persistent://public/default/e",
+    "persistent://other/ns/f",
+]
 OTHER = [
     # valid, but not in full form: the general path names them
-    "my-topic", "t/ns/a", "persistent://p/c/ns/x", " persistent://t/ns/a",
+    "my-topic",
+    "t/ns/a",
+    "persistent://p/c/ns/x",
+    " persistent://t/ns/a",
     # invalid names: rejected
-    "persistent://t//bad", "", "bogus://t/ns/a", None,
+    "persistent://t//bad",
+    "",
+    "bogus://t/ns/a",
+    None,
 ]
 
 
 def _row(ts, topic, i, broker):
-    return {"timestamp": ts, "topic": topic, "msgRateIn": 100.0 * (i + 1), "msgRateOut": 50.0 * i,
-            "msgThroughputIn": 1e5 * (i + 1), "msgThroughputOut": 2e5 * i, "producerCount": i % 3,
-            "consumerCount": 2 * i, "broker": broker}
+    return {
+        "timestamp": ts,
+        "topic": topic,
+        "msgRateIn": 100.0 * (i + 1),
+        "msgRateOut": 50.0 * i,
+        "msgThroughputIn": 1e5 * (i + 1),
+        "msgThroughputOut": 2e5 * i,
+        "producerCount": i % 3,
+        "consumerCount": 2 * i,
+        "broker": broker,
+    }
 
 
 def _write(path, rows, schema=None, row_group_size=None):
@@ -53,14 +74,21 @@ def _trace(tmp_path, with_others):
     d = tmp_path / "trace"
     d.mkdir()
     first = [_row(ts, t, i, f"b{i % 2}:8080") for ts in (0, 60_000, 120_000) for i, t in enumerate(CLEAN)]
-    second = [_row(ts, t, i, None if i == 3 else "b1:8080") for ts in (180_000, 240_000)
-              for i, t in enumerate(reversed(CLEAN))]
+    second = [
+        _row(ts, t, i, None if i == 3 else "b1:8080")
+        for ts in (180_000, 240_000)
+        for i, t in enumerate(reversed(CLEAN))
+    ]
     if with_others:
         second += [_row(240_000, t, i, "b0:8080") for i, t in enumerate(OTHER)]
         bad = _row(240_000, "persistent://t/ns/a", 1, "b0:8080")
         second += [
-            {**bad, "timestamp": None}, {**bad, "timestamp": -5}, {**bad, "msgRateIn": math.nan},
-            {**bad, "msgRateOut": math.inf}, {**bad, "msgThroughputIn": -1.0}, {**bad, "producerCount": -2},
+            {**bad, "timestamp": None},
+            {**bad, "timestamp": -5},
+            {**bad, "msgRateIn": math.nan},
+            {**bad, "msgRateOut": math.inf},
+            {**bad, "msgThroughputIn": -1.0},
+            {**bad, "producerCount": -2},
             {**bad, "msgRateIn": None},  # an absent rate counts as 0: valid
             {**bad, "consumerCount": None},
         ]
@@ -73,8 +101,9 @@ def _both(spark, tmp_path, trace, boundaries, counts_known=False):
     results = {}
     for label, flag in (("columnar", True), ("general", False)):
         out = tmp_path / label
-        summary = jobs.run_pipeline(spark, str(trace), "trace", boundaries, Config(), str(out),
-                                    bundle_counts_known=counts_known, columnar=flag)
+        summary = jobs.run_pipeline(
+            spark, str(trace), "trace", boundaries, Config(), str(out), bundle_counts_known=counts_known, columnar=flag
+        )
         results[label] = (summary, out)
     return results
 
@@ -108,8 +137,9 @@ def test_a_clean_trace_gives_the_same_outputs_as_the_general_path(spark, tmp_pat
     summary, out = results["columnar"]
     assert (summary.rows_in, summary.rows_rejected) == (5 * len(CLEAN), 0)
     assert {p.name for p in (out / "topic_samples").iterdir() if p.suffix == ".parquet"} == {
-        f"part-{i:05d}-columnar.parquet" for i in range(len(columnar.plan(
-            sorted(str(p) for p in (tmp_path / "trace").iterdir()), 2) or []))}
+        f"part-{i:05d}-columnar.parquet"
+        for i in range(len(columnar.plan(sorted(str(p) for p in (tmp_path / "trace").iterdir()), 2) or []))
+    }
 
 
 def test_other_rows_take_the_general_path_with_their_reasons(spark, tmp_path):
@@ -129,10 +159,25 @@ def test_other_rows_take_the_general_path_with_their_reasons(spark, tmp_path):
 def test_whole_double_counts_are_read_and_a_fraction_is_rejected(spark, tmp_path):
     d = tmp_path / "trace"
     d.mkdir()
-    schema = pa.schema([("timestamp", pa.int64()), ("topic", pa.string()), ("msgRateIn", pa.float32()),
-                        ("producerCount", pa.float64()), ("consumerCount", pa.int32())])
-    rows = [{"timestamp": 1000, "topic": f"persistent://t/ns/x{i}", "msgRateIn": 1.5 * i,
-             "producerCount": 2.5 if i == 3 else float(i), "consumerCount": i} for i in range(6)]
+    schema = pa.schema(
+        [
+            ("timestamp", pa.int64()),
+            ("topic", pa.string()),
+            ("msgRateIn", pa.float32()),
+            ("producerCount", pa.float64()),
+            ("consumerCount", pa.int32()),
+        ]
+    )
+    rows = [
+        {
+            "timestamp": 1000,
+            "topic": f"persistent://t/ns/x{i}",
+            "msgRateIn": 1.5 * i,
+            "producerCount": 2.5 if i == 3 else float(i),
+            "consumerCount": i,
+        }
+        for i in range(6)
+    ]
     _write(d / "only.parquet", rows, schema)
     results = _both(spark, tmp_path, d, Boundaries.of_count(2))
     _assert_same_outputs(spark, results)
@@ -156,8 +201,9 @@ def test_plan_splits_files_by_row_groups_and_leaves_other_types_to_spark(tmp_pat
 def test_an_empty_trace_leaves_readable_empty_outputs(spark, tmp_path):
     d = tmp_path / "trace"
     d.mkdir()
-    pq.write_table(pa.table({"timestamp": pa.array([], pa.int64()), "topic": pa.array([], pa.string())}),
-                   d / "empty.parquet")
+    pq.write_table(
+        pa.table({"timestamp": pa.array([], pa.int64()), "topic": pa.array([], pa.string())}), d / "empty.parquet"
+    )
     summary = jobs.run_pipeline(spark, str(d), "trace", Boundaries.of_count(4), Config(), str(tmp_path / "out"))
     assert (summary.rows_in, summary.bundles, summary.split_candidates) == (0, 0, 0)
     for name in ("topic_samples", "bundle_load", "broker_load", "split_candidates", "rejects"):
@@ -174,19 +220,29 @@ def test_a_random_mix_gives_the_same_outputs_as_the_general_path(spark, tmp_path
     for f in range(3):
         rows = []
         for _ in range(rng.randint(400, 900)):
-            rows.append({
-                "timestamp": rng.choice([0, 60_000, 120_000, 120_000, None, -1]),
-                "topic": rng.choice(names),
-                **{c: rng.choice(values) if rng.random() < 0.1 else rng.uniform(0, 1e4)
-                   for c in ("msgRateIn", "msgRateOut", "msgThroughputIn", "msgThroughputOut")},
-                "producerCount": rng.choice([0, 1, 7, -3, None]) if rng.random() < 0.1 else rng.randint(0, 5),
-                "consumerCount": rng.randint(0, 9),
-                "broker": rng.choice(["b0:8080", "b1:8080", None]),
-            })
-        schema = pa.schema([("timestamp", pa.int64()), ("topic", pa.string()),
-                            *[(c, pa.float64()) for c in ("msgRateIn", "msgRateOut", "msgThroughputIn",
-                                                          "msgThroughputOut")],
-                            ("producerCount", pa.int64()), ("consumerCount", pa.int64()), ("broker", pa.string())])
+            rows.append(
+                {
+                    "timestamp": rng.choice([0, 60_000, 120_000, 120_000, None, -1]),
+                    "topic": rng.choice(names),
+                    **{
+                        c: rng.choice(values) if rng.random() < 0.1 else rng.uniform(0, 1e4)
+                        for c in ("msgRateIn", "msgRateOut", "msgThroughputIn", "msgThroughputOut")
+                    },
+                    "producerCount": rng.choice([0, 1, 7, -3, None]) if rng.random() < 0.1 else rng.randint(0, 5),
+                    "consumerCount": rng.randint(0, 9),
+                    "broker": rng.choice(["b0:8080", "b1:8080", None]),
+                }
+            )
+        schema = pa.schema(
+            [
+                ("timestamp", pa.int64()),
+                ("topic", pa.string()),
+                *[(c, pa.float64()) for c in ("msgRateIn", "msgRateOut", "msgThroughputIn", "msgThroughputOut")],
+                ("producerCount", pa.int64()),
+                ("consumerCount", pa.int64()),
+                ("broker", pa.string()),
+            ]
+        )
         _write(d / f"part-{f}.parquet", rows, schema, row_group_size=rng.randint(50, 300))
     results = _both(spark, tmp_path, d, UNEVEN)
     _assert_same_outputs(spark, results)

@@ -5,24 +5,49 @@ from __future__ import annotations
 from typing import Any
 
 
-def topic_stats(rate_in: float, rate_out: float, tput_in: float, tput_out: float, producers: int,
-                consumers_per_sub: list[int]) -> dict[str, Any]:
+def topic_stats(
+    rate_in: float, rate_out: float, tput_in: float, tput_out: float, producers: int, consumers_per_sub: list[int]
+) -> dict[str, Any]:
     """One topic of ``/admin/v2/broker-stats/topics`` as ``PersistentTopic#updateRates`` writes it."""
     subs = {
         f"sub-{i}": {
-            "consumers": [{"consumerName": f"c{i}-{k}", "msgRateOut": rate_out, "msgThroughputOut": tput_out,
-                           "msgRateRedeliver": 0.0, "availablePermits": 1000} for k in range(n)],
-            "msgBacklog": 0, "msgRateExpired": 0.0, "msgRateOut": rate_out, "msgThroughputOut": tput_out,
-            "msgRateRedeliver": 0.0, "numberOfEntriesSinceFirstNotAckedMessage": 1,
-            "totalNonContiguousDeletedMessagesRange": 0, "type": "Shared",
+            "consumers": [
+                {
+                    "consumerName": f"c{i}-{k}",
+                    "msgRateOut": rate_out,
+                    "msgThroughputOut": tput_out,
+                    "msgRateRedeliver": 0.0,
+                    "availablePermits": 1000,
+                }
+                for k in range(n)
+            ],
+            "msgBacklog": 0,
+            "msgRateExpired": 0.0,
+            "msgRateOut": rate_out,
+            "msgThroughputOut": tput_out,
+            "msgRateRedeliver": 0.0,
+            "numberOfEntriesSinceFirstNotAckedMessage": 1,
+            "totalNonContiguousDeletedMessagesRange": 0,
+            "type": "Shared",
         }
         for i, n in enumerate(consumers_per_sub)
     }
     return {
-        "publishers": [], "replication": {}, "subscriptions": subs, "producerCount": producers,
-        "averageMsgSize": tput_in / rate_in if rate_in else 0.0, "msgRateIn": rate_in, "msgRateOut": rate_out,
-        "msgInCount": 1000, "bytesInCount": 100000, "msgOutCount": 900, "bytesOutCount": 90000,
-        "msgThroughputIn": tput_in, "msgThroughputOut": tput_out, "storageSize": 4096, "backlogSize": 0,
+        "publishers": [],
+        "replication": {},
+        "subscriptions": subs,
+        "producerCount": producers,
+        "averageMsgSize": tput_in / rate_in if rate_in else 0.0,
+        "msgRateIn": rate_in,
+        "msgRateOut": rate_out,
+        "msgInCount": 1000,
+        "bytesInCount": 100000,
+        "msgOutCount": 900,
+        "bytesOutCount": 90000,
+        "msgThroughputIn": tput_in,
+        "msgThroughputOut": tput_out,
+        "storageSize": 4096,
+        "backlogSize": 0,
         "pendingAddEntriesCount": 0,
     }
 
@@ -62,22 +87,41 @@ def topics_dump_broker2() -> dict[str, Any]:
 def load_report() -> dict[str, Any]:
     """``/admin/v2/broker-stats/load-report`` of a modular-load-manager broker (LocalBrokerData)."""
     return {
-        "webServiceUrl": "http://broker-1:8080", "pulsarServiceUrl": "pulsar://broker-1:6650",
-        "persistentTopicsEnabled": True, "nonPersistentTopicsEnabled": True,
-        "cpu": {"usage": 350.0, "limit": 800.0}, "memory": {"usage": 1024.0, "limit": 4096.0},
-        "directMemory": {"usage": 100.0, "limit": 4096.0}, "bandwidthIn": {"usage": 1000.0, "limit": 10000.0},
+        "webServiceUrl": "http://broker-1:8080",
+        "pulsarServiceUrl": "pulsar://broker-1:6650",
+        "persistentTopicsEnabled": True,
+        "nonPersistentTopicsEnabled": True,
+        "cpu": {"usage": 350.0, "limit": 800.0},
+        "memory": {"usage": 1024.0, "limit": 4096.0},
+        "directMemory": {"usage": 100.0, "limit": 4096.0},
+        "bandwidthIn": {"usage": 1000.0, "limit": 10000.0},
         "bandwidthOut": {"usage": 2000.0, "limit": 10000.0},
-        "msgThroughputIn": 1500.0, "msgThroughputOut": 2500.0, "msgRateIn": 15.0, "msgRateOut": 25.0,
+        "msgThroughputIn": 1500.0,
+        "msgThroughputOut": 2500.0,
+        "msgRateIn": 15.0,
+        "msgRateOut": 25.0,
         "lastUpdate": 1700000000000,
         "lastStats": {
             "public/default/0x00000000_0x40000000": {
-                "msgRateIn": 15.0, "msgThroughputIn": 1500.0, "msgRateOut": 25.0, "msgThroughputOut": 2500.0,
-                "consumerCount": 3, "producerCount": 3, "topics": 2, "cacheSize": 0},
+                "msgRateIn": 15.0,
+                "msgThroughputIn": 1500.0,
+                "msgRateOut": 25.0,
+                "msgThroughputOut": 2500.0,
+                "consumerCount": 3,
+                "producerCount": 3,
+                "topics": 2,
+                "cacheSize": 0,
+            },
             "public/default/0x40000000_0x80000000": {"msgRateIn": -1.0, "topics": 1},
         },
-        "numTopics": 3, "numBundles": 2, "numConsumers": 3, "numProducers": 3,
+        "numTopics": 3,
+        "numBundles": 2,
+        "numConsumers": 3,
+        "numProducers": 3,
         "bundles": ["public/default/0x00000000_0x40000000", "public/default/0x40000000_0x80000000"],
-        "lastBundleGains": [], "lastBundleLosses": [], "brokerVersionString": "3.2.0",
+        "lastBundleGains": [],
+        "lastBundleLosses": [],
+        "brokerVersionString": "3.2.0",
         "loadManagerClassName": "org.apache.pulsar.broker.loadbalance.impl.ModularLoadManagerImpl",
     }
 

@@ -32,19 +32,31 @@ def test_topics_dump_rows_take_broker_and_time_from_the_file_name():
         (T0, "broker-1:8080", MY, "public/default/0x00000000_0x40000000", 10.0, 20.0, 1000.0, 2000.0, 1, 2, 1),
         (T0, "broker-1:8080", P0, "public/default/0x00000000_0x40000000", 5.0, 5.0, 500.0, 500.0, 2, 1, 1),
         (T0, "broker-1:8080", "persistent://t/ns/a", "t/ns/0x80000000_0xc0000000", 1.0, 0.0, 100.0, 0.0, 1, 0, 1),
-        (T0, "broker-1:8080", "non-persistent://t/ns/live", "t/ns/0x80000000_0xc0000000", 2.0, 2.0, 20.0, 20.0,
-         1, 3, 1),
+        (
+            T0,
+            "broker-1:8080",
+            "non-persistent://t/ns/live",
+            "t/ns/0x80000000_0xc0000000",
+            2.0,
+            2.0,
+            20.0,
+            20.0,
+            1,
+            3,
+            1,
+        ),
     ]
 
 
 def test_topics_dump_wrapper_wins_and_bad_topics_are_rejected_alone():
     dump = topics_dump_broker2()
     dump["public/default"]["0xc0000000_0xffffffff"]["persistent"]["persistent://other/ns/x"] = {"msgRateIn": 1}
-    dump["public/default"]["0xc0000000_0xffffffff"]["persistent"]["persistent://public/default/neg"] = {
-        "msgRateIn": -3}
+    dump["public/default"]["0xc0000000_0xffffffff"]["persistent"]["persistent://public/default/neg"] = {"msgRateIn": -3}
     doc = {"broker": "broker-2:8080", "timestamp": "2023-11-14T22:13:20Z", "topics": dump}
     rows, rejects = dumps.parse_topics_dump("/d/anything.json", json.dumps(doc))
-    assert [(r[0], r[1], r[2]) for r in rows] == [(T0, "broker-2:8080", "persistent://public/default/my-topic-partition-2")]
+    assert [(r[0], r[1], r[2]) for r in rows] == [
+        (T0, "broker-2:8080", "persistent://public/default/my-topic-partition-2")
+    ]
     assert [r[2] for r in rejects] == [
         "topic persistent://other/ns/x: topic persistent://other/ns/x is not in namespace public/default",
         "topic persistent://public/default/neg: msgRateIn: expected a finite number >= 0, got -3",
@@ -58,8 +70,9 @@ def test_topics_dump_wrapper_wins_and_bad_topics_are_rejected_alone():
 def test_load_report_gives_bundle_rows_and_a_broker_row():
     text = json.dumps(load_report())
     rows, rejects = dumps.parse_load_report("/d/report.json", text)
-    assert rows == [(T0, "broker-1:8080", None, "public/default/0x00000000_0x40000000", 15.0, 25.0, 1500.0, 2500.0,
-                     3, 3, 2)]
+    assert rows == [
+        (T0, "broker-1:8080", None, "public/default/0x00000000_0x40000000", 15.0, 25.0, 1500.0, 2500.0, 3, 3, 2)
+    ]
     assert len(rejects) == 1 and "msgRateIn" in rejects[0][2] and "expected a number >= 0" in rejects[0][2]
     brows, _ = dumps.parse_load_report_broker("/d/report.json", text)
     (b,) = brows
@@ -75,7 +88,9 @@ def test_prometheus_dump_pivots_the_six_metrics_per_topic():
         (T0 + 5, "broker-3:8080", MY, None, 0.0, 0.0, 1000.0, 2000.0, 1, 2, 1),
     ]
     assert [r[2].split(" (")[0] for r in rejects] == [
-        "no topic label", "pulsar_rate_in: expected a finite value >= 0, got NaN"]
+        "no topic label",
+        "pulsar_rate_in: expected a finite value >= 0, got NaN",
+    ]
 
 
 def test_bundles_file_shapes():
@@ -104,25 +119,33 @@ def test_csv_jsonl_and_parquet_traces_validate_into_samples_and_rejects(spark, t
         f"{T0},w,1,1,1,1,1.5,1,b1\n"
     )
     good, bad = ingest.validate_trace(spark.read.option("header", "true").csv(str(csv)), "t.csv")
-    expected = spark.createDataFrame([
-        (T0, "b1", "my-topic", None, 10.0, 20.0, 1000.0, 2000.0, 1, 2, 1),
-        (T0, None, P0, None, 5.0, 5.0, 500.0, 500.0, 0, 0, 1),
-    ], schemas.TOPIC_SAMPLES)
+    expected = spark.createDataFrame(
+        [
+            (T0, "b1", "my-topic", None, 10.0, 20.0, 1000.0, 2000.0, 1, 2, 1),
+            (T0, None, P0, None, 5.0, 5.0, 500.0, 500.0, 0, 0, 1),
+        ],
+        schemas.TOPIC_SAMPLES,
+    )
     assertDataFrameEqual(good, expected)
     assert sorted(r["reason"] for r in bad.collect()) == [
-        "msgRateIn: expected a number", "msgRateIn: expected a number >= 0",
-        "producerCount: expected a whole number", "timestamp: missing",
+        "msgRateIn: expected a number",
+        "msgRateIn: expected a number >= 0",
+        "producerCount: expected a whole number",
+        "timestamp: missing",
     ]
     jl = tmp_path / "t.jsonl"
     jl.write_text(json.dumps({"timestamp": T0, "topic": "my-topic", "msgRateIn": 1.5}) + "\n{broken\n")
     raw = spark.read.option("columnNameOfCorruptRecord", ingest.CORRUPT).json(str(jl))
     good, bad = ingest.validate_trace(raw, "t.jsonl")
-    assertDataFrameEqual(good, spark.createDataFrame(
-        [(T0, None, "my-topic", None, 1.5, 0.0, 0.0, 0.0, 0, 0, 1)], schemas.TOPIC_SAMPLES))
+    assertDataFrameEqual(
+        good, spark.createDataFrame([(T0, None, "my-topic", None, 1.5, 0.0, 0.0, 0.0, 0, 0, 1)], schemas.TOPIC_SAMPLES)
+    )
     assert [(r["reason"], r["record"]) for r in bad.collect()] == [("malformed record", "{broken")]
     pq = tmp_path / "t.parquet"
-    spark.createDataFrame([(T0, MY, 1.0, float("nan")), (T0 + 1, MY, 2.0, 3.0)],
-                          "timestamp long, topic string, msgRateIn double, msgRateOut double").write.parquet(str(pq))
+    spark.createDataFrame(
+        [(T0, MY, 1.0, float("nan")), (T0 + 1, MY, 2.0, 3.0)],
+        "timestamp long, topic string, msgRateIn double, msgRateOut double",
+    ).write.parquet(str(pq))
     good, bad = ingest.validate_trace(spark.read.parquet(str(pq)), "t.parquet")
     assert [r["msgRateOut"] for r in good.collect()] == [3.0]
     assert [r["reason"] for r in bad.collect()] == ["msgRateOut: expected a finite number"]
@@ -132,16 +155,38 @@ def test_csv_jsonl_and_parquet_traces_validate_into_samples_and_rejects(spark, t
 
 @pytest.mark.spark
 def test_dumps_are_parsed_on_spark_into_samples_rejects_and_broker_reports(spark):
-    files = spark.sparkContext.parallelize([
-        (f"file:/d/broker-2:8080@{T0}.json", json.dumps(topics_dump_broker2())),
-        ("file:/d/junk.json", "[1, 2"),
-    ], 2)
+    files = spark.sparkContext.parallelize(
+        [
+            (f"file:/d/broker-2:8080@{T0}.json", json.dumps(topics_dump_broker2())),
+            ("file:/d/junk.json", "[1, 2"),
+        ],
+        2,
+    )
     got = ingest.samples_from_dumps(spark, files, "topics-stats")
-    assertDataFrameEqual(got.samples, spark.createDataFrame([
-        (T0, "broker-2:8080", "persistent://public/default/my-topic-partition-2",
-         "public/default/0xc0000000_0xffffffff", 7.0, 7.0, 70.0, 70.0, 1, 2, 1)], schemas.TOPIC_SAMPLES))
+    assertDataFrameEqual(
+        got.samples,
+        spark.createDataFrame(
+            [
+                (
+                    T0,
+                    "broker-2:8080",
+                    "persistent://public/default/my-topic-partition-2",
+                    "public/default/0xc0000000_0xffffffff",
+                    7.0,
+                    7.0,
+                    70.0,
+                    70.0,
+                    1,
+                    2,
+                    1,
+                )
+            ],
+            schemas.TOPIC_SAMPLES,
+        ),
+    )
     assert [r["source"] for r in got.rejects.collect()] == ["file:/d/junk.json"]
     reports = ingest.samples_from_dumps(
-        spark, spark.sparkContext.parallelize([("file:/d/r.json", json.dumps(load_report()))], 1), "load-report")
+        spark, spark.sparkContext.parallelize([("file:/d/r.json", json.dumps(load_report()))], 1), "load-report"
+    )
     assert reports.samples.count() == 1 and reports.rejects.count() == 1
     assert [r["broker"] for r in reports.broker_reports.collect()] == ["broker-1:8080"]

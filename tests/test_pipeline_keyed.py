@@ -20,11 +20,27 @@ pytestmark = pytest.mark.spark
 
 UNEVEN = (0x00000000, 0x20000000, 0x40000000, 0x80000000, 0xC0000000, 0xFFFFFFFF)
 NAMES = [
-    "persistent://t/ns/x", "non-persistent://t/ns/x", "persistent://t/ns/x-partition-3", "persistent://t/ns/x ",
-    "persistent://t/ns/", "persistent://t//x", "persistent:///ns/x", "persistent://t/ns/a/b", "persistent://t/ns",
-    "persistent://p/c/ns/x", "PERSISTENT://t/ns/x", "my-topic", "t/ns/x", " persistent://t/ns/x", "",
-    "persistent://租户/命名空间/主题", "persistent://t/ns/café", "http://t/ns/x", "persistent://a://t/ns/x",
-    "persistent://t/ns/x/", "persistent://t/ns//x",
+    "persistent://t/ns/x",
+    "non-persistent://t/ns/x",
+    "persistent://t/ns/x-partition-3",
+    "persistent://t/ns/x ",
+    "persistent://t/ns/",
+    "persistent://t//x",
+    "persistent:///ns/x",
+    "persistent://t/ns/a/b",
+    "persistent://t/ns",
+    "persistent://p/c/ns/x",
+    "PERSISTENT://t/ns/x",
+    "my-topic",
+    "t/ns/x",
+    " persistent://t/ns/x",
+    "",
+    "persistent://租户/命名空间/主题",
+    "persistent://t/ns/café",
+    "http://t/ns/x",
+    "persistent://a://t/ns/x",
+    "persistent://t/ns/x/",
+    "persistent://t/ns//x",
 ]
 
 
@@ -38,8 +54,11 @@ def _parsed(name: str) -> tuple[str, str] | None:
 
 def test_canonical_names_are_their_own_full_name_and_every_full_name_is_canonical(spark):
     ok, namespace = keyed.canonical(F.col("topic"))
-    rows = spark.createDataFrame([(n,) for n in NAMES], "topic string").select("topic", ok.alias("ok"),
-                                                                                namespace.alias("ns")).collect()
+    rows = (
+        spark.createDataFrame([(n,) for n in NAMES], "topic string")
+        .select("topic", ok.alias("ok"), namespace.alias("ns"))
+        .collect()
+    )
     got = {r["topic"]: (r["ok"], r["ns"] if r["ok"] else None) for r in rows}
     for name in NAMES:
         parsed = _parsed(name)
@@ -50,21 +69,42 @@ def test_canonical_names_are_their_own_full_name_and_every_full_name_is_canonica
 
 @pytest.mark.parametrize("bounds", [Boundaries.of_count(4).default, Boundaries.of_count(7).default, UNEVEN])
 def test_bundle_index_equals_the_general_bundle_range(spark, bounds):
-    hashes = sorted({0, 1, 0xFFFFFFFE, 0xFFFFFFFF, *bounds, *[b - 1 for b in bounds if b],
-                     *[b + 1 for b in bounds if b < 0xFFFFFFFF], 123456789, 0x7FFFFFFF})
+    hashes = sorted(
+        {
+            0,
+            1,
+            0xFFFFFFFE,
+            0xFFFFFFFF,
+            *bounds,
+            *[b - 1 for b in bounds if b],
+            *[b + 1 for b in bounds if b < 0xFFFFFFFF],
+            123456789,
+            0x7FFFFFFF,
+        }
+    )
     df = spark.createDataFrame([(h,) for h in hashes], "h long")
     lower, upper = transforms.bundle_range(F.lit("t/ns"), F.col("h"), Boundaries(bounds))
     idx = keyed.bundle_index(F.col("h"), bounds)
-    got = df.select(transforms.bundle_name(F.lit("t/ns"), lower, upper).alias("general"),
-                    keyed.bundle_name(F.lit("t/ns"), idx, bounds).alias("fast")).collect()
+    got = df.select(
+        transforms.bundle_name(F.lit("t/ns"), lower, upper).alias("general"),
+        keyed.bundle_name(F.lit("t/ns"), idx, bounds).alias("fast"),
+    ).collect()
     assert [r["fast"] for r in got] == [r["general"] for r in got]
     assert got[-1]["fast"] == f"t/ns/0x{bounds[-2]:08x}_0xffffffff"
 
 
 def _samples(spark):
-    topics = ["persistent://t/ns/a", "persistent://t/ns/b", "persistent://t/ns/a-partition-0", "my-topic",
-              "persistent://public/default/my-topic", "t/ns/a", "persistent://p/c/ns/x", "persistent://t//bad",
-              "non-persistent://t/ns/c"]
+    topics = [
+        "persistent://t/ns/a",
+        "persistent://t/ns/b",
+        "persistent://t/ns/a-partition-0",
+        "my-topic",
+        "persistent://public/default/my-topic",
+        "t/ns/a",
+        "persistent://p/c/ns/x",
+        "persistent://t//bad",
+        "non-persistent://t/ns/c",
+    ]
     rows = []
     for ts in (0, 60_000):
         for i, t in enumerate(topics):
@@ -105,17 +145,30 @@ def test_run_pipeline_gives_the_same_outputs_with_and_without_topic_samples(spar
     topics = ["persistent://t/ns/a", "persistent://t/ns/b", "non-persistent://t/ns2/c"]
     if mixed:
         topics += ["my-topic", "t/ns/a", "persistent://t//bad"]  # short, tenant/ns/local, invalid
-    rows = [{"timestamp": ts, "topic": t, "msgRateIn": 1.0 + i, "msgRateOut": 2.0, "msgThroughputIn": 3.0,
-             "msgThroughputOut": 4.0, "producerCount": 1, "consumerCount": i, "broker": f"b{i % 2}"}
-            for ts in (0, 60_000) for i, t in enumerate(topics)]
+    rows = [
+        {
+            "timestamp": ts,
+            "topic": t,
+            "msgRateIn": 1.0 + i,
+            "msgRateOut": 2.0,
+            "msgThroughputIn": 3.0,
+            "msgThroughputOut": 4.0,
+            "producerCount": 1,
+            "consumerCount": i,
+            "broker": f"b{i % 2}",
+        }
+        for ts in (0, 60_000)
+        for i, t in enumerate(topics)
+    ]
     trace = tmp_path / "trace"
     trace.mkdir()
     pd.DataFrame(rows).to_parquet(trace / "part-0.parquet")
     summaries, loads = [], []
     for with_samples in (True, False):
         out = tmp_path / f"out-{with_samples}"
-        s = jobs.run_pipeline(spark, str(trace), "trace", Boundaries(UNEVEN), Config(), str(out),
-                              write_topic_samples=with_samples)
+        s = jobs.run_pipeline(
+            spark, str(trace), "trace", Boundaries(UNEVEN), Config(), str(out), write_topic_samples=with_samples
+        )
         summaries.append((s.rows_in, s.rows_rejected, s.bundles, s.brokers, s.time_span, s.reject_reasons))
         loads.append(spark.read.parquet(str(out / "bundle_load")))
     assert summaries[0] == summaries[1]
@@ -130,9 +183,21 @@ def test_topic_samples_written_by_the_fast_path_equal_the_general_resolution(spa
     topics = ["persistent://t/ns/a", "persistent://t/ns/b-partition-1", "non-persistent://t/ns2/c"]
     if mixed:
         topics += ["my-topic", "t/ns/a", "persistent://t//bad"]
-    rows = [{"timestamp": ts, "topic": t, "msgRateIn": 1.0 + i, "msgRateOut": 2.0, "msgThroughputIn": 3.0,
-             "msgThroughputOut": 4.0, "producerCount": 1, "consumerCount": i, "broker": f"b{i % 2}"}
-            for ts in (0, 60_000) for i, t in enumerate(topics)]
+    rows = [
+        {
+            "timestamp": ts,
+            "topic": t,
+            "msgRateIn": 1.0 + i,
+            "msgRateOut": 2.0,
+            "msgThroughputIn": 3.0,
+            "msgThroughputOut": 4.0,
+            "producerCount": 1,
+            "consumerCount": i,
+            "broker": f"b{i % 2}",
+        }
+        for ts in (0, 60_000)
+        for i, t in enumerate(topics)
+    ]
     if mixed:
         rows.append({**rows[0], "msgRateIn": -1.0})  # a validation reject
     trace = tmp_path / "trace"

@@ -22,8 +22,14 @@ def broker(rate: float = 0.0, **local: object) -> BrokerData:
     return BrokerData(LocalBrokerData(**local), TimeAverageBrokerData(longTermMsgRateIn=rate))  # type: ignore[arg-type]
 
 
-def place(load: LoadData, config: Config | None = None, *, bundle: str = BUNDLE, preallocate: bool = True,
-          placement: ModularPlacement | None = None) -> Selection:
+def place(
+    load: LoadData,
+    config: Config | None = None,
+    *,
+    bundle: str = BUNDLE,
+    preallocate: bool = True,
+    placement: ModularPlacement | None = None,
+) -> Selection:
     p = placement or ModularPlacement(LeastLongTermMessageRate())
     return p.select_broker(bundle, load, config or Config(), random.Random(0), preallocate=preallocate)
 
@@ -84,8 +90,12 @@ def test_distribute_evenly_overrides_the_strategy_score() -> None:
 
 def test_version_filter_error_resets_to_the_topic_type_set() -> None:
     prefer = Config().with_values({"preferLaterVersions": True})
-    load = LoadData({"a": broker(5, brokerVersionString="3.2.0", bundles=[f"{NS}/0x80000000_0xffffffff"]),
-                     "b": broker(9, brokerVersionString="3.3.0")})
+    load = LoadData(
+        {
+            "a": broker(5, brokerVersionString="3.2.0", bundles=[f"{NS}/0x80000000_0xffffffff"]),
+            "b": broker(9, brokerVersionString="3.3.0"),
+        }
+    )
     # distribute-evenly keeps b, version keeps b
     assert candidate_brokers(BUNDLE, load, prefer) == ["b"]
     load.brokers["b"].localData.brokerVersionString = "garbage"
@@ -104,8 +114,7 @@ def test_empty_pipeline_result_resets_to_the_topic_type_set() -> None:
 
 def test_overload_recheck_retries_on_the_unfiltered_set() -> None:
     # distribute-evenly leaves only the overloaded "hot"; the re-check runs the strategy on [hot, cool]
-    load = LoadData({"hot": broker(1, resources=HOT),
-                     "cool": broker(500, bundles=[f"{NS}/0x80000000_0xffffffff"])})
+    load = LoadData({"hot": broker(1, resources=HOT), "cool": broker(500, bundles=[f"{NS}/0x80000000_0xffffffff"])})
     assert candidate_brokers(BUNDLE, load, Config()) == ["hot"]
     sel = place(load)
     assert sel == Selection("cool", ("cool",))
@@ -119,12 +128,15 @@ def test_overload_recheck_keeps_the_first_pick_when_all_are_overloaded() -> None
 
 
 def test_excluded_namespaces_use_round_robin() -> None:
-    cfg = Config().with_values({"loadBalancerSheddingExcludedNamespaces": NS,
-                                "loadBalancerDistributeBundlesEvenlyEnabled": False})
+    cfg = Config().with_values(
+        {"loadBalancerSheddingExcludedNamespaces": NS, "loadBalancerDistributeBundlesEvenlyEnabled": False}
+    )
     load = LoadData({"a": broker(900), "b": broker(1), "c": broker(5)})
     p = ModularPlacement(LeastLongTermMessageRate())
-    picks = [place(load, cfg, bundle=f"{NS}/0x{i:08x}_0x{i + 1:08x}", placement=p, preallocate=False).selected
-             for i in range(4)]
+    picks = [
+        place(load, cfg, bundle=f"{NS}/0x{i:08x}_0x{i + 1:08x}", placement=p, preallocate=False).selected
+        for i in range(4)
+    ]
     assert picks == ["a", "b", "c", "a"]
     assert p.round_robin.count == 4
     # other namespaces still use the configured strategy

@@ -23,8 +23,9 @@ def broker(**local: object) -> BrokerData:
 
 
 def test_topic_type_candidates_follow_the_enabled_flags() -> None:
-    load = LoadData({"p": broker(nonPersistentTopicsEnabled=False), "n": broker(persistentTopicsEnabled=False),
-                     "both": broker()})
+    load = LoadData(
+        {"p": broker(nonPersistentTopicsEnabled=False), "n": broker(persistentTopicsEnabled=False), "both": broker()}
+    )
     assert filters.topic_type_candidates(load) == ["p", "both"]
     assert filters.topic_type_candidates(load, non_persistent=True) == ["n", "both"]
     assert filters.topic_type_candidates(LoadData()) == []
@@ -48,12 +49,19 @@ def test_anti_affinity_is_the_identity_without_groups() -> None:
 
 
 def test_distribute_evenly_keeps_brokers_with_fewest_bundles_of_the_namespace() -> None:
-    load = LoadData({
-        "a": broker(bundles=[f"{NS}/0x00000000_0x40000000", f"{NS}/0x40000000_0x80000000"]),
-        "b": broker(bundles=[f"{NS}/0x80000000_0xc0000000", "other/ns/0x00000000_0x40000000",
-                             "other/ns/0x40000000_0x80000000"]),
-        "c": broker(bundles=[]),
-    })
+    load = LoadData(
+        {
+            "a": broker(bundles=[f"{NS}/0x00000000_0x40000000", f"{NS}/0x40000000_0x80000000"]),
+            "b": broker(
+                bundles=[
+                    f"{NS}/0x80000000_0xc0000000",
+                    "other/ns/0x00000000_0x40000000",
+                    "other/ns/0x40000000_0x80000000",
+                ]
+            ),
+            "c": broker(bundles=[]),
+        }
+    )
     load.brokers["c"].preallocatedBundleData[f"{NS}/0xc0000000_0xffffffff"] = BundleData.default()
     bundle = f"{NS}/0x00000000_0x10000000"
     assert filters.namespace_bundle_counts(["a", "b", "c"], load, NS) == {"a": 2, "b": 1, "c": 1}
@@ -72,11 +80,16 @@ def test_distribute_evenly_switch_and_system_namespace() -> None:
 
 
 def test_load_manager_class_filter() -> None:
-    load = LoadData({"same": broker(loadManagerClassName=MLM),
-                     "short": broker(loadManagerClassName="ModularLoadManagerImpl"),
-                     "ext": broker(loadManagerClassName="org.apache.pulsar.broker.loadbalance.extensions."
-                                                        "ExtensibleLoadManagerImpl"),
-                     "absent": broker()})
+    load = LoadData(
+        {
+            "same": broker(loadManagerClassName=MLM),
+            "short": broker(loadManagerClassName="ModularLoadManagerImpl"),
+            "ext": broker(
+                loadManagerClassName="org.apache.pulsar.broker.loadbalance.extensions.ExtensibleLoadManagerImpl"
+            ),
+            "absent": broker(),
+        }
+    )
     assert filters.filter_load_manager_class(list(load.brokers), load, Config()) == ["same", "short", "absent"]
 
 
@@ -95,9 +108,14 @@ def test_semver_order() -> None:
 
 
 def test_version_filter_keeps_the_newest_only_when_preferred() -> None:
-    load = LoadData({"old": broker(brokerVersionString="3.1.2"), "new": broker(brokerVersionString="3.2.0"),
-                     "new2": broker(brokerVersionString="3.2.0+build7"),
-                     "pre": broker(brokerVersionString="3.2.0-rc1")})
+    load = LoadData(
+        {
+            "old": broker(brokerVersionString="3.1.2"),
+            "new": broker(brokerVersionString="3.2.0"),
+            "new2": broker(brokerVersionString="3.2.0+build7"),
+            "pre": broker(brokerVersionString="3.2.0-rc1"),
+        }
+    )
     cands = list(load.brokers)
     assert filters.filter_broker_version(cands, load, Config()) == cands
     prefer = Config().with_values({"preferLaterVersions": True})
@@ -116,17 +134,25 @@ def test_version_filter_raises_on_missing_or_invalid_versions(version: str | Non
 
 
 def test_is_overloaded_uses_weighted_max_strictly_above_threshold() -> None:
-    load = LoadData({"at": broker(resources=SystemResources(cpu=ResourceUsage(85, 100))),
-                     "above": broker(resources=SystemResources(cpu=ResourceUsage(86, 100))),
-                     "dm": broker(resources=SystemResources(direct_memory=ResourceUsage(99, 100)))})
+    load = LoadData(
+        {
+            "at": broker(resources=SystemResources(cpu=ResourceUsage(85, 100))),
+            "above": broker(resources=SystemResources(cpu=ResourceUsage(86, 100))),
+            "dm": broker(resources=SystemResources(direct_memory=ResourceUsage(99, 100))),
+        }
+    )
     assert not filters.is_overloaded("at", load, Config())
     assert filters.is_overloaded("above", load, Config())
     assert not filters.is_overloaded("dm", load, Config())  # direct memory weight is 0 by default
 
 
 def test_no_filter_mutates_the_load_data() -> None:
-    load = LoadData({"a": broker(numTopics=5, bundles=[f"{NS}/0x00000000_0x80000000"], brokerVersionString="3.2.0"),
-                     "b": broker(numTopics=7, bundles=[], brokerVersionString="3.2.0")})
+    load = LoadData(
+        {
+            "a": broker(numTopics=5, bundles=[f"{NS}/0x00000000_0x80000000"], brokerVersionString="3.2.0"),
+            "b": broker(numTopics=7, bundles=[], brokerVersionString="3.2.0"),
+        }
+    )
     before = copy.deepcopy(load)
     cands = ("a", "b")
     prefer = Config().with_values({"preferLaterVersions": True})
@@ -138,13 +164,19 @@ def test_no_filter_mutates_the_load_data() -> None:
 
 
 @given(st.lists(st.tuples(st.integers(0, 3), st.integers(0, 200)), min_size=0, max_size=8), st.integers(0, 150))
-def test_filters_return_an_ordered_subset_never_empty_unless_input_is(owned_topics: list[tuple[int, int]],
-                                                                      max_topics: int) -> None:
-    load = LoadData({f"b{i}": broker(numTopics=t, bundles=[f"{NS}/0x{i:04x}{k:04x}_0x{i:04x}{k + 1:04x}"
-                                                           for k in range(n)])
-                     for i, (n, t) in enumerate(owned_topics)})
+def test_filters_return_an_ordered_subset_never_empty_unless_input_is(
+    owned_topics: list[tuple[int, int]], max_topics: int
+) -> None:
+    load = LoadData(
+        {
+            f"b{i}": broker(numTopics=t, bundles=[f"{NS}/0x{i:04x}{k:04x}_0x{i:04x}{k + 1:04x}" for k in range(n)])
+            for i, (n, t) in enumerate(owned_topics)
+        }
+    )
     cands = list(load.brokers)
-    for out in (filters.filter_max_topics(cands, load, max_topics),
-                filters.filter_distribute_evenly(cands, f"{NS}/0xffff0000_0xffffffff", load)):
+    for out in (
+        filters.filter_max_topics(cands, load, max_topics),
+        filters.filter_distribute_evenly(cands, f"{NS}/0xffff0000_0xffffffff", load),
+    ):
         assert out == [b for b in cands if b in out]  # an ordered subset
         assert bool(out) == bool(cands)

@@ -26,18 +26,25 @@ def ta(rate_in: float) -> TimeAverageBrokerData:
     return TimeAverageBrokerData(longTermMsgRateIn=rate_in)
 
 
-def usage_broker(usage: float, *, bundles: tuple[str, ...] = ("0x00000000_0xffffffff",),
-                 rate: float = 100.0) -> BrokerData:
+def usage_broker(
+    usage: float, *, bundles: tuple[str, ...] = ("0x00000000_0xffffffff",), rate: float = 100.0
+) -> BrokerData:
     """Pulsar's test helper: every resource at ``usage``/100, 100 msg/s in and out, one bundle."""
     r = ResourceUsage(usage, 100)
-    local = LocalBrokerData(resources=SystemResources(r, r, r, r, r), msgRateIn=rate, msgRateOut=rate,
-                            bundles=list(bundles))
+    local = LocalBrokerData(
+        resources=SystemResources(r, r, r, r, r), msgRateIn=rate, msgRateOut=rate, bundles=list(bundles)
+    )
     return BrokerData(local)
 
 
 def lltmr_load() -> LoadData:
-    return LoadData({"1": BrokerData(LocalBrokerData(), ta(100)), "2": BrokerData(LocalBrokerData(), ta(200)),
-                     "3": BrokerData(LocalBrokerData(), ta(300))})
+    return LoadData(
+        {
+            "1": BrokerData(LocalBrokerData(), ta(100)),
+            "2": BrokerData(LocalBrokerData(), ta(200)),
+            "3": BrokerData(LocalBrokerData(), ta(300)),
+        }
+    )
 
 
 # -- LeastLongTermMessageRate --------------------------------------------------------------------
@@ -72,17 +79,24 @@ def test_overload_is_strictly_above_threshold() -> None:
 def test_all_overloaded_picks_randomly_among_all() -> None:
     hot = SystemResources(cpu=ResourceUsage(95, 100))
     load = LoadData({n: BrokerData(LocalBrokerData(resources=hot), ta(i)) for i, n in enumerate("abc")})
-    picks = {LeastLongTermMessageRate().select(["a", "b", "c"], "x", DATA, load, Config(), random.Random(seed)).selected
-             for seed in range(40)}
+    picks = {
+        LeastLongTermMessageRate().select(["a", "b", "c"], "x", DATA, load, Config(), random.Random(seed)).selected
+        for seed in range(40)
+    }
     assert picks == {"a", "b", "c"}
     assert LeastLongTermMessageRate().select(["a", "b", "c"], "x", DATA, load, Config(), random.Random(0)).best == (
-        "a", "b", "c")
+        "a",
+        "b",
+        "c",
+    )
 
 
 def test_random_tie_break_is_reproducible_with_a_seed() -> None:
     load = LoadData({n: BrokerData(LocalBrokerData()) for n in "abcd"})
-    a = [LeastLongTermMessageRate().select(list("abcd"), "x", DATA, load, Config(), random.Random(5)).selected
-         for _ in range(3)]
+    a = [
+        LeastLongTermMessageRate().select(list("abcd"), "x", DATA, load, Config(), random.Random(5)).selected
+        for _ in range(3)
+    ]
     assert len(set(a)) == 1
 
 
@@ -120,12 +134,17 @@ def test_selected_is_always_one_of_best_and_best_has_the_least_score(rates: list
 
 # -- LeastResourceUsageWithWeight ---------------------------------------------------------------
 
-LRU_CONFIG = Config().with_values({
-    "loadBalancerCPUResourceWeight": 1.0, "loadBalancerMemoryResourceWeight": 0.1,
-    "loadBalancerDirectMemoryResourceWeight": 0.1, "loadBalancerBandwithInResourceWeight": 1.0,
-    "loadBalancerBandwithOutResourceWeight": 1.0, "loadBalancerHistoryResourcePercentage": 0.5,
-    "loadBalancerAverageResourceUsageDifferenceThresholdPercentage": 5,
-})
+LRU_CONFIG = Config().with_values(
+    {
+        "loadBalancerCPUResourceWeight": 1.0,
+        "loadBalancerMemoryResourceWeight": 0.1,
+        "loadBalancerDirectMemoryResourceWeight": 0.1,
+        "loadBalancerBandwithInResourceWeight": 1.0,
+        "loadBalancerBandwithOutResourceWeight": 1.0,
+        "loadBalancerHistoryResourcePercentage": 0.5,
+        "loadBalancerAverageResourceUsageDifferenceThresholdPercentage": 5,
+    }
+)
 
 
 def test_least_resource_usage_with_weight_history_sequence() -> None:
@@ -137,8 +156,12 @@ def test_least_resource_usage_with_weight_history_sequence() -> None:
     c = ["1", "2", "3"]
     sel = s.select(c, "x", DATA, load, LRU_CONFIG, rng)
     assert sel == type(sel)("1", ("1",))
-    expected = [((20, 30, 50), "1", (0.15, 0.3, 0.55)), ((30, 30, 40), "1", (0.225, 0.3, 0.475)),
-                ((30, 30, 40), "1", (0.2625, 0.3, 0.4375)), ((35, 20, 45), "2", (0.30625, 0.25, 0.44375))]
+    expected = [
+        ((20, 30, 50), "1", (0.15, 0.3, 0.55)),
+        ((30, 30, 40), "1", (0.225, 0.3, 0.475)),
+        ((30, 30, 40), "1", (0.2625, 0.3, 0.4375)),
+        ((35, 20, 45), "2", (0.30625, 0.25, 0.44375)),
+    ]
     for usages, pick, history in expected:
         for name, u in zip(c, usages, strict=True):
             load.brokers[name] = usage_broker(u)
@@ -186,8 +209,9 @@ def test_best_set_boundary_is_inclusive() -> None:
 
 def test_departed_brokers_lose_their_history() -> None:
     s = LeastResourceUsageWithWeight()
-    s.select(["a", "b"], "x", DATA, LoadData({"a": usage_broker(10), "b": usage_broker(20)}), Config(),
-             random.Random(0))
+    s.select(
+        ["a", "b"], "x", DATA, LoadData({"a": usage_broker(10), "b": usage_broker(20)}), Config(), random.Random(0)
+    )
     s.on_active_brokers_change({"b"})
     assert list(s.history) == ["b"]
 

@@ -48,7 +48,9 @@ def test_cycle_unloads_to_the_chosen_destination_and_remembers_the_bundles():
     cycle = LeaderSheddingCycle(OverloadShedder(), to("broker-2"))
     first = cycle.run(overloaded(), DEFAULT, NOW)
     assert [(u.broker, u.bundle, u.destination) for u in first.unloaded] == [
-        ("broker-1", "bundle-10", "broker-2"), ("broker-1", "bundle-9", "broker-2")]
+        ("broker-1", "bundle-10", "broker-2"),
+        ("broker-1", "bundle-9", "broker-2"),
+    ]
     assert first.recently_unloaded == {"bundle-10": NOW, "bundle-9": NOW}
     # a minute later the same recorded load: the two are within the grace period, the next ones go
     second = cycle.run(overloaded(), DEFAULT, NOW + MIN)
@@ -73,8 +75,10 @@ def test_snapshot_recently_unloaded_bundles_are_honoured_and_pruned():
 
 
 def test_destination_equal_to_source_or_absent_is_skipped_and_not_remembered():
-    for dest, why in (("broker-1", "destination broker-1 is the current owner"),
-                      (None, "no destination broker available")):
+    for dest, why in (
+        ("broker-1", "destination broker-1 is the current owner"),
+        (None, "no destination broker available"),
+    ):
         result = LeaderSheddingCycle(OverloadShedder(), to(dest)).run(overloaded(), DEFAULT, NOW)
         assert result.unloaded == ()
         assert [(s.bundle, s.reason) for s in result.skipped] == [("bundle-10", why), ("bundle-9", why)]

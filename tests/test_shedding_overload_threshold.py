@@ -55,8 +55,10 @@ def test_overload_shedder_never_sheds_a_sole_bundle():
 
 
 def test_overload_shedder_takes_at_least_one_bundle_even_when_it_overshoots():
-    ld = load({"b": broker(90.0, ["big", "small"], tput=100 * MB)},
-              {"big": bundle(tput=99 * MB), "small": bundle(tput=1 * MB)})
+    ld = load(
+        {"b": broker(90.0, ["big", "small"], tput=100 * MB)},
+        {"big": bundle(tput=99 * MB), "small": bundle(tput=1 * MB)},
+    )
     out = OverloadShedder().find_bundles_for_unloading(ld, DEFAULT, NOW)
     assert picked(out) == [("b", "big")]
 
@@ -103,12 +105,22 @@ def test_threshold_test_vector_avg_0_4995_broker_0_999_selects_bundles_10_9_8():
 
 
 def test_docs_example_40_10_10_with_threshold_10_sheds_only_broker1():
-    data = {"a1": bundle(tput=60 * MB), "a2": bundle(tput=40 * MB),
-            "b1": bundle(tput=60 * MB), "b2": bundle(tput=40 * MB),
-            "c1": bundle(tput=60 * MB), "c2": bundle(tput=40 * MB)}
-    ld = load({"broker1": broker(40, ["a1", "a2"], tput=100 * MB),
-               "broker2": broker(10, ["b1", "b2"], tput=100 * MB),
-               "broker3": broker(10, ["c1", "c2"], tput=100 * MB)}, data)
+    data = {
+        "a1": bundle(tput=60 * MB),
+        "a2": bundle(tput=40 * MB),
+        "b1": bundle(tput=60 * MB),
+        "b2": bundle(tput=40 * MB),
+        "c1": bundle(tput=60 * MB),
+        "c2": bundle(tput=40 * MB),
+    }
+    ld = load(
+        {
+            "broker1": broker(40, ["a1", "a2"], tput=100 * MB),
+            "broker2": broker(10, ["b1", "b2"], tput=100 * MB),
+            "broker3": broker(10, ["c1", "c2"], tput=100 * MB),
+        },
+        data,
+    )
     out = ThresholdShedder().find_bundles_for_unloading(ld, DEFAULT, NOW)
     assert picked(out) == [("broker1", "a1")]  # 40% >= 20% + 10%; offload 15 MB/s, a1 (60) covers it
     assert "usage history 40.00% (now cpu 40.00%) >= average 20.00% + threshold 10.00%" in out[0].reason
@@ -117,8 +129,9 @@ def test_docs_example_40_10_10_with_threshold_10_sheds_only_broker1():
 def test_80_vs_average_60_threshold_10_and_10_gb_offloads_1_5_gb():
     gb = 1024 * MB
     data = {f"x{i}": bundle(tput=1 * gb) for i in range(10)} | {"y1": bundle(tput=1 * gb), "y2": bundle(tput=1)}
-    ld = load({"hot": broker(80, [f"x{i}" for i in range(10)], tput=10 * gb),
-               "cool": broker(40, ["y1", "y2"], tput=gb)}, data)
+    ld = load(
+        {"hot": broker(80, [f"x{i}" for i in range(10)], tput=10 * gb), "cool": broker(40, ["y1", "y2"], tput=gb)}, data
+    )
     out = ThresholdShedder().find_bundles_for_unloading(ld, DEFAULT, NOW)
     assert "offload at least 1536.00 MB/s = 15.00%" in out[0].reason  # (0.8 - 0.6 - 0.1 + 0.05) x 10 GB
     assert picked(out) == [("hot", "x0"), ("hot", "x1")]  # 1 GB < 1.5 GB, then 2 GB >= 1.5 GB
@@ -168,10 +181,12 @@ def test_lower_boundary_mode_applies_the_history_a_second_time():
 
 def test_lower_boundary_needs_the_minimum_throughput():
     brokers, data = _ten_at_80_one_at_5()
-    cfg = DEFAULT.with_values({"lowerBoundarySheddingEnabled": True,
-                               "loadBalancerBundleUnloadMinThroughputThreshold": 15.0})
+    cfg = DEFAULT.with_values(
+        {"lowerBoundarySheddingEnabled": True, "loadBalancerBundleUnloadMinThroughputThreshold": 15.0}
+    )
     assert [u.bundle for u in ThresholdShedder().find_bundles_for_unloading(load(brokers, data), cfg, NOW)] == [
-        "b0-1"]  # 15 MB/s == 15 MB/s proceeds
+        "b0-1"
+    ]  # 15 MB/s == 15 MB/s proceeds
     cfg = cfg.with_values({"loadBalancerBundleUnloadMinThroughputThreshold": 15.5})
     assert ThresholdShedder().find_bundles_for_unloading(load(brokers, data), cfg, NOW) == []
 

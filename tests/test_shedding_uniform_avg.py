@@ -33,7 +33,10 @@ def test_uniform_max_unload_bundle_num_per_shedding_caps_the_selection():
     ld = load({"broker-1": broker(0, data, tput=40 * MB), "broker2": broker()}, data)
     # the idle broker's 0 B/s counts as 1.0: need = int((40 MB - 1) x 0.2) = 8388607, so three 2 MB bundles fit
     assert bundles_of(UniformLoadShedder().find_bundles_for_unloading(ld, DEFAULT, NOW)) == [
-        "bundle-1", "bundle-2", "bundle-3"]
+        "bundle-1",
+        "bundle-2",
+        "bundle-3",
+    ]
     capped = DEFAULT.with_values({"maxUnloadBundleNumPerShedding": 2})
     assert bundles_of(UniformLoadShedder().find_bundles_for_unloading(ld, capped, NOW)) == ["bundle-1", "bundle-2"]
 
@@ -53,19 +56,19 @@ def test_uniform_skips_larger_bundles_instead_of_splitting_them():
 
 def _rate_load(bundle_rates: dict[str, float], hot_rate: float = 10000, cold_rate: float = 4995) -> object:
     data = {b: bundle(rate=r, tput=r) for b, r in bundle_rates.items()}
-    return load({"hot": broker(0, data, rate=hot_rate, tput=100 * MB), "cold": broker(0, [], rate=cold_rate,
-                                                                                       tput=100 * MB)}, data)
+    return load(
+        {"hot": broker(0, data, rate=hot_rate, tput=100 * MB), "cold": broker(0, [], rate=cold_rate, tput=100 * MB)},
+        data,
+    )
 
 
 def test_uniform_truncates_the_need_and_each_decrement_to_int():
     # need = int(5005 x 0.2) = 1001; after 600.9 the remaining is 1001 - int(600.9) = 401 (not 400.1), so 400.5
     # still fits; then 401 - int(400.5) = 1 remains: 1.0 fits, 1.5 does not
-    out = UniformLoadShedder().find_bundles_for_unloading(_rate_load({"a": 600.9, "b": 400.5, "c": 1.0}),
-                                                          DEFAULT, NOW)
+    out = UniformLoadShedder().find_bundles_for_unloading(_rate_load({"a": 600.9, "b": 400.5, "c": 1.0}), DEFAULT, NOW)
     assert bundles_of(out) == ["a", "b", "c"]
     assert "differs by 100.20% > 50%; offload 1001 msg/s" in out[0].reason
-    out = UniformLoadShedder().find_bundles_for_unloading(_rate_load({"a": 600.9, "b": 400.5, "c": 1.5}),
-                                                          DEFAULT, NOW)
+    out = UniformLoadShedder().find_bundles_for_unloading(_rate_load({"a": 600.9, "b": 400.5, "c": 1.5}), DEFAULT, NOW)
     assert bundles_of(out) == ["a", "b"]
 
 
@@ -76,8 +79,7 @@ def test_uniform_skips_zero_traffic_bundles_as_upstream_pr_21214_expects():
 
 def test_uniform_rate_has_priority_over_throughput():
     data = {"a": bundle(rate=900, tput=90 * MB), "b": bundle(rate=50, tput=1 * MB)}
-    ld = load({"hot": broker(0, data, rate=10000, tput=100 * MB), "cold": broker(0, [], rate=4995, tput=1 * MB)},
-              data)
+    ld = load({"hot": broker(0, data, rate=10000, tput=100 * MB), "cold": broker(0, [], rate=4995, tput=1 * MB)}, data)
     out = UniformLoadShedder().find_bundles_for_unloading(ld, DEFAULT, NOW)
     assert bundles_of(out) == ["a", "b"]  # in msg/s: 900 and 50 fit 1001
     assert "msg rate of hot" in out[0].reason
@@ -91,8 +93,12 @@ def test_uniform_needs_two_bundles_and_the_minimum():
     ld = load({"hot": broker(0, one, rate=10000), "cold": broker(0, [], rate=4995)}, one)
     assert UniformLoadShedder().find_bundles_for_unloading(ld, DEFAULT, NOW) == []
     # need = int(4000 x 0.2) = 800 < minUnloadMessage 1000
-    assert UniformLoadShedder().find_bundles_for_unloading(
-        _rate_load({"a": 500.0, "b": 100.0}, hot_rate=5000, cold_rate=1000), DEFAULT, NOW) == []
+    assert (
+        UniformLoadShedder().find_bundles_for_unloading(
+            _rate_load({"a": 500.0, "b": 100.0}, hot_rate=5000, cold_rate=1000), DEFAULT, NOW
+        )
+        == []
+    )
 
 
 def test_uniform_with_no_brokers_or_balanced_brokers_does_nothing():
@@ -109,10 +115,20 @@ AVG_CFG = DEFAULT.with_values({"maxUnloadPercentage": 0.5, "minUnloadMessage": 1
 
 def _docs_cluster() -> object:
     """The Pulsar docs example: scores 20, 30, 52, 70, 80; max broker 1000 msg/s, min broker 500 msg/s."""
-    data = {"m1": bundle(rate=200), "m2": bundle(rate=150), "m3": bundle(rate=600), "m4": bundle(rate=50),
-            "m5": bundle(rate=0)}
-    brokers = {"b80": broker(80, data, rate=1000), "b30": broker(30, [], rate=700), "b52": broker(52, [], rate=700),
-               "b20": broker(20, [], rate=500), "b70": broker(70, [], rate=700)}
+    data = {
+        "m1": bundle(rate=200),
+        "m2": bundle(rate=150),
+        "m3": bundle(rate=600),
+        "m4": bundle(rate=50),
+        "m5": bundle(rate=0),
+    }
+    brokers = {
+        "b80": broker(80, data, rate=1000),
+        "b30": broker(30, [], rate=700),
+        "b52": broker(52, [], rate=700),
+        "b20": broker(20, [], rate=500),
+        "b70": broker(70, [], rate=700),
+    }
     return load(brokers, data)
 
 
@@ -165,8 +181,11 @@ def test_avg_shedder_a_high_diff_after_low_hits_resets_nothing_but_high_needs_tw
 def test_avg_shedder_sort_truncates_score_differences_like_pulsar():
     # scores 50.9 and 50.2 compare equal ((int) 0.7 == 0) so input order holds: 50.2 is the last, the "max" broker
     data = {"a1": bundle(rate=3000), "b1": bundle(rate=3000)}
-    brokers = {"a": broker(50.9, ["a1", "a9"], rate=20000), "b": broker(50.2, ["b1", "b9"], rate=20000),
-               "c": broker(10, [], rate=0)}
+    brokers = {
+        "a": broker(50.9, ["a1", "a9"], rate=20000),
+        "b": broker(50.2, ["b1", "b9"], rate=20000),
+        "c": broker(10, [], rate=0),
+    }
     shedder = AvgShedder()
     shedder.find_bundles_for_unloading(load(brokers, data), DEFAULT, NOW)
     out = shedder.find_bundles_for_unloading(load(brokers, data), DEFAULT, NOW)

@@ -70,8 +70,17 @@ def _run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]
 def test_same_seed_gives_byte_identical_outputs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     cluster = _cluster(tmp_path)
     for d in ("one", "two"):
-        code, _, _ = _run(capsys, "--cluster", cluster, "--out", str(tmp_path / d),
-                          "--strategy", "ThresholdShedder", "UniformLoadShedder", "AvgShedder")
+        code, _, _ = _run(
+            capsys,
+            "--cluster",
+            cluster,
+            "--out",
+            str(tmp_path / d),
+            "--strategy",
+            "ThresholdShedder",
+            "UniformLoadShedder",
+            "AvgShedder",
+        )
         assert code == 0
     one, two = (tmp_path / "one" / "summary.json").read_bytes(), (tmp_path / "two" / "summary.json").read_bytes()
     assert WALL.sub(b"", one) == WALL.sub(b"", two)
@@ -85,21 +94,44 @@ def test_another_seed_gives_another_run(tmp_path: Path, capsys: pytest.CaptureFi
     cluster = _cluster(tmp_path)
     _, a, _ = _run(capsys, "--cluster", cluster, "--strategy", "UniformLoadShedder")
     _, b, _ = _run(capsys, "--cluster", cluster, "--strategy", "UniformLoadShedder", "--seed", "6")
-    strip = lambda s: {k: v for k, v in json.loads(s)["strategies"]["UniformLoadShedder"].items()  # noqa: E731
-                       if k != "wall_seconds"}
+
+    def strip(s: str) -> dict[str, object]:
+        metrics = json.loads(s)["strategies"]["UniformLoadShedder"]
+        return {k: v for k, v in metrics.items() if k != "wall_seconds"}
+
     assert strip(a) != strip(b)
 
 
 def test_outputs_follow_the_contract(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, err = _run(capsys, "--cluster", _cluster(tmp_path), "--out", str(tmp_path / "o"),
-                          "--strategy", "OverloadShedder",
-                          "--strategy", "org.apache.pulsar.broker.loadbalance.impl.ThresholdShedder")
+    code, out, err = _run(
+        capsys,
+        "--cluster",
+        _cluster(tmp_path),
+        "--out",
+        str(tmp_path / "o"),
+        "--strategy",
+        "OverloadShedder",
+        "--strategy",
+        "org.apache.pulsar.broker.loadbalance.impl.ThresholdShedder",
+    )
     assert code == 0
     doc: dict[str, Any] = json.loads(out)
     assert doc["scenario"] == "small" and list(doc["strategies"]) == ["OverloadShedder", "ThresholdShedder"]
-    keys = {"load_std_mean", "load_std_p95", "load_spread_mean", "max_load_p99", "overloaded_broker_minutes",
-            "unloads", "splits", "assignments", "throughput_moved_bytes", "flaps", "settle_minutes",
-            "topic_unavailable_seconds", "wall_seconds"}
+    keys = {
+        "load_std_mean",
+        "load_std_p95",
+        "load_spread_mean",
+        "max_load_p99",
+        "overloaded_broker_minutes",
+        "unloads",
+        "splits",
+        "assignments",
+        "throughput_moved_bytes",
+        "flaps",
+        "settle_minutes",
+        "topic_unavailable_seconds",
+        "wall_seconds",
+    }
     for m in doc["strategies"].values():
         assert keys <= set(m)
     assert json.loads((tmp_path / "o" / "summary.json").read_text()) == doc
@@ -119,29 +151,48 @@ def test_outputs_follow_the_contract(tmp_path: Path, capsys: pytest.CaptureFixtu
 
 
 def test_table_format_prints_the_comparison(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = _run(capsys, "--cluster", _cluster(tmp_path), "--format", "table", "--strategy", "AvgShedder",
-                        "--set", "loadBalancerAvgShedderHitCountHighThreshold=3")
+    code, out, _ = _run(
+        capsys,
+        "--cluster",
+        _cluster(tmp_path),
+        "--format",
+        "table",
+        "--strategy",
+        "AvgShedder",
+        "--set",
+        "loadBalancerAvgShedderHitCountHighThreshold=3",
+    )
     assert code == 0
     lines = out.splitlines()
     assert lines[0] == "scenario: small" and lines[1].split() == ["metric", "AvgShedder"]
     assert [ln.split()[0] for ln in lines[3:]][:2] == ["load_std_mean", "load_std_p95"]
 
 
-@pytest.mark.parametrize(("text", "message"), [
-    ("duration = '1h'\n", "error: {f}: brokers: missing; expected at least one [[brokers]]"),
-    ("step = 'soon'\n[[brokers]]\nname='a'\n", "error: {f}: step: expected a duration"),
-    ("[[brokers]]\nname='a'\ncpu_cores=-4\n", "error: {f}: brokers[0].cpu_cores: expected a number > 0"),
-    ("[[brokers]]\nname='a'\n[[events]]\nat='1m'\naction='reboot'\nbroker='a'\n",
-     "error: {f}: events[0].action: expected one of add, remove, restart"),
-    ("[[brokers]]\nname='a'\n[[events]]\nat='1m'\naction='restart'\nbroker='zz'\n",
-     "error: {f}: events[0].broker: expected a broker listed"),
-    ("[[brokers]]\nname='a'\n[balancer]\nloadBalancerSheddingIntervalMinutes='x'\n",
-     "error: {f}: balancer: loadBalancerSheddingIntervalMinutes: expected a number"),
-    ("[[brokers]\n", "error: {f}: not valid TOML"),
-    ("bogus = 1\n[[brokers]]\nname='a'\n", "error: {f}: bogus: unknown key"),
-])
-def test_bad_cluster_file_exits_2_with_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str,
-                                                message: str) -> None:
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("duration = '1h'\n", "error: {f}: brokers: missing; expected at least one [[brokers]]"),
+        ("step = 'soon'\n[[brokers]]\nname='a'\n", "error: {f}: step: expected a duration"),
+        ("[[brokers]]\nname='a'\ncpu_cores=-4\n", "error: {f}: brokers[0].cpu_cores: expected a number > 0"),
+        (
+            "[[brokers]]\nname='a'\n[[events]]\nat='1m'\naction='reboot'\nbroker='a'\n",
+            "error: {f}: events[0].action: expected one of add, remove, restart",
+        ),
+        (
+            "[[brokers]]\nname='a'\n[[events]]\nat='1m'\naction='restart'\nbroker='zz'\n",
+            "error: {f}: events[0].broker: expected a broker listed",
+        ),
+        (
+            "[[brokers]]\nname='a'\n[balancer]\nloadBalancerSheddingIntervalMinutes='x'\n",
+            "error: {f}: balancer: loadBalancerSheddingIntervalMinutes: expected a number",
+        ),
+        ("[[brokers]\n", "error: {f}: not valid TOML"),
+        ("bogus = 1\n[[brokers]]\nname='a'\n", "error: {f}: bogus: unknown key"),
+    ],
+)
+def test_bad_cluster_file_exits_2_with_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str, message: str
+) -> None:
     f = _cluster(tmp_path, text, "bad.toml")
     code, out, err = _run(capsys, "--cluster", f)
     assert code == 2 and out == ""
@@ -166,14 +217,32 @@ def test_trace_workload_through_the_pipeline(spark: Any, tmp_path: Path, capsys:
     rows = []
     for minute in range(0, 10, 2):
         for i in range(20):
-            rows.append({"timestamp": 1_700_000_000_000 + minute * 60_000, "topic": f"persistent://t/ns/x-{i}",
-                         "msgRateIn": 200.0 * (i + 1), "msgRateOut": 200.0, "msgThroughputIn": 2e5 * (i + 1),
-                         "msgThroughputOut": 2e5})
+            rows.append(
+                {
+                    "timestamp": 1_700_000_000_000 + minute * 60_000,
+                    "topic": f"persistent://t/ns/x-{i}",
+                    "msgRateIn": 200.0 * (i + 1),
+                    "msgRateOut": 200.0,
+                    "msgThroughputIn": 2e5 * (i + 1),
+                    "msgThroughputOut": 2e5,
+                }
+            )
     trace.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
-    cluster = _cluster(tmp_path, "duration='10m'\n[[brokers]]\nname='a'\n[[brokers]]\nname='b'\n"
-                                 "[[namespaces]]\nname='t/ns'\nbundles=8\n")
-    code, out, err = _run(capsys, "--cluster", cluster, "--workload", str(trace), "--strategy", "ThresholdShedder",
-                          "--out", str(tmp_path / "o"))
+    cluster = _cluster(
+        tmp_path,
+        "duration='10m'\n[[brokers]]\nname='a'\n[[brokers]]\nname='b'\n[[namespaces]]\nname='t/ns'\nbundles=8\n",
+    )
+    code, out, err = _run(
+        capsys,
+        "--cluster",
+        cluster,
+        "--workload",
+        str(trace),
+        "--strategy",
+        "ThresholdShedder",
+        "--out",
+        str(tmp_path / "o"),
+    )
     assert code == 0, err
     t = pq.read_table(tmp_path / "o" / "timeline.parquet").to_pylist()
     assert {r["bundles"] for r in t if r["tick"] == 0} == {4}

@@ -78,12 +78,15 @@ def _per_minute(minutes: int, per_read: int, first_ms: float, cycle_ms: float) -
 
 
 def test_topic_limit_caps_dispatch_at_r_messages_a_second() -> None:
-    r = _run(_cluster("20m") + """
+    r = _run(
+        _cluster("20m")
+        + """
 [[dispatch.topics]]
 topic = "persistent://t/x/topic-0"
 backlog = 1000000
 dispatch_rate = { dispatchThrottlingRateInMsg = 50 }
-""")
+"""
+    )
     assert r.dispatch is not None
     expected = _per_minute(20, 50, 1.1, 1001.2)
     assert expected[:13] == [3000] * 13 and expected[13] == 2950  # R × 60, then the drift costs one period
@@ -99,13 +102,19 @@ dispatch_rate = { dispatchThrottlingRateInMsg = 50 }
 
 
 def test_dispatched_rate_is_the_topics_msg_rate_out() -> None:
-    sc = parse_scenario(tomllib.loads(_cluster("3m") + """
+    sc = parse_scenario(
+        tomllib.loads(
+            _cluster("3m")
+            + """
 [[dispatch.topics]]
 topic = "persistent://t/x/topic-0"
 backlog = 1000000
 entry_bytes = 2000
 dispatch_rate = { dispatchThrottlingRateInMsg = 50 }
-"""), "t.toml")
+"""
+        ),
+        "t.toml",
+    )
     engine = Engine(sc, make_workload(sc, None), "OverloadShedder")
     engine.run()
     x = engine.cluster.topic_names.index("persistent://t/x/topic-0")
@@ -135,11 +144,14 @@ def test_two_topics_on_one_broker_share_its_broker_limit() -> None:
     # classic limiter, 100 msg/s broker-wide: both topics read 100 entries at 0.1 ms (each sees the same
     # quota), the 200-message debt takes two renewals, so 200 messages every 2001.3 ms
     classic = '[balancer]\ndispatchThrottlingRateInMsg = 100\ndispatchRateLimiterFactoryClassName = "Classic"\n'
-    shared = _cluster("20m", y_topics=2, y_owner="a") + """
+    shared = (
+        _cluster("20m", y_topics=2, y_owner="a")
+        + """
 [[dispatch.topics]]
 namespace = "t/y"
 backlog = 10000000
 """
+    )
     r = _run(shared + classic)
     assert r.dispatch is not None
     assert r.dispatch.msgs[:, 0].tolist() == _per_minute(20, 200, 1.1, 2001.3) == [6000] * 20
@@ -150,14 +162,18 @@ backlog = 10000000
     ahead = np.cumsum(r.dispatch.msgs[:, 0]) - 6000 * np.arange(1, 21)
     assert ahead.tolist()[:3] == [6, 14, 18] and (np.abs(ahead) <= 200).all()
     # the same two topics on two brokers: each broker has its own 100 msg/s
-    apart = _run(_cluster("5m", y_topics=1, y_owner="b") + """
+    apart = _run(
+        _cluster("5m", y_topics=1, y_owner="b")
+        + """
 [[dispatch.topics]]
 namespace = "t/x"
 backlog = 10000000
 [[dispatch.topics]]
 namespace = "t/y"
 backlog = 10000000
-""" + classic)
+"""
+        + classic
+    )
     assert apart.dispatch is not None
     assert apart.dispatch.msgs.tolist() == [[6000, 6000]] * 5
 
@@ -166,7 +182,9 @@ def test_a_topic_moved_to_another_broker_gets_new_limiters_and_that_brokers_quot
     # x (topic policy 50 msg/s) on a; y drains on b under b's broker-wide 100 msg/s (classic limiter).
     # At 5m broker a is removed: x is looked up on b and loaded after the 1 s unload blip with a new,
     # full topic bucket; from then on x and y share b's broker quota.
-    r = _run(_cluster("8m") + """
+    r = _run(
+        _cluster("8m")
+        + """
 [[events]]
 at = "5m"
 action = "remove"
@@ -181,7 +199,8 @@ backlog = 10000000
 [balancer]
 dispatchThrottlingRateInMsg = 100
 dispatchRateLimiterFactoryClassName = "Classic"
-""")
+"""
+    )
     assert r.dispatch is not None
     msgs, backlog = r.dispatch.msgs, r.dispatch.backlog
     assert msgs[:5].tolist() == [[3000, 6000]] * 5
@@ -197,7 +216,9 @@ dispatchRateLimiterFactoryClassName = "Classic"
 def test_a_moved_topic_starts_with_a_full_bucket_after_the_blip() -> None:
     # x alone, topic policy 50 msg/s, moved at 5m: its first read on b is at 5m + 1 s + 0.1 ms with 50
     # fresh tokens, then every 1001.2 ms (so minute 6 holds 59 reads, not 60)
-    r = _run(_cluster("7m", y_topics=0) + """
+    r = _run(
+        _cluster("7m", y_topics=0)
+        + """
 [[events]]
 at = "5m"
 action = "remove"
@@ -206,23 +227,29 @@ broker = "a"
 topic = "persistent://t/x/topic-0"
 backlog = 10000000
 dispatch_rate = { dispatchThrottlingRateInMsg = 50 }
-""")
+"""
+    )
     assert r.dispatch is not None
     first = 300_000 + 1000 + 1.1
-    expected = [50 * (_reads_delivered_before(e, first, 1001.2) - _reads_delivered_before(s, first, 1001.2))
-                for s, e in ((300_000, 360_000), (360_000, 420_000))]
+    expected = [
+        50 * (_reads_delivered_before(e, first, 1001.2) - _reads_delivered_before(s, first, 1001.2))
+        for s, e in ((300_000, 360_000), (360_000, 420_000))
+    ]
     assert expected == [2950, 3000]
     assert r.dispatch.msgs[5:, 1].tolist() == expected
 
 
 def test_published_messages_join_the_backlog() -> None:
     # 30 msg/s published into a topic limited to 20 msg/s: the backlog grows by 600 messages a minute
-    text = _cluster("5m").replace('topics = 1\nowner = "a"', 'topics = 1\nmsg_rate = 30\nowner = "a"') + """
+    text = (
+        _cluster("5m").replace('topics = 1\nowner = "a"', 'topics = 1\nmsg_rate = 30\nowner = "a"')
+        + """
 [[dispatch.topics]]
 topic = "persistent://t/x/topic-0"
 backlog = 1000
 dispatch_rate = { dispatchThrottlingRateInMsg = 20 }
 """
+    )
     r = _run(text)
     assert r.dispatch is not None
     assert r.dispatch.msgs[:, 0].tolist() == [1200] * 5
@@ -265,18 +292,27 @@ def test_bundled_throttled_dispatch_scenario() -> None:
     assert r.metrics["dispatch_throttled_ticks"] == 60
 
 
-@pytest.mark.parametrize(("section", "message"), [
-    ("[dispatch]\nbogus = 1\n", "dispatch.bogus: unknown key"),
-    ("[[dispatch.topics]]\nbacklog = 5\n", "dispatch.topics[0]: expected exactly one of topic or namespace"),
-    ("[[dispatch.topics]]\nnamespace = 't/x'\nbacklog = -5\n", "dispatch.topics[0].backlog: expected a whole number"),
-    ("[[dispatch.topics]]\nnamespace = 't/x'\ntype = 'Fancy'\n", "dispatch.topics[0].type: expected one of"),
-    ("[[dispatch.topics]]\nnamespace = 't/x'\ndispatch_rate = { msgs = 5 }\n",
-     "dispatch.topics[0].dispatch_rate.msgs: unknown field"),
-    ("[[dispatch.topics]]\ntopic = 'persistent://t/x/nope'\n", "dispatch.topics[0].topic: expected a topic of the"),
-    ("[[dispatch.topics]]\nnamespace = 'q/z'\n", "dispatch.topics[0].namespace: expected a namespace with topics"),
-])
-def test_bad_dispatch_section_exits_2_with_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str], section: str,
-                                                    message: str) -> None:
+@pytest.mark.parametrize(
+    ("section", "message"),
+    [
+        ("[dispatch]\nbogus = 1\n", "dispatch.bogus: unknown key"),
+        ("[[dispatch.topics]]\nbacklog = 5\n", "dispatch.topics[0]: expected exactly one of topic or namespace"),
+        (
+            "[[dispatch.topics]]\nnamespace = 't/x'\nbacklog = -5\n",
+            "dispatch.topics[0].backlog: expected a whole number",
+        ),
+        ("[[dispatch.topics]]\nnamespace = 't/x'\ntype = 'Fancy'\n", "dispatch.topics[0].type: expected one of"),
+        (
+            "[[dispatch.topics]]\nnamespace = 't/x'\ndispatch_rate = { msgs = 5 }\n",
+            "dispatch.topics[0].dispatch_rate.msgs: unknown field",
+        ),
+        ("[[dispatch.topics]]\ntopic = 'persistent://t/x/nope'\n", "dispatch.topics[0].topic: expected a topic of the"),
+        ("[[dispatch.topics]]\nnamespace = 'q/z'\n", "dispatch.topics[0].namespace: expected a namespace with topics"),
+    ],
+)
+def test_bad_dispatch_section_exits_2_with_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], section: str, message: str
+) -> None:
     f = tmp_path / "bad.toml"
     f.write_text(_cluster("2m") + section)
     code = main(["simulate", "--no-progress", "--cluster", str(f), "--strategy", "OverloadShedder"])

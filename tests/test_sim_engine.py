@@ -19,8 +19,18 @@ from bundlewise.sim.scenario import BrokerSpec
 from bundlewise.sim.workload import TraceWorkload
 
 
-@pytest.mark.parametrize(("text", "ms"), [("6h", 21_600_000), ("1m", 60_000), ("30s", 30_000), ("500ms", 500),
-                                          ("1h30m", 5_400_000), ("1d", 86_400_000), (90, 90_000)])
+@pytest.mark.parametrize(
+    ("text", "ms"),
+    [
+        ("6h", 21_600_000),
+        ("1m", 60_000),
+        ("30s", 30_000),
+        ("500ms", 500),
+        ("1h30m", 5_400_000),
+        ("1d", 86_400_000),
+        (90, 90_000),
+    ],
+)
 def test_durations_parse_to_milliseconds(text: object, ms: int) -> None:
     assert parse_duration(text, "duration") == ms
 
@@ -43,15 +53,23 @@ def test_clock_counts_ticks_and_due_tasks() -> None:
 def _cluster(cores: float = 8, nic: float = 10000) -> Cluster:
     ns = NamespaceBundles.initial("t/ns", 4)
     names = [f"persistent://t/ns/topic-{i}" for i in range(200)]
-    return Cluster([BrokerSpec("b1", cpu_cores=cores, nic_mbps=nic), BrokerSpec("b2")], ["b1"], [ns], names,
-                   np.zeros(200, dtype=np.int64), np.ones(200, dtype=np.int64), np.ones(200, dtype=np.int64))
+    return Cluster(
+        [BrokerSpec("b1", cpu_cores=cores, nic_mbps=nic), BrokerSpec("b2")],
+        ["b1"],
+        [ns],
+        names,
+        np.zeros(200, dtype=np.int64),
+        np.ones(200, dtype=np.int64),
+        np.ones(200, dtype=np.int64),
+    )
 
 
 def test_cost_model_follows_contract_formula() -> None:
     cl = _cluster(cores=4, nic=1000)
     # 10,000 msg/s in + 10,000 out, 10 MiB/s in + 10 MiB/s out
-    u = cost.broker_usage(cl, np.array([10_000.0, 0]), np.array([10_000.0, 0]),
-                          np.array([10 * 2**20, 0.0]), np.array([10 * 2**20, 0.0]))
+    u = cost.broker_usage(
+        cl, np.array([10_000.0, 0]), np.array([10_000.0, 0]), np.array([10 * 2**20, 0.0]), np.array([10 * 2**20, 0.0])
+    )
     cores = 0.2 + 20_000 * 10e-6 + (20 * 2**20 / 1024) * 2e-6
     assert u.cpu_cores[0] == pytest.approx(cores)
     assert u.cpu[0] == pytest.approx(cores / 4)
@@ -81,10 +99,12 @@ def test_weighted_max_change_counts_in_points() -> None:
     cfg = Config()
     z = np.zeros(1)
     last = (np.ones(1), np.ones(1), np.ones(1), np.array([0.50]))
-    assert not reporting.needs_update(cfg, 0, z.astype(np.int64), np.ones(1, bool), last,
-                                      (np.ones(1), np.ones(1), np.ones(1), np.array([0.60])))[0]
-    assert reporting.needs_update(cfg, 0, z.astype(np.int64), np.ones(1, bool), last,
-                                  (np.ones(1), np.ones(1), np.ones(1), np.array([0.61])))[0]
+    assert not reporting.needs_update(
+        cfg, 0, z.astype(np.int64), np.ones(1, bool), last, (np.ones(1), np.ones(1), np.ones(1), np.array([0.60]))
+    )[0]
+    assert reporting.needs_update(
+        cfg, 0, z.astype(np.int64), np.ones(1, bool), last, (np.ones(1), np.ones(1), np.ones(1), np.array([0.61]))
+    )[0]
 
 
 @settings(max_examples=25, deadline=None)
@@ -133,13 +153,18 @@ def test_flaps_count_unloads_within_two_hours() -> None:
 
 
 def test_trace_is_a_step_function_and_absent_topics_are_idle() -> None:
-    frame = pd.DataFrame({
-        "timestamp": [1000, 1000, 61_000],
-        "topic": ["a", "persistent://x/y/b", "a"],
-        "msgRateIn": [10.0, 20.0, 30.0], "msgRateOut": [0.0, 0.0, 0.0],
-        "msgThroughputIn": [100.0, 200.0, 300.0], "msgThroughputOut": [0.0, 0.0, 0.0],
-        "producerCount": [1, 2, 1], "consumerCount": [0, 0, 3],
-    })
+    frame = pd.DataFrame(
+        {
+            "timestamp": [1000, 1000, 61_000],
+            "topic": ["a", "persistent://x/y/b", "a"],
+            "msgRateIn": [10.0, 20.0, 30.0],
+            "msgRateOut": [0.0, 0.0, 0.0],
+            "msgThroughputIn": [100.0, 200.0, 300.0],
+            "msgThroughputOut": [0.0, 0.0, 0.0],
+            "producerCount": [1, 2, 1],
+            "consumerCount": [0, 0, 3],
+        }
+    )
     wl = TraceWorkload(frame, "trace.jsonl")
     assert wl.topics.names == ["persistent://public/default/a", "persistent://x/y/b"]
     assert wl.namespaces == ["public/default", "x/y"]

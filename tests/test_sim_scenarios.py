@@ -37,8 +37,16 @@ def unloads(r: RunResult) -> list[dict[str, object]]:
 
 def test_every_bundled_scenario_parses_with_a_description() -> None:
     names = bundled_names()
-    for expected in ("default", "steady-skew", "rolling-restart", "scale-out", "hot-namespace-burst",
-                     "heterogeneous", "idle-broker", "pip364-over-unloading"):
+    for expected in (
+        "default",
+        "steady-skew",
+        "rolling-restart",
+        "scale-out",
+        "hot-namespace-burst",
+        "heterogeneous",
+        "idle-broker",
+        "pip364-over-unloading",
+    ):
         assert expected in names
     for n in names:
         sc = bundled_scenario(n)
@@ -46,6 +54,7 @@ def test_every_bundled_scenario_parses_with_a_description() -> None:
 
 
 # -- idle broker among busy ones (threshold-shedder-analysis §1.4) ---------------------------------------
+
 
 def test_idle_broker_starts_at_80_percent_times_ten_plus_zero() -> None:
     r = run("idle-broker", "OverloadShedder", 5)
@@ -101,6 +110,7 @@ def test_transfer_shedder_waits_for_more_than_three_hits() -> None:
 
 # -- PIP-364: ThresholdShedder over-unloads the 90/10 pair -------------------------------------------
 
+
 def test_pip364_threshold_shedder_overshoots_and_swaps_the_brokers() -> None:
     r = run("pip364-over-unloading", "ThresholdShedder", 15)
     b1, b2 = r.true_load[:, 0], r.true_load[:, 1]
@@ -118,6 +128,7 @@ def test_pip364_avg_shedder_does_not_overshoot() -> None:
 
 
 # -- restarts, scale-out, bursts, heterogeneous capacity -----------------------------------------------
+
 
 def test_restarted_broker_comes_back_empty_and_its_bundles_are_assigned() -> None:
     r = run("rolling-restart", "OverloadShedder", 50)

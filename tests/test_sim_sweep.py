@@ -15,23 +15,38 @@ from bundlewise.sim.sweep import parse_grid
 
 
 def test_grid_is_the_cartesian_product_with_a_strategy_axis() -> None:
-    points = parse_grid(["loadBalancerBrokerThresholdShedderPercentage=5,10", "lowerBoundarySheddingEnabled=true"],
-                        ["ThresholdShedder", "AvgShedder"])
+    points = parse_grid(
+        ["loadBalancerBrokerThresholdShedderPercentage=5,10", "lowerBoundarySheddingEnabled=true"],
+        ["ThresholdShedder", "AvgShedder"],
+    )
     assert points == [
-        {"strategy": "ThresholdShedder", "loadBalancerBrokerThresholdShedderPercentage": "5",
-         "lowerBoundarySheddingEnabled": "true"},
-        {"strategy": "ThresholdShedder", "loadBalancerBrokerThresholdShedderPercentage": "10",
-         "lowerBoundarySheddingEnabled": "true"},
-        {"strategy": "AvgShedder", "loadBalancerBrokerThresholdShedderPercentage": "5",
-         "lowerBoundarySheddingEnabled": "true"},
-        {"strategy": "AvgShedder", "loadBalancerBrokerThresholdShedderPercentage": "10",
-         "lowerBoundarySheddingEnabled": "true"},
+        {
+            "strategy": "ThresholdShedder",
+            "loadBalancerBrokerThresholdShedderPercentage": "5",
+            "lowerBoundarySheddingEnabled": "true",
+        },
+        {
+            "strategy": "ThresholdShedder",
+            "loadBalancerBrokerThresholdShedderPercentage": "10",
+            "lowerBoundarySheddingEnabled": "true",
+        },
+        {
+            "strategy": "AvgShedder",
+            "loadBalancerBrokerThresholdShedderPercentage": "5",
+            "lowerBoundarySheddingEnabled": "true",
+        },
+        {
+            "strategy": "AvgShedder",
+            "loadBalancerBrokerThresholdShedderPercentage": "10",
+            "lowerBoundarySheddingEnabled": "true",
+        },
     ]
 
 
-@pytest.mark.parametrize(("axis", "message"), [("nokey", "expected KEY=V1,V2"),
-                                               ("fooBar=1", "unknown configuration key"),
-                                               ("strategy=", "expected KEY=V1,V2")])
+@pytest.mark.parametrize(
+    ("axis", "message"),
+    [("nokey", "expected KEY=V1,V2"), ("fooBar=1", "unknown configuration key"), ("strategy=", "expected KEY=V1,V2")],
+)
 def test_bad_grid_axes_are_input_errors(axis: str, message: str) -> None:
     with pytest.raises(InputError, match=message):
         parse_grid([axis], ["ThresholdShedder"])
@@ -45,8 +60,21 @@ def test_bad_grid_value_exits_2_before_spark(capsys: pytest.CaptureFixture[str])
 
 def test_sweep_runs_each_point_as_a_spark_task(spark: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "sweep.parquet"
-    code = main(["sweep", "--cluster", "idle-broker", "--master", "local[2]", "--out", str(out),
-                 "--grid", "strategy=ThresholdShedder", "--grid", "lowerBoundarySheddingEnabled=false,true"])
+    code = main(
+        [
+            "sweep",
+            "--cluster",
+            "idle-broker",
+            "--master",
+            "local[2]",
+            "--out",
+            str(out),
+            "--grid",
+            "strategy=ThresholdShedder",
+            "--grid",
+            "lowerBoundarySheddingEnabled=false,true",
+        ]
+    )
     assert code == 0
     doc = json.loads(capsys.readouterr().out)
     rows = doc["rows"]

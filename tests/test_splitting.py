@@ -46,13 +46,15 @@ def test_topic_count_equally_divide_docs_example() -> None:
     hashes = [0x10000000, 0x20000000, 0x35000000, 0x65000000, 0x70000000, 0x75000000]
     topics = [TopicLoad(f"t{i}", hash_code=h) for i, h in enumerate(hashes)]
     assert boundaries("topic_count_equally_divide", SplitRequest(Bundle("t/ns", 0, 0x80000000), topics)) == [
-        0x35000000 + (0x65000000 - 0x35000000) // 2]  # 0x4d000000, between topic3 and topic4
+        0x35000000 + (0x65000000 - 0x35000000) // 2
+    ]  # 0x4d000000, between topic3 and topic4
     assert boundaries("topic_count_equally_divide", SplitRequest(FULL, topics[:1])) is None
 
 
 def test_specified_positions_pulsar_vector() -> None:
-    req = SplitRequest(Bundle("t/ns", 1, 1000), [TopicLoad("topic"), TopicLoad("topic2")],
-                       [-1, 0, 1, 100, 200, 500, 800, 1000, 1100])
+    req = SplitRequest(
+        Bundle("t/ns", 1, 1000), [TopicLoad("topic"), TopicLoad("topic2")], [-1, 0, 1, 100, 200, 500, 800, 1000, 1100]
+    )
     assert boundaries("specified_positions_divide", req) == [100, 200, 500, 800]
     one_topic = SplitRequest(Bundle("t/ns", 1, 1000), [TopicLoad("a")], [1, 2])
     assert boundaries("specified_positions_divide", one_topic) is None
@@ -62,15 +64,18 @@ def test_specified_positions_pulsar_vector() -> None:
 
 def docs_flow_topics() -> list[TopicLoad]:
     hashes = [0x10000000, 0x15000000, 0x24000000, 0x39000000, 0x58000000, 0x76000000]
-    return [TopicLoad(f"t{i + 1}", msgRateIn=100.0 * (i + 1), msgThroughputIn=10.0 * (i + 1) * MIB, hash_code=h)
-            for i, h in enumerate(hashes)]
+    return [
+        TopicLoad(f"t{i + 1}", msgRateIn=100.0 * (i + 1), msgThroughputIn=10.0 * (i + 1) * MIB, hash_code=h)
+        for i, h in enumerate(hashes)
+    ]
 
 
 def test_flow_or_qps_docs_example_split_by_rate() -> None:
     # Pulsar docs case 1: max rate 450/s, max bandwidth 200 MB/s: cuts between t2|t3, t3|t4, t4|t5, t5|t6.
     # Pulsar's code puts each cut at start + (end - start) / 2 + 1 (the docs' text omits the +1).
-    config = Config().with_values({"loadBalancerNamespaceBundleMaxMsgRate": 450,
-                                   "loadBalancerNamespaceBundleMaxBandwidthMbytes": 200})
+    config = Config().with_values(
+        {"loadBalancerNamespaceBundleMaxMsgRate": 450, "loadBalancerNamespaceBundleMaxBandwidthMbytes": 200}
+    )
     req = SplitRequest(Bundle("t/ns", 0, 0x80000000), docs_flow_topics())
     pairs = [(0x15000000, 0x24000000), (0x24000000, 0x39000000), (0x39000000, 0x58000000), (0x58000000, 0x76000000)]
     assert boundaries("flow_or_qps_equally_divide", req, config) == [s + (e - s) // 2 + 1 for s, e in pairs]
@@ -88,8 +93,9 @@ def test_flow_or_qps_declines_below_tolerance_and_skips_idle_topics() -> None:
 def test_flow_or_qps_first_position_is_overload_pulsar_test() -> None:
     names = [f"persistent://test-tenant1/test-namespace1/test-partition-{i}" for i in range(5)]
     ordered = sorted(names, key=crc32_hash)
-    topics = [TopicLoad(n, 1000, 1000, 1000, 1000) if n == ordered[0] else TopicLoad(n, 24.5, 25, 1000, 1000)
-              for n in names]
+    topics = [
+        TopicLoad(n, 1000, 1000, 1000, 1000) if n == ordered[0] else TopicLoad(n, 24.5, 25, 1000, 1000) for n in names
+    ]
     config = Config().with_values({"loadBalancerNamespaceBundleMaxMsgRate": 1010})
     s, e = crc32_hash(ordered[0]), crc32_hash(ordered[1])
     assert boundaries("flow_or_qps_equally_divide", SplitRequest(FULL, topics), config)[0] == s + (e - s) // 2 + 1
@@ -99,8 +105,10 @@ def test_flow_or_qps_pulsar_partitions_test_every_piece_under_the_maximum() -> N
     topics = []
     for i in range(1, 13):
         rate_in = 24.5 if i < 6 else 25.5
-        topics += [TopicLoad(f"persistent://test-tenant1/test-namespace1/test{i}-partition-{j}", rate_in, 25, 1000,
-                             1000) for j in range(20)]
+        topics += [
+            TopicLoad(f"persistent://test-tenant1/test-namespace1/test{i}-partition-{j}", rate_in, 25, 1000, 1000)
+            for j in range(20)
+        ]
     topics.append(TopicLoad("persistent://test-tenant1/test-namespace1/test695-partition-0", 25, 35, 1000, 1000))
     config = Config().with_values({"loadBalancerNamespaceBundleMaxMsgRate": 1010})
     cuts = boundaries("flow_or_qps_equally_divide", SplitRequest(FULL, topics), config)
@@ -113,8 +121,12 @@ def test_flow_or_qps_pulsar_partitions_test_every_piece_under_the_maximum() -> N
 
 def test_algorithm_name_fallback() -> None:
     assert resolve_algorithm_name(None, Config()) == "range_equally_divide"
-    assert resolve_algorithm_name("bogus", Config().with_values(
-        {"defaultNamespaceBundleSplitAlgorithm": "topic_count_equally_divide"})) == "topic_count_equally_divide"
+    assert (
+        resolve_algorithm_name(
+            "bogus", Config().with_values({"defaultNamespaceBundleSplitAlgorithm": "topic_count_equally_divide"})
+        )
+        == "topic_count_equally_divide"
+    )
 
 
 def test_unsplittable_bundle_yields_no_split() -> None:
@@ -132,12 +144,17 @@ def test_unsplittable_bundle_yields_no_split() -> None:
         (NamespaceBundleStats(topics=2), 30000, 100 * MIB, []),
         (NamespaceBundleStats(topics=2), 0, 100 * MIB + 1, ["Bandwidth"]),
         (NamespaceBundleStats(topics=1, consumerCount=5000), 1e9, 1e12, []),
-        (NamespaceBundleStats(topics=2000, consumerCount=5000), 1e9, 1e12, ["Topics", "Sessions", "MsgRate",
-                                                                             "Bandwidth"]),
+        (
+            NamespaceBundleStats(topics=2000, consumerCount=5000),
+            1e9,
+            1e12,
+            ["Topics", "Sessions", "MsgRate", "Bandwidth"],
+        ),
     ],
 )
-def test_split_conditions_are_strict(stats: NamespaceBundleStats, rate: float, tput: float,
-                                     expected: list[str]) -> None:
+def test_split_conditions_are_strict(
+    stats: NamespaceBundleStats, rate: float, tput: float, expected: list[str]
+) -> None:
     assert split_reasons(stats, rate, tput, Config()) == expected
 
 
@@ -148,8 +165,9 @@ def test_sessions_rule_disabled_by_non_positive_max() -> None:
 
 def _snapshot(n_hot: int) -> dict[str, object]:
     stats = {f"t/ns/0x{i:08x}_0x{i + 1:08x}": {"topics": 2000} for i in range(n_hot)}
-    return {"brokers": {"b1": {"lastStats": stats}, "b2": {"lastStats": {"t/other/0x00000000_0xffffffff":
-                                                                        {"topics": 5}}}}}
+    return {
+        "brokers": {"b1": {"lastStats": stats}, "b2": {"lastStats": {"t/other/0x00000000_0xffffffff": {"topics": 5}}}}
+    }
 
 
 def test_detector_respects_namespace_maximum() -> None:
@@ -157,13 +175,16 @@ def test_detector_respects_namespace_maximum() -> None:
     config = Config().with_values({"loadBalancerNamespaceMaximumBundles": 5})
     # 3 bundles of t/ns seen in the snapshot: 3 + 0 < 5 and 3 + 1 < 5 accept, then 3 + 2 < 5 fails.
     assert [d.bundle for d in find_bundles_to_split(load, config)] == [
-        "t/ns/0x00000000_0x00000001", "t/ns/0x00000001_0x00000002"]
+        "t/ns/0x00000000_0x00000001",
+        "t/ns/0x00000001_0x00000002",
+    ]
     assert find_bundles_to_split(load, config, {"t/ns": 4}) == find_bundles_to_split(load, config)[:1]
 
 
 def test_detector_uses_long_term_rate_from_bundle_data() -> None:
-    load = parse_modular_snapshot({"brokers": {"b1": {"lastStats": {"t/ns/0x00000000_0xffffffff": {
-        "topics": 2, "msgRateIn": 1e9}}}}}).load
+    load = parse_modular_snapshot(
+        {"brokers": {"b1": {"lastStats": {"t/ns/0x00000000_0xffffffff": {"topics": 2, "msgRateIn": 1e9}}}}}
+    ).load
     assert find_bundles_to_split(load, Config()) == []  # no bundle data: long-term rate counts as 0
     data = BundleData.default()
     data.longTermData.msgRateIn = 40000

@@ -40,6 +40,7 @@ def sub(backlog: int = 100_000, queue: int = 1000, name: str = "s") -> Subscript
 
 # -- "over-delivery ... the quota for the next period will be reduced accordingly" ----------------
 
+
 @pytest.mark.parametrize("impl", IMPLS)
 def test_11_delivered_at_10_per_second_leaves_9_for_the_next_period(impl: str) -> None:
     clock = ManualClock()
@@ -74,6 +75,7 @@ def test_entries_of_11_messages_repay_one_message_of_debt_per_period() -> None:
 
 # -- preciseDispatcherFlowControl: 10 msg/s, 6 messages per entry -------------------------------
 
+
 def test_without_precise_flow_control_10_entries_about_60_messages_are_read() -> None:
     topic = TopicSpec(T, shape=EntryShape((6,)), subscriptions=(sub(queue=10),))
     got = run(cfg(dispatchThrottlingRatePerTopicInMsg=10), [topic], 13)
@@ -96,6 +98,7 @@ def test_batch_counting_reads_10_entries_per_second_whatever_their_messages() ->
 
 # -- per-partition limits --------------------------------------------------------------------------
 
+
 def test_partitioned_topic_with_2_partitions_at_10_per_second_delivers_20_per_second() -> None:
     topic = TopicSpec(T, partitions=2, subscriptions=(sub(),))
     sim = DispatchSimulation(cfg(dispatchThrottlingRatePerTopicInMsg=10), [topic])
@@ -113,6 +116,7 @@ def test_subscription_limit_applies_per_partition() -> None:
 
 # -- ratePeriodInSecond ----------------------------------------------------------------------------
 
+
 def test_rate_period_60_with_10000_messages_per_minute() -> None:
     rate = DispatchRate(10_000, -1, period_s=60)
     topic = TopicSpec(T, subscriptions=(sub(backlog=1_000_000),), policies=Policies(namespace_topic=rate))
@@ -121,12 +125,14 @@ def test_rate_period_60_with_10000_messages_per_minute() -> None:
 
 # -- priority: topic policies > namespace policies > broker configuration ------------------------
 
+
 def test_priority_of_topic_over_namespace_over_broker() -> None:
     config = cfg(dispatchThrottlingRatePerTopicInMsg=100)
     broker_only = TopicSpec(T, subscriptions=(sub(),))
     namespace = TopicSpec(T, subscriptions=(sub(),), policies=Policies(namespace_topic=DispatchRate(50)))
-    topic = TopicSpec(T, subscriptions=(sub(),),
-                      policies=Policies(topic_local=DispatchRate(10), namespace_topic=DispatchRate(50)))
+    topic = TopicSpec(
+        T, subscriptions=(sub(),), policies=Policies(topic_local=DispatchRate(10), namespace_topic=DispatchRate(50))
+    )
     assert run(config, [broker_only], 2) == [100, 100]
     assert run(config, [namespace], 2) == [50, 50]
     assert run(config, [topic], 2) == [10, 10]
@@ -136,19 +142,26 @@ def test_priority_of_topic_over_namespace_over_broker() -> None:
 
 def test_minus_one_and_zero_policies_fall_back_to_the_broker() -> None:
     config = cfg(dispatchThrottlingRatePerTopicInMsg=100)
-    topic = TopicSpec(T, subscriptions=(sub(),),
-                      policies=Policies(topic_local=DispatchRate(-1, -1), namespace_topic=DispatchRate(0, 0)))
+    topic = TopicSpec(
+        T,
+        subscriptions=(sub(),),
+        policies=Policies(topic_local=DispatchRate(-1, -1), namespace_topic=DispatchRate(0, 0)),
+    )
     assert run(config, [topic], 2) == [100, 100]
 
 
 def test_all_levels_apply_together() -> None:
-    config = cfg(dispatchThrottlingRateInMsg=1000, dispatchThrottlingRatePerTopicInMsg=100,
-                 dispatchThrottlingRatePerSubscriptionInMsg=7)
+    config = cfg(
+        dispatchThrottlingRateInMsg=1000,
+        dispatchThrottlingRatePerTopicInMsg=100,
+        dispatchThrottlingRatePerSubscriptionInMsg=7,
+    )
     topic = TopicSpec(T, subscriptions=(sub(),))
     assert run(config, [topic], 3) == [7, 7, 7]
 
 
 # -- concurrent dispatch: process-R and process-N of one subscription ------------------------------
+
 
 def test_two_interleaved_dispatch_processes_over_deliver() -> None:
     clock = ManualClock()
@@ -174,6 +187,7 @@ def test_two_subscriptions_reading_at_once_over_deliver_the_shared_topic_quota()
 
 # -- other knobs -----------------------------------------------------------------------------------
 
+
 def test_non_backlog_consumers_are_not_throttled_when_the_switch_is_off() -> None:
     small = TopicSpec(T, subscriptions=(sub(backlog=500),))
     off = cfg(dispatchThrottlingRatePerTopicInMsg=10, dispatchThrottlingOnNonBacklogConsumerEnabled=False)
@@ -198,14 +212,14 @@ def test_replicator_is_charged_one_message_per_entry() -> None:
 
 def test_relative_to_publish_rate_adds_the_publish_rate() -> None:
     rate = DispatchRate(10, -1, relative_to_publish_rate=True)
-    topic = TopicSpec(T, publish_entries_per_second=20, subscriptions=(sub(),),
-                      policies=Policies(namespace_topic=rate))
+    topic = TopicSpec(T, publish_entries_per_second=20, subscriptions=(sub(),), policies=Policies(namespace_topic=rate))
     assert run(Config(), [topic], 3) == [30, 30, 30]
 
 
 def test_policy_change_resets_the_bucket_in_the_simulation() -> None:
-    topic = TopicSpec(T, shape=EntryShape((6,)), subscriptions=(sub(),),
-                      policies=Policies(topic_local=DispatchRate(10)))
+    topic = TopicSpec(
+        T, shape=EntryShape((6,)), subscriptions=(sub(),), policies=Policies(topic_local=DispatchRate(10))
+    )
     sim = DispatchSimulation(Config(), [topic])
     assert sim.step(1000).broker.msgs == 60
     assert sim.step(2000).broker.msgs == 0  # still in debt

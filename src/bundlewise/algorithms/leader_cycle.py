@@ -73,11 +73,14 @@ class LeaderSheddingCycle:
 
     def run(self, load: LoadData, config: Config, now: int) -> CycleResult:
         if not (config["loadBalancerEnabled"] and config["loadBalancerSheddingEnabled"]):
-            return CycleResult(note="shedding disabled (loadBalancerEnabled/loadBalancerSheddingEnabled)",
-                               recently_unloaded=dict(self.recently_unloaded))
+            return CycleResult(
+                note="shedding disabled (loadBalancerEnabled/loadBalancerSheddingEnabled)",
+                recently_unloaded=dict(self.recently_unloaded),
+            )
         if len(load.brokers) <= 1:
-            return CycleResult(note="fewer than 2 brokers available: no shedding",
-                               recently_unloaded=dict(self.recently_unloaded))
+            return CycleResult(
+                note="fewer than 2 brokers available: no shedding", recently_unloaded=dict(self.recently_unloaded)
+            )
         recent = dict(load.recentlyUnloadedBundles)
         for bundle, at in self.recently_unloaded.items():
             recent[bundle] = max(at, recent.get(bundle, at))

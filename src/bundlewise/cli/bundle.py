@@ -34,13 +34,24 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "Output: one JSON line per topic {topic, hash, bundle}.",
     )
     g = p.add_mutually_exclusive_group()
-    g.add_argument("--bundles", type=int, metavar="N",
-                   help="the namespace has N equal bundles (default: defaultNumberOfNamespaceBundles, 4)")
-    g.add_argument("--boundaries", metavar="B0,B1,...",
-                   help="explicit boundaries, e.g. 0x00000000,0x40000000,0x80000000,0xffffffff")
+    g.add_argument(
+        "--bundles",
+        type=int,
+        metavar="N",
+        help="the namespace has N equal bundles (default: defaultNumberOfNamespaceBundles, 4)",
+    )
+    g.add_argument(
+        "--boundaries",
+        metavar="B0,B1,...",
+        help="explicit boundaries, e.g. 0x00000000,0x40000000,0x80000000,0xffffffff",
+    )
     add_config_options(p)
-    p.add_argument("topics", nargs="*", metavar="TOPIC",
-                   help="topic names (a short name t means persistent://public/default/t); stdin if none")
+    p.add_argument(
+        "topics",
+        nargs="*",
+        metavar="TOPIC",
+        help="topic names (a short name t means persistent://public/default/t); stdin if none",
+    )
     p.set_defaults(func=run)
 
 

@@ -16,7 +16,10 @@ CONFIG_HELP = (
 def add_config_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--config", metavar="FILE", help=CONFIG_HELP)
     p.add_argument(
-        "--set", metavar="KEY=VALUE", action="append", default=[],
+        "--set",
+        metavar="KEY=VALUE",
+        action="append",
+        default=[],
         help="override one configuration key (repeatable), e.g. --set loadBalancerBrokerThresholdShedderPercentage=5",
     )
 

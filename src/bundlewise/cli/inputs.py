@@ -52,7 +52,7 @@ def read_documents(path: str) -> list[Any]:
     text = read_text(path)
     stripped = text.strip()
     if not stripped:
-        raise InputError("empty input: expected a JSON snapshot, {\"steps\": [...]} or JSON Lines", source=source)
+        raise InputError('empty input: expected a JSON snapshot, {"steps": [...]} or JSON Lines', source=source)
     try:
         doc = json.loads(stripped, parse_constant=_strict_constant)
     except (json.JSONDecodeError, ValueError):

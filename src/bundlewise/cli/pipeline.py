@@ -28,16 +28,29 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--input", required=True, metavar="PATH", help="a file or a directory of files")
     p.add_argument("--format", choices=FORMATS, help="input format (default: detected from the file names)")
     g = p.add_mutually_exclusive_group()
-    g.add_argument("--bundles", type=int, metavar="N",
-                   help="every namespace has N equal bundles (default: defaultNumberOfNamespaceBundles)")
-    g.add_argument("--bundles-file", metavar="F",
-                   help='JSON {"boundaries": [...]} for every namespace, or {"tenant/ns": {"boundaries": [...]}}')
+    g.add_argument(
+        "--bundles",
+        type=int,
+        metavar="N",
+        help="every namespace has N equal bundles (default: defaultNumberOfNamespaceBundles)",
+    )
+    g.add_argument(
+        "--bundles-file",
+        metavar="F",
+        help='JSON {"boundaries": [...]} for every namespace, or {"tenant/ns": {"boundaries": [...]}}',
+    )
     p.add_argument("--out", metavar="DIR", help="write the Parquet datasets here (default: summary only)")
-    p.add_argument("--no-topic-samples", action="store_true",
-                   help="do not write topic_samples/ (the one output as large as the input)")
-    p.add_argument("--spark-reader", action="store_true",
-                   help="read a local Parquet trace with Spark's own reader instead of the columnar scan "
-                        "(Arrow in the Spark tasks; the default, several times faster)")
+    p.add_argument(
+        "--no-topic-samples",
+        action="store_true",
+        help="do not write topic_samples/ (the one output as large as the input)",
+    )
+    p.add_argument(
+        "--spark-reader",
+        action="store_true",
+        help="read a local Parquet trace with Spark's own reader instead of the columnar scan "
+        "(Arrow in the Spark tasks; the default, several times faster)",
+    )
     p.add_argument("--master", default="local[*]", metavar="URL", help="Spark master (default local[*])")
     add_config_options(p)
     p.set_defaults(func=run)
@@ -66,9 +79,16 @@ def run(args: argparse.Namespace) -> int:
 
     spark = get_session(args.master)
     summary = jobs.run_pipeline(
-        spark, args.input, args.format, boundaries, config, args.out, _progress,
+        spark,
+        args.input,
+        args.format,
+        boundaries,
+        config,
+        args.out,
+        _progress,
         bundle_counts_known=args.bundles is not None or args.bundles_file is not None,
-        write_topic_samples=not args.no_topic_samples, columnar=not args.spark_reader,
+        write_topic_samples=not args.no_topic_samples,
+        columnar=not args.spark_reader,
     )
     sys.stderr.write(jobs.format_summary(summary) + "\n")
     sys.stdout.write(json.dumps(summary.to_json()) + "\n")

@@ -40,14 +40,21 @@ One line per step: {{"step": i, "selected": broker|null, "best": [brokers picked
 
 
 def register(sub: Any) -> None:
-    p = sub.add_parser("place", help="choose a broker for a bundle (placement strategies)", description=DESCRIPTION,
-                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = sub.add_parser(
+        "place",
+        help="choose a broker for a bundle (placement strategies)",
+        description=DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("--strategy", required=True, metavar="NAME", help="placement strategy")
     add_config_options(p)
     p.add_argument("--seed", type=int, default=0, help="seed of the random tie-break (default 0: reproducible picks)")
     p.add_argument("--format", choices=("json", "table"), default="json", help="JSON Lines (default) or a table")
-    p.add_argument("--extensible", action="store_true",
-                   help="extensible load manager input (contract §6) and its LeastResourceUsageWithWeight")
+    p.add_argument(
+        "--extensible",
+        action="store_true",
+        help="extensible load manager input (contract §6) and its LeastResourceUsageWithWeight",
+    )
     p.add_argument("input", metavar="INPUT", help="snapshot file (.json / .jsonl), - for stdin")
     p.set_defaults(func=run)
 

@@ -54,14 +54,25 @@ namespaces, destination by the placement strategy, recently-unloaded memory) is 
 
 
 def register(sub: Any) -> None:
-    p = sub.add_parser("shed", help="which bundles to unload (shedding strategies)", description=DESCRIPTION,
-                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = sub.add_parser(
+        "shed",
+        help="which bundles to unload (shedding strategies)",
+        description=DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("--strategy", required=True, metavar="NAME", help="shedding strategy")
     add_config_options(p)
-    p.add_argument("--plan-only", action="store_true",
-                   help="print the strategy's own output (findBundlesForUnloading), without the leader's cycle")
-    p.add_argument("--seed", type=int, default=0,
-                   help="seed of the placement strategy's random tie-breaks when choosing destinations (default 0)")
+    p.add_argument(
+        "--plan-only",
+        action="store_true",
+        help="print the strategy's own output (findBundlesForUnloading), without the leader's cycle",
+    )
+    p.add_argument(
+        "--seed",
+        type=int,
+        default=0,
+        help="seed of the placement strategy's random tie-breaks when choosing destinations (default 0)",
+    )
     p.add_argument("--format", choices=("json", "table"), default="json", help="JSON Lines (default) or a table")
     p.add_argument("input", metavar="INPUT", help="snapshot file (.json / .jsonl), - for stdin")
     p.set_defaults(func=run)
@@ -71,8 +82,9 @@ def _run_extensible(args: argparse.Namespace, config: Config, docs: list[Any], s
     try:
         module = importlib.import_module("bundlewise.cli.shed_extensible")
     except ModuleNotFoundError:
-        raise InputError("TransferShedder (extensible load manager) is not available in this build",
-                         field="--strategy") from None
+        raise InputError(
+            "TransferShedder (extensible load manager) is not available in this build", field="--strategy"
+        ) from None
     return int(module.run_extensible(args, config, docs, source))
 
 

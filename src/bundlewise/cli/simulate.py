@@ -28,13 +28,26 @@ from bundlewise.sim.workload import TraceWorkload, read_trace
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    p = sub.add_parser("simulate", help="simulate a cluster under each shedding strategy and compare them",
-                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--cluster", metavar="CLUSTER.toml",
-                   help=f"scenario file or bundled name ({', '.join(bundled_names())}); default: default")
+    p = sub.add_parser(
+        "simulate",
+        help="simulate a cluster under each shedding strategy and compare them",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument(
+        "--cluster",
+        metavar="CLUSTER.toml",
+        help=f"scenario file or bundled name ({', '.join(bundled_names())}); default: default",
+    )
     p.add_argument("--workload", metavar="TRACE", help="topic-samples trace (Parquet, CSV, JSON Lines; contract §7)")
-    p.add_argument("--strategy", metavar="NAME", action="append", nargs="+", default=None,
-                   help="shedding strategy (repeatable); default: every strategy")
+    p.add_argument(
+        "--strategy",
+        metavar="NAME",
+        action="append",
+        nargs="+",
+        default=None,
+        help="shedding strategy (repeatable); default: every strategy",
+    )
     p.add_argument("--out", metavar="DIR", help="write summary.json, timeline.parquet, decisions.jsonl, report.html")
     p.add_argument("--seed", type=int, help="override the scenario's seed")
     p.add_argument("--format", choices=("json", "table"), default="json")
@@ -80,8 +93,11 @@ def run(args: argparse.Namespace) -> int:
         for w in warnings:
             sys.stderr.write(w + "\n")
         config = config.with_values(extra.explicit)
-    strategies = [s for group in args.strategy for s in group] if args.strategy else \
-        list(scenario.strategies or shedding_strategy_names())
+    strategies = (
+        [s for group in args.strategy for s in group]
+        if args.strategy
+        else list(scenario.strategies or shedding_strategy_names())
+    )
     trace = TraceWorkload(read_trace(args.workload), args.workload) if args.workload else None
     results = simulate(scenario, strategies, trace, None if args.no_progress else progress_bar, config)
     doc = summary(scenario, results)

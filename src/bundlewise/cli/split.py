@@ -39,25 +39,43 @@ INPUT: a snapshot (contract §5), {"steps": [...]} or JSON Lines; one line per s
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser("split", help="where a split algorithm would cut a bundle",
-                       description=SPLIT_DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = sub.add_parser(
+        "split",
+        help="where a split algorithm would cut a bundle",
+        description=SPLIT_DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("--algorithm", required=True, metavar="NAME", help=" | ".join(ALGORITHMS))
     p.add_argument("--bundle", required=True, help="tenant/namespace/0xLLLLLLLL_0xUUUUUUUU")
-    p.add_argument("--topics", metavar="FILE",
-                   help='JSON list of {"name", "msgRateIn", "msgRateOut", "msgThroughputIn", "msgThroughputOut"}')
     p.add_argument(
-        "--positions", metavar="P1,P2,...",
+        "--topics",
+        metavar="FILE",
+        help='JSON list of {"name", "msgRateIn", "msgRateOut", "msgThroughputIn", "msgThroughputOut"}',
+    )
+    p.add_argument(
+        "--positions",
+        metavar="P1,P2,...",
         help="split positions, decimal or 0x-hex (write --positions=-1,... when the list starts with a minus)",
     )
     add_config_options(p)
     p.set_defaults(func=run_split)
 
-    c = sub.add_parser("split-check", help="which bundles Pulsar's leader would split",
-                       description=CHECK_DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
-    c.add_argument("--extensible", action="store_true",
-                   help="the extensible load manager's split strategy on §6 snapshots (counts consecutive hits)")
-    c.add_argument("--bundle-counts", metavar="NS=N,...",
-                   help="current bundle count per namespace (default: distinct bundles in the snapshot)")
+    c = sub.add_parser(
+        "split-check",
+        help="which bundles Pulsar's leader would split",
+        description=CHECK_DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    c.add_argument(
+        "--extensible",
+        action="store_true",
+        help="the extensible load manager's split strategy on §6 snapshots (counts consecutive hits)",
+    )
+    c.add_argument(
+        "--bundle-counts",
+        metavar="NS=N,...",
+        help="current bundle count per namespace (default: distinct bundles in the snapshot)",
+    )
     add_config_options(c)
     c.add_argument("input", metavar="INPUT", help="snapshot file, or - for stdin")
     c.set_defaults(func=run_split_check)
@@ -76,13 +94,15 @@ def _topics(path: str) -> list[TopicLoad]:
             if not name:
                 raise InputError("expected a topic name", field=f"{where}.name")
             TopicName.parse(name)
-            out.append(TopicLoad(
-                name,
-                msgRateIn=fields.num(d, "msgRateIn", where),
-                msgRateOut=fields.num(d, "msgRateOut", where),
-                msgThroughputIn=fields.num(d, "msgThroughputIn", where),
-                msgThroughputOut=fields.num(d, "msgThroughputOut", where),
-            ))
+            out.append(
+                TopicLoad(
+                    name,
+                    msgRateIn=fields.num(d, "msgRateIn", where),
+                    msgRateOut=fields.num(d, "msgRateOut", where),
+                    msgThroughputIn=fields.num(d, "msgThroughputIn", where),
+                    msgThroughputOut=fields.num(d, "msgThroughputOut", where),
+                )
+            )
         except InputError as e:
             raise e.within(path) from None
     return out
@@ -91,8 +111,9 @@ def _topics(path: str) -> list[TopicLoad]:
 def run_split(args: argparse.Namespace) -> int:
     config = config_from_args(args)
     if args.algorithm not in ALGORITHMS:
-        raise InputError(f"unknown algorithm {args.algorithm!r}; expected one of {', '.join(ALGORITHMS)}",
-                         field="--algorithm")
+        raise InputError(
+            f"unknown algorithm {args.algorithm!r}; expected one of {', '.join(ALGORITHMS)}", field="--algorithm"
+        )
     try:
         bundle = Bundle.parse(args.bundle)
     except InputError as e:

@@ -24,12 +24,21 @@ from bundlewise.sim.workload import TraceWorkload, read_trace
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    p = sub.add_parser("sweep", help="simulate one scenario across a grid of settings (Spark tasks)",
-                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = sub.add_parser(
+        "sweep",
+        help="simulate one scenario across a grid of settings (Spark tasks)",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("--cluster", metavar="CLUSTER.toml", help="scenario file or bundled name; default: default")
     p.add_argument("--workload", metavar="TRACE", help="topic-samples trace replacing the built-in generator")
-    p.add_argument("--grid", metavar="KEY=V1,V2", action="append", default=None,
-                   help="one axis of the grid (repeatable): a configuration key or 'strategy'")
+    p.add_argument(
+        "--grid",
+        metavar="KEY=V1,V2",
+        action="append",
+        default=None,
+        help="one axis of the grid (repeatable): a configuration key or 'strategy'",
+    )
     p.add_argument("--strategy", metavar="NAME", action="append", nargs="+", default=None)
     p.add_argument("--seed", type=int)
     p.add_argument("--out", metavar="FILE.parquet", help="write the table as Parquet")
@@ -40,8 +49,11 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 def run(args: argparse.Namespace) -> int:
     scenario = resolve_scenario(args.cluster).with_seed(args.seed)
-    strategies = [s for g in args.strategy for s in g] if args.strategy else \
-        list(scenario.strategies or shedding_strategy_names())
+    strategies = (
+        [s for g in args.strategy for s in g]
+        if args.strategy
+        else list(scenario.strategies or shedding_strategy_names())
+    )
     points = parse_grid(args.grid if args.grid is not None else list(DEFAULT_GRID), strategies)
     validate_points(scenario, points)
     from bundlewise.pipeline.session import get_session

@@ -71,17 +71,30 @@ Output (JSON): {"periodSeconds", "limits": effective limit and its source per le
 "periods": [{"period", "start", "end", "broker": COUNTS, "topics": {partition: COUNTS + "subscriptions",
 "replicators"}}], "total": {...}} where COUNTS = {"msgs", "bytes", "entries", "throttledReads"}."""
 
-TOP_KEYS = ("periods", "periodSeconds", "readLatencyMs", "schedulingDelayUs", "backloggedThreshold", "config",
-            "topics")
-TOPIC_KEYS = ("name", "partitions", "messagesPerEntry", "entryBytes", "publishEntriesPerSecond", "topicPolicies",
-              "globalTopicPolicies", "namespacePolicies", "subscriptions", "replicators")
+TOP_KEYS = ("periods", "periodSeconds", "readLatencyMs", "schedulingDelayUs", "backloggedThreshold", "config", "topics")
+TOPIC_KEYS = (
+    "name",
+    "partitions",
+    "messagesPerEntry",
+    "entryBytes",
+    "publishEntriesPerSecond",
+    "topicPolicies",
+    "globalTopicPolicies",
+    "namespacePolicies",
+    "subscriptions",
+    "replicators",
+)
 MAX_PERIODS = 100_000
 MAX_PARTITIONS = 10_000
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser("throttle", help="messages and bytes delivered per period under dispatch throttling",
-                       description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = sub.add_parser(
+        "throttle",
+        help="messages and bytes delivered per period under dispatch throttling",
+        description=DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     add_config_options(p)
     p.add_argument("--format", choices=("json", "table"), default="json", help="JSON (default) or a table")
     p.add_argument("input", metavar="INPUT", help="scenario JSON file, or - for stdin")
@@ -94,8 +107,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 def _check_keys(d: Mapping[str, Any], allowed: tuple[str, ...], where: str) -> None:
     for k in d:
         if k not in allowed:
-            raise InputError(f"unknown field, expected one of {', '.join(allowed)}", field=f"{where}.{k}" if where
-                             else k)
+            raise InputError(
+                f"unknown field, expected one of {', '.join(allowed)}", field=f"{where}.{k}" if where else k
+            )
 
 
 def _pattern(d: Mapping[str, Any], key: str, where: str, default: int) -> tuple[int, ...]:
@@ -106,8 +120,7 @@ def _pattern(d: Mapping[str, Any], key: str, where: str, default: int) -> tuple[
     out = []
     for v in items:
         if isinstance(v, bool) or not isinstance(v, int | float) or v != int(v) or v < 1:
-            raise InputError(f"expected a positive whole number or a list of them, got {v!r}",
-                             field=f"{where}.{key}")
+            raise InputError(f"expected a positive whole number or a list of them, got {v!r}", field=f"{where}.{key}")
         out.append(int(v))
     return tuple(out)
 
@@ -139,12 +152,14 @@ def _consumers(value: Any, where: str) -> tuple[ConsumerSpec, ...]:
         c = fields.obj(item, w)
         _check_keys(c, ("name", "receiverQueueSize", "preciseDispatcherFlowControl", "writable"), w)
         precise = c.get("preciseDispatcherFlowControl")
-        out.append(ConsumerSpec(
-            name=fields.text(c, "name", w) or f"consumer-{i}",
-            receiver_queue_size=_positive(c, "receiverQueueSize", w, 1000),
-            precise=None if precise is None else fields.flag(c, "preciseDispatcherFlowControl", w, False),
-            writable=fields.flag(c, "writable", w, True),
-        ))
+        out.append(
+            ConsumerSpec(
+                name=fields.text(c, "name", w) or f"consumer-{i}",
+                receiver_queue_size=_positive(c, "receiverQueueSize", w, 1000),
+                precise=None if precise is None else fields.flag(c, "preciseDispatcherFlowControl", w, False),
+                writable=fields.flag(c, "writable", w, True),
+            )
+        )
     return tuple(out)
 
 
@@ -157,8 +172,13 @@ def _subscription(item: Any, where: str) -> SubscriptionSpec:
     kind = fields.text(d, "type", where, "Shared") or "Shared"
     if kind not in SUBSCRIPTION_TYPES:
         raise InputError(f"expected one of {', '.join(SUBSCRIPTION_TYPES)}, got {kind!r}", field=f"{where}.type")
-    return SubscriptionSpec(name, _consumers(d.get("consumers"), f"{where}.consumers"), kind,
-                            fields.integer(d, "backlogEntries", where, 0), _rate(d, "dispatchRate", where))
+    return SubscriptionSpec(
+        name,
+        _consumers(d.get("consumers"), f"{where}.consumers"),
+        kind,
+        fields.integer(d, "backlogEntries", where, 0),
+        _rate(d, "dispatchRate", where),
+    )
 
 
 def _replicator(item: Any, where: str) -> ReplicatorSpec:
@@ -167,8 +187,9 @@ def _replicator(item: Any, where: str) -> ReplicatorSpec:
     cluster = fields.text(d, "cluster", where)
     if not cluster:
         raise InputError("expected the remote cluster name", field=f"{where}.cluster")
-    return ReplicatorSpec(cluster, _positive(d, "producerPermits", where, 1000),
-                          fields.integer(d, "backlogEntries", where, 0))
+    return ReplicatorSpec(
+        cluster, _positive(d, "producerPermits", where, 1000), fields.integer(d, "backlogEntries", where, 0)
+    )
 
 
 def _policies(d: Mapping[str, Any], where: str) -> Policies:
@@ -178,8 +199,11 @@ def _policies(d: Mapping[str, Any], where: str) -> Policies:
     topic_keys = ("dispatchRate", "subscriptionDispatchRate", "replicatorDispatchRate")
     _check_keys(tp, topic_keys, f"{where}.topicPolicies")
     _check_keys(gp, topic_keys, f"{where}.globalTopicPolicies")
-    _check_keys(ns, ("topicDispatchRate", "clusterDispatchRate", "subscriptionDispatchRate",
-                     "replicatorDispatchRate"), f"{where}.namespacePolicies")
+    _check_keys(
+        ns,
+        ("topicDispatchRate", "clusterDispatchRate", "subscriptionDispatchRate", "replicatorDispatchRate"),
+        f"{where}.namespacePolicies",
+    )
     w_tp, w_gp, w_ns = f"{where}.topicPolicies", f"{where}.globalTopicPolicies", f"{where}.namespacePolicies"
     return Policies(
         topic_local=_rate(tp, "dispatchRate", w_tp),
@@ -232,8 +256,9 @@ def parse_topic(item: Any, where: str) -> TopicSpec:
     )
 
 
-def parse_scenario(doc: Any, config: Config, overrides: Mapping[str, str], source: str
-                   ) -> tuple[DispatchSimulation, int, int]:
+def parse_scenario(
+    doc: Any, config: Config, overrides: Mapping[str, str], source: str
+) -> tuple[DispatchSimulation, int, int]:
     """The simulation, the number of periods and the period length in ms described by ``doc``."""
     try:
         d = fields.obj(doc, "input")
@@ -261,10 +286,13 @@ def parse_scenario(doc: Any, config: Config, overrides: Mapping[str, str], sourc
         names = [n for t in topics for n in t.partition_names()]
         if len(set(names)) != len(names):
             raise InputError("expected distinct topic names", field="topics")
-        sim = DispatchSimulation(config, topics,
-                                 read_latency_ms=fields.integer(d, "readLatencyMs", "input", 1),
-                                 scheduling_delay_us=fields.integer(d, "schedulingDelayUs", "input", 100),
-                                 backlogged_threshold=fields.integer(d, "backloggedThreshold", "input", 1000))
+        sim = DispatchSimulation(
+            config,
+            topics,
+            read_latency_ms=fields.integer(d, "readLatencyMs", "input", 1),
+            scheduling_delay_us=fields.integer(d, "schedulingDelayUs", "input", 100),
+            backlogged_threshold=fields.integer(d, "backloggedThreshold", "input", 1000),
+        )
     except InputError as e:
         raise e.within(source) from None
     return sim, periods, period_ms
@@ -280,8 +308,12 @@ def simulate(sim: DispatchSimulation, periods: int, period_ms: int) -> dict[str,
         got = sim.step((k + 1) * period_ms)
         total.add(got)
         rows.append({"period": k, "start": k * period_ms, "end": (k + 1) * period_ms, **got.to_json()})
-    return {"periodSeconds": period_ms / 1000, "limits": sim.effective_limits(), "periods": rows,
-            "total": total.to_json()}
+    return {
+        "periodSeconds": period_ms / 1000,
+        "limits": sim.effective_limits(),
+        "periods": rows,
+        "total": total.to_json(),
+    }
 
 
 def run(args: argparse.Namespace) -> int:
@@ -319,8 +351,10 @@ def write_table(result: Mapping[str, Any]) -> None:
     out.write(header)
 
     def row(k: int | str, level: str, name: str, c: Mapping[str, int]) -> None:
-        out.write(f"{k:>6}  {level:<12} {name:<48} {c['msgs']:>10} {c['bytes']:>12} {c['entries']:>8} "
-                  f"{c['throttledReads']:>9}\n")
+        out.write(
+            f"{k:>6}  {level:<12} {name:<48} {c['msgs']:>10} {c['bytes']:>12} {c['entries']:>8} "
+            f"{c['throttledReads']:>9}\n"
+        )
 
     for p in [*result["periods"], {"period": "total", **result["total"]}]:
         k = p["period"]

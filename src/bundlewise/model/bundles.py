@@ -159,8 +159,7 @@ class NamespaceBundles:
         b = self.boundaries
         if h < b[0] or h > b[-1] or (h == b[-1] and b[-1] != FULL_UPPER_BOUND):
             raise HashOutOfRange(
-                f"hash 0x{h:08x} lies outside the bundles of {self.namespace} "
-                f"(0x{b[0]:08x}..0x{b[-1]:08x})"
+                f"hash 0x{h:08x} lies outside the bundles of {self.namespace} (0x{b[0]:08x}..0x{b[-1]:08x})"
             )
         i = min(bisect.bisect_right(b, h) - 1, len(b) - 2)
         return Bundle(self.namespace, b[i], b[i + 1])

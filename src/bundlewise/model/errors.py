@@ -1,8 +1,8 @@
 """The one exception tree of bundlewise.
 
-    BundlewiseError
-     └── InputError          bad input or usage; the CLI prints ``error: <message>`` and exits 2
-          └── HashOutOfRange a hash outside a namespace's bundle boundaries (Pulsar: IndexOutOfBounds)
+BundlewiseError
+ └── InputError          bad input or usage; the CLI prints ``error: <message>`` and exits 2
+      └── HashOutOfRange a hash outside a namespace's bundle boundaries (Pulsar: IndexOutOfBounds)
 """
 
 from __future__ import annotations

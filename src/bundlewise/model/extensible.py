@@ -91,10 +91,12 @@ class BrokerLoadData:
             bundleCount=bundle_count,
             topics=topics,
             maxResourceUsage=resources.max_usage(),
-            weightedMaxEMA=history_average(None if first else self.weightedMaxEMA, weighted_max(resources, weights),
-                                           history),
-            msgThroughputEMA=history_average(None if first else self.msgThroughputEMA,
-                                             msg_throughput_in + msg_throughput_out, history),
+            weightedMaxEMA=history_average(
+                None if first else self.weightedMaxEMA, weighted_max(resources, weights), history
+            ),
+            msgThroughputEMA=history_average(
+                None if first else self.msgThroughputEMA, msg_throughput_in + msg_throughput_out, history
+            ),
             updatedAt=now,
         )
 
@@ -192,7 +194,7 @@ class TopBundlesLoadData:
             raw = d["topBundlesLoadData"]
             lw = f"{where}.topBundlesLoadData"
             if not isinstance(raw, list):
-                raise InputError("expected a list of {\"bundleName\", \"stats\"}", field=lw)
+                raise InputError('expected a list of {"bundleName", "stats"}', field=lw)
             out = []
             for k, entry in enumerate(raw):
                 ew = f"{lw}[{k}]"

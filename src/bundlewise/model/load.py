@@ -53,8 +53,16 @@ class NamespaceBundleStats:
         fast = fields.nonneg_numbers(d, _STATS_KEYS)
         if fast is not None and all(float(x).is_integer() for x in fast[4:]):
             r_in, t_in, r_out, t_out, consumers, producers, topics, cache = fast
-            return cls(float(r_in), float(t_in), float(r_out), float(t_out),
-                       int(consumers), int(producers), int(topics), int(cache))
+            return cls(
+                float(r_in),
+                float(t_in),
+                float(r_out),
+                float(t_out),
+                int(consumers),
+                int(producers),
+                int(topics),
+                int(cache),
+            )
         n, i = fields.num, fields.integer
         return cls(
             n(d, "msgRateIn", where),
@@ -80,8 +88,16 @@ class NamespaceBundleStats:
         }
 
 
-_STATS_KEYS = ("msgRateIn", "msgThroughputIn", "msgRateOut", "msgThroughputOut",
-               "consumerCount", "producerCount", "topics", "cacheSize")
+_STATS_KEYS = (
+    "msgRateIn",
+    "msgThroughputIn",
+    "msgRateOut",
+    "msgThroughputOut",
+    "consumerCount",
+    "producerCount",
+    "topics",
+    "cacheSize",
+)
 
 DEFAULT_STATS = NamespaceBundleStats(
     msgRateIn=DEFAULT_MESSAGE_RATE,
@@ -127,8 +143,12 @@ class TimeAverageMessageData:
 
     def copy(self) -> TimeAverageMessageData:
         return TimeAverageMessageData(
-            self.maxSamples, self.numSamples,
-            self.msgThroughputIn, self.msgThroughputOut, self.msgRateIn, self.msgRateOut,
+            self.maxSamples,
+            self.numSamples,
+            self.msgThroughputIn,
+            self.msgThroughputOut,
+            self.msgRateIn,
+            self.msgRateOut,
         )
 
     @classmethod
@@ -194,8 +214,11 @@ class BundleData:
         )
 
     def to_json(self) -> dict[str, Any]:
-        return {"shortTermData": self.shortTermData.to_json(), "longTermData": self.longTermData.to_json(),
-                "topics": self.topics}
+        return {
+            "shortTermData": self.shortTermData.to_json(),
+            "longTermData": self.longTermData.to_json(),
+            "topics": self.topics,
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -221,8 +244,16 @@ class TimeAverageBrokerData:
                 vals = [prior.msgThroughputIn, prior.msgThroughputOut, prior.msgRateIn, prior.msgRateOut] * 2
             else:
                 st, lt = data.shortTermData, data.longTermData
-                vals = [st.msgThroughputIn, st.msgThroughputOut, st.msgRateIn, st.msgRateOut,
-                        lt.msgThroughputIn, lt.msgThroughputOut, lt.msgRateIn, lt.msgRateOut]
+                vals = [
+                    st.msgThroughputIn,
+                    st.msgThroughputOut,
+                    st.msgRateIn,
+                    st.msgRateOut,
+                    lt.msgThroughputIn,
+                    lt.msgThroughputOut,
+                    lt.msgRateIn,
+                    lt.msgRateOut,
+                ]
             for k in range(8):
                 s[k] += vals[k]
         return cls(*s)

@@ -71,8 +71,9 @@ def parse_modular_snapshot(doc: Any, where: str = "snapshot") -> ModularSnapshot
         rb = fields.obj(raw, bw)
         for k in EXTENSIBLE_BROKER_FIELDS:
             if k in rb:
-                raise InputError(f"'{k}' is a BrokerLoadData field of the extensible load manager (contract §6)",
-                                 field=bw)
+                raise InputError(
+                    f"'{k}' is a BrokerLoadData field of the extensible load manager (contract §6)", field=bw
+                )
         local = LocalBrokerData.from_json(rb, bw)
         for b in local.bundles:
             if b in owner and owner[b] != name:
@@ -90,8 +91,9 @@ def parse_modular_snapshot(doc: Any, where: str = "snapshot") -> ModularSnapshot
     if given:
         raw_bd = fields.obj(d["bundleData"], f"{where}.bundleData")
         bundle_data = {b: BundleData.from_json(v, f"{where}.bundleData.{b}") for b, v in raw_bd.items()}
-    recent_raw: Mapping[str, Any] = fields.obj(d.get("recentlyUnloadedBundles") or {},
-                                               f"{where}.recentlyUnloadedBundles")
+    recent_raw: Mapping[str, Any] = fields.obj(
+        d.get("recentlyUnloadedBundles") or {}, f"{where}.recentlyUnloadedBundles"
+    )
     recent = {b: fields.integer(recent_raw, b, f"{where}.recentlyUnloadedBundles") for b in recent_raw}
     config = fields.obj(d.get("config") or {}, f"{where}.config")
     known = {"timestamp", "brokers", "bundleData", "recentlyUnloadedBundles", "config"}

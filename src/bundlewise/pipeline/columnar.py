@@ -81,6 +81,7 @@ class Fragment:
 
 def _usable(schema: pa.Schema) -> bool:
     """Column types the scan reads as they are (anything else: general path)."""
+
     def kind(name: str) -> pa.DataType | None:
         i = schema.get_field_index(name)
         if i < 0:
@@ -194,8 +195,9 @@ class _Resolver:
         if self._last is not None and self._last[0].equals(topics):
             return self._last[1], self._last[2]
         encoded = topics if pa.types.is_dictionary(topics.type) else pc.dictionary_encode(topics)
-        ids = np.fromiter((self._id(n) for n in encoded.dictionary.to_pylist()), dtype=np.int32,
-                          count=len(encoded.dictionary))
+        ids = np.fromiter(
+            (self._id(n) for n in encoded.dictionary.to_pylist()), dtype=np.int32, count=len(encoded.dictionary)
+        )
         rows: np.ndarray = np.append(ids, np.int32(-1))[encoded.indices.fill_null(-1).to_numpy()]  # -1: null slot
         self._last = (topics, rows, encoded)
         return rows, encoded
@@ -255,12 +257,16 @@ def _scan_piece(table: pa.Table, resolver: _Resolver) -> tuple[pa.Table, pa.Tabl
         ok &= usable
     row_bundle, topics = _topic_ids(table.column("topic"), resolver)
     ok &= row_bundle >= 0
-    broker = table.column("broker") if "broker" in table.column_names else pa.chunked_array(
-        [pa.nulls(n, pa.string())])
-    clean = pa.table({
-        "timestamp": ts, "broker": broker, "topic": topics, "_bundle": pa.array(row_bundle),
-        **{name: numbers[name] for name in schemas.NUMBER_FIELDS},
-    })
+    broker = table.column("broker") if "broker" in table.column_names else pa.chunked_array([pa.nulls(n, pa.string())])
+    clean = pa.table(
+        {
+            "timestamp": ts,
+            "broker": broker,
+            "topic": topics,
+            "_bundle": pa.array(row_bundle),
+            **{name: numbers[name] for name in schemas.NUMBER_FIELDS},
+        }
+    )
     if not ok.all():
         clean = clean.filter(pa.array(ok))
     sums = _sum(clean.drop_columns(["topic"]), "sum", "count")
@@ -268,13 +274,21 @@ def _scan_piece(table: pa.Table, resolver: _Resolver) -> tuple[pa.Table, pa.Tabl
     if len(rest) == 0:
         return sums, None, clean
     idx = pa.array(rest)
-    others = pa.table({
-        "timestamp": ts.take(idx),
-        "broker": broker.take(idx).cast(pa.string()),
-        "topic": table.column("topic").take(idx).cast(pa.string()),
-        **{name: (table.column(name).take(idx).cast(pa.float64()) if name in table.column_names
-                  else pa.nulls(len(rest), pa.float64())) for name in schemas.NUMBER_FIELDS},
-    })
+    others = pa.table(
+        {
+            "timestamp": ts.take(idx),
+            "broker": broker.take(idx).cast(pa.string()),
+            "topic": table.column("topic").take(idx).cast(pa.string()),
+            **{
+                name: (
+                    table.column(name).take(idx).cast(pa.float64())
+                    if name in table.column_names
+                    else pa.nulls(len(rest), pa.float64())
+                )
+                for name in schemas.NUMBER_FIELDS
+            },
+        }
+    )
     return sums, others, clean
 
 
@@ -282,10 +296,13 @@ def _sum(table: pa.Table, numbers: str, rows: str) -> pa.Table:
     """Per (timestamp, broker, _bundle): ``numbers`` ("sum") of each number, ``rows`` ("count" or "sum")."""
     counted = "timestamp" if rows == "count" else "rows"
     done = table.group_by(["timestamp", "broker", "_bundle"], use_threads=False).aggregate(
-        [(name, numbers) for name in schemas.NUMBER_FIELDS] + [(counted, rows)])
-    done = done.rename_columns(["timestamp", "broker", "_bundle", *schemas.NUMBER_FIELDS, "rows"]
-                               if done.column_names[0] == "timestamp" else
-                               [*schemas.NUMBER_FIELDS, "rows", "timestamp", "broker", "_bundle"])
+        [(name, numbers) for name in schemas.NUMBER_FIELDS] + [(counted, rows)]
+    )
+    done = done.rename_columns(
+        ["timestamp", "broker", "_bundle", *schemas.NUMBER_FIELDS, "rows"]
+        if done.column_names[0] == "timestamp"
+        else [*schemas.NUMBER_FIELDS, "rows", "timestamp", "broker", "_bundle"]
+    )
     i = done.schema.get_field_index("broker")
     return done.set_column(i, "broker", done.column(i).cast(pa.string()))  # pieces' dictionaries differ
 
@@ -306,16 +323,20 @@ class _SamplesWriter:
     def add(self, clean: pa.Table, resolver: _Resolver) -> None:
         ids = clean.column("_bundle").combine_chunks()
         bundles, namespaces, namespace_of = resolver.bundles(), resolver.namespace_names(), resolver.namespace_index()
-        self.pending.append(pa.table({
-            "timestamp": clean.column("timestamp"),
-            "broker": clean.column("broker"),
-            "topic": clean.column("topic"),
-            "bundle": pa.DictionaryArray.from_arrays(ids, bundles),
-            "namespace": pa.DictionaryArray.from_arrays(pc.take(namespace_of, ids), namespaces),
-            **{name: clean.column(name) for name in schemas.RATE_FIELDS},
-            **{name: clean.column(name) for name in schemas.COUNT_FIELDS},
-            "topics": pa.array(np.ones(clean.num_rows, dtype=np.int64)),
-        }))
+        self.pending.append(
+            pa.table(
+                {
+                    "timestamp": clean.column("timestamp"),
+                    "broker": clean.column("broker"),
+                    "topic": clean.column("topic"),
+                    "bundle": pa.DictionaryArray.from_arrays(ids, bundles),
+                    "namespace": pa.DictionaryArray.from_arrays(pc.take(namespace_of, ids), namespaces),
+                    **{name: clean.column(name) for name in schemas.RATE_FIELDS},
+                    **{name: clean.column(name) for name in schemas.COUNT_FIELDS},
+                    "topics": pa.array(np.ones(clean.num_rows, dtype=np.int64)),
+                }
+            )
+        )
         self.rows += clean.num_rows
         if self.rows >= self.ROW_GROUP:
             self.flush()
@@ -326,8 +347,12 @@ class _SamplesWriter:
         table = pa.concat_tables(self.pending)
         if self.writer is None:
             self.writer = pq.ParquetWriter(
-                self.temp, table.schema, use_dictionary=["broker", "topic", "bundle", "namespace"],
-                write_statistics=["timestamp", "broker", "bundle", "namespace"], dictionary_pagesize_limit=16 << 20)
+                self.temp,
+                table.schema,
+                use_dictionary=["broker", "topic", "bundle", "namespace"],
+                write_statistics=["timestamp", "broker", "bundle", "namespace"],
+                dictionary_pagesize_limit=16 << 20,
+            )
         self.writer.write_table(table, row_group_size=max(1, table.num_rows))
         self.pending, self.rows = [], 0
 
@@ -350,8 +375,9 @@ def scan_fragment(fragment: Fragment, boundaries: Boundaries, samples_dir: str |
     sums: list[pa.Table] = []
     others: list[pa.Table] = []
     for group in groups:
-        piece_sums, piece_others, clean = _scan_piece(f.read_row_group(group, columns=columns, use_threads=False),
-                                                      resolver)
+        piece_sums, piece_others, clean = _scan_piece(
+            f.read_row_group(group, columns=columns, use_threads=False), resolver
+        )
         sums.append(piece_sums)
         if piece_others is not None:
             others.append(piece_others)
@@ -368,23 +394,30 @@ def _scan_rows(total: pa.Table | None, others: list[pa.Table], resolver: _Resolv
     parts: list[pa.Table] = []
     if total is not None and total.num_rows:
         ids = total.column("_bundle")
-        parts.append(pa.table({
-            "timestamp": total.column("timestamp"),
-            "broker": total.column("broker").cast(pa.string()),
-            "topic": pa.nulls(total.num_rows, pa.string()),
-            "bundle": pc.take(resolver.bundles(), ids),
-            "namespace": pc.take(resolver.namespace_names(), pc.take(resolver.namespace_index(), ids)),
-            **{name: total.column(name) for name in schemas.NUMBER_FIELDS},
-            "topics": total.column("rows"),
-            "rows": total.column("rows"),
-        }).cast(_SCAN_ARROW))
+        parts.append(
+            pa.table(
+                {
+                    "timestamp": total.column("timestamp"),
+                    "broker": total.column("broker").cast(pa.string()),
+                    "topic": pa.nulls(total.num_rows, pa.string()),
+                    "bundle": pc.take(resolver.bundles(), ids),
+                    "namespace": pc.take(resolver.namespace_names(), pc.take(resolver.namespace_index(), ids)),
+                    **{name: total.column(name) for name in schemas.NUMBER_FIELDS},
+                    "topics": total.column("rows"),
+                    "rows": total.column("rows"),
+                }
+            ).cast(_SCAN_ARROW)
+        )
     for o in others:
         n = o.num_rows
-        parts.append(o.append_column("bundle", pa.nulls(n, pa.string()))
-                     .append_column("namespace", pa.nulls(n, pa.string()))
-                     .append_column("topics", pa.nulls(n, pa.int64()))
-                     .append_column("rows", pa.nulls(n, pa.int64()))
-                     .select(_SCAN_ARROW.names).cast(_SCAN_ARROW))
+        parts.append(
+            o.append_column("bundle", pa.nulls(n, pa.string()))
+            .append_column("namespace", pa.nulls(n, pa.string()))
+            .append_column("topics", pa.nulls(n, pa.int64()))
+            .append_column("rows", pa.nulls(n, pa.int64()))
+            .select(_SCAN_ARROW.names)
+            .cast(_SCAN_ARROW)
+        )
     return pa.concat_tables(parts) if parts else _SCAN_ARROW.empty_table()
 
 

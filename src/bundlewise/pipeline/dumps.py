@@ -99,9 +99,7 @@ def _load_json(source: str, text: str) -> tuple[Any, list[Reject]]:
         return None, [(source, _record(text), f"not JSON: {e}")]
 
 
-def _unwrap(
-    source: str, doc: Any, payload_key: str
-) -> tuple[Any, str | None, int | None, list[Reject]]:
+def _unwrap(source: str, doc: Any, payload_key: str) -> tuple[Any, str | None, int | None, list[Reject]]:
     """The payload, broker and timestamp of a dump (wrapper first, then the file name)."""
     broker, ts = file_identity(source)
     if isinstance(doc, dict) and payload_key in doc and "timestamp" in doc:
@@ -176,12 +174,21 @@ def parse_topics_dump(source: str, text: str) -> tuple[list[Row], list[Reject]]:
                         if not isinstance(stats, dict):
                             raise InputError("expected a TopicStats object")
                         producers, consumers = topic_stats_counts(stats)
-                        rows.append((
-                            ts, broker, str(name), bundle,
-                            _number(stats, "msgRateIn"), _number(stats, "msgRateOut"),
-                            _number(stats, "msgThroughputIn"), _number(stats, "msgThroughputOut"),
-                            producers, consumers, 1,
-                        ))
+                        rows.append(
+                            (
+                                ts,
+                                broker,
+                                str(name),
+                                bundle,
+                                _number(stats, "msgRateIn"),
+                                _number(stats, "msgRateOut"),
+                                _number(stats, "msgThroughputIn"),
+                                _number(stats, "msgThroughputOut"),
+                                producers,
+                                consumers,
+                                1,
+                            )
+                        )
                     except InputError as e:
                         rejects.append((source, _record({topic: stats}), f"topic {topic}: {e}"))
     return rows, rejects
@@ -224,8 +231,21 @@ def parse_load_report(source: str, text: str) -> tuple[list[Row], list[Reject]]:
         except InputError as e:
             rejects.append((source, _record({name: raw}), str(e)))
             continue
-        rows.append((ts, broker, None, bundle, s.msgRateIn, s.msgRateOut, s.msgThroughputIn, s.msgThroughputOut,
-                     s.producerCount, s.consumerCount, s.topics))
+        rows.append(
+            (
+                ts,
+                broker,
+                None,
+                bundle,
+                s.msgRateIn,
+                s.msgRateOut,
+                s.msgThroughputIn,
+                s.msgThroughputOut,
+                s.producerCount,
+                s.consumerCount,
+                s.topics,
+            )
+        )
     return rows, rejects
 
 
@@ -304,10 +324,10 @@ def parse_prometheus(source: str, text: str) -> tuple[list[Row], list[Reject]]:
                 close = line.rfind("}")
                 if close < brace:
                     raise InputError("unterminated label set")
-                labels = _parse_labels(line[brace + 1:close])
-                rest = line[close + 1:].split()
+                labels = _parse_labels(line[brace + 1 : close])
+                rest = line[close + 1 :].split()
             else:
-                labels, rest = {}, line[len(name):].split()
+                labels, rest = {}, line[len(name) :].split()
             if not rest or len(rest) > 2:
                 raise InputError("expected 'value [timestamp]' after the labels")
             value = float(rest[0])

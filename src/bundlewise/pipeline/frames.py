@@ -40,8 +40,9 @@ def finish_sums(partial: pa.Table) -> pd.DataFrame:
     """Partial sums → one row per (timestamp, bundle), in no particular order."""
     aggregates = [(c, "sum") for c in SUMMED] + [("namespace", "first"), ("broker", "min")]
     done = partial.group_by(["timestamp", "bundle"], use_threads=False).aggregate(aggregates)
-    renamed = done.rename_columns([c.removesuffix("_sum").removesuffix("_first").removesuffix("_min")
-                                   for c in done.column_names])
+    renamed = done.rename_columns(
+        [c.removesuffix("_sum").removesuffix("_first").removesuffix("_min") for c in done.column_names]
+    )
     pdf = renamed.to_pandas()
     pdf["sessions"] = pdf["producerCount"] + pdf["consumerCount"]
     return pdf
@@ -108,12 +109,17 @@ def split_reason_lists(pdf: pd.DataFrame, limits: SplitThresholds) -> pa.ListArr
     sessions = (pdf["producerCount"] + pdf["consumerCount"]).to_numpy()
     rate = (pdf["longTermMsgRateIn"] + pdf["longTermMsgRateOut"]).to_numpy()
     tput = (pdf["longTermMsgThroughputIn"] + pdf["longTermMsgThroughputOut"]).to_numpy()
-    met = np.column_stack([
-        topics > limits.max_topics,
-        (limits.max_sessions > 0) & (sessions > limits.max_sessions),
-        rate > limits.max_msg_rate,
-        tput > limits.max_bandwidth_bytes,
-    ]) & (topics >= 2)[:, None]
+    met = (
+        np.column_stack(
+            [
+                topics > limits.max_topics,
+                (limits.max_sessions > 0) & (sessions > limits.max_sessions),
+                rate > limits.max_msg_rate,
+                tput > limits.max_bandwidth_bytes,
+            ]
+        )
+        & (topics >= 2)[:, None]
+    )
     offsets = np.r_[0, np.cumsum(met.sum(axis=1))].astype(np.int32)
     values = np.asarray(REASONS, dtype=object)[np.nonzero(met)[1]]  # row-major: each row's reasons in order
     return pa.ListArray.from_arrays(pa.array(offsets), pa.array(values, pa.string()))

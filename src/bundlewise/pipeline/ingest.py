@@ -59,8 +59,9 @@ def _timestamp_expr(raw: DataFrame) -> Column:
     s = F.trim(c.cast("string"))
     as_num = s.try_cast("double")
     iso = F.unix_millis(s.try_cast("timestamp"))
-    return F.when(as_num.isNotNull() & ~F.isnan(as_num) & (as_num >= 0) & (as_num < 9.2e18),
-                  as_num.cast("long")).otherwise(iso)
+    return F.when(
+        as_num.isNotNull() & ~F.isnan(as_num) & (as_num >= 0) & (as_num < 9.2e18), as_num.cast("long")
+    ).otherwise(iso)
 
 
 def _number_expr(raw: DataFrame, name: str) -> Column:
@@ -100,8 +101,9 @@ def validate_trace(raw: DataFrame, source: str) -> tuple[DataFrame, DataFrame]:
     """A raw canonical trace → (samples in ``TOPIC_SAMPLES`` shape, rejects)."""
     missing = [c for c in REQUIRED_COLUMNS if c not in raw.columns]
     if missing:
-        raise InputError(f"trace has no {', '.join(missing)} column (need timestamp, topic, msgRateIn, ...)",
-                         source=source)
+        raise InputError(
+            f"trace has no {', '.join(missing)} column (need timestamp, topic, msgRateIn, ...)", source=source
+        )
     ts = _timestamp_expr(raw)
     values = {name: _number_expr(raw, name) for name in (*schemas.RATE_FIELDS, *schemas.COUNT_FIELDS)}
     reason = _reason_expr(raw, ts, values)
@@ -145,6 +147,7 @@ def samples_from_dumps(spark: Any, files: Any, fmt: str) -> Ingested:
     rejects = spark.createDataFrame(parsed.filter(lambda t: t[0] == "R").map(lambda t: t[1]), schemas.REJECTS)
     reports = None
     if fmt == "load-report":
-        reports = spark.createDataFrame(parsed.filter(lambda t: t[0] == "B").map(lambda t: t[1]),
-                                        schemas.BROKER_REPORTS)
+        reports = spark.createDataFrame(
+            parsed.filter(lambda t: t[0] == "B").map(lambda t: t[1]), schemas.BROKER_REPORTS
+        )
     return Ingested(samples, rejects, reports)

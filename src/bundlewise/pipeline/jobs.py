@@ -76,7 +76,7 @@ def _is_local(path: str) -> bool:
 
 
 def _local(path: str) -> str:
-    return path[len("file://"):] if path.startswith("file://") else path
+    return path[len("file://") :] if path.startswith("file://") else path
 
 
 def _files(path: str) -> list[str]:
@@ -239,8 +239,9 @@ def run_pipeline(
         broker_reports: DataFrame | None = None
         input_rows: DataFrame | None = None
         if fragments is not None:
-            partial, rejects, cached = _columnar_sums(spark, fragments, boundaries, input_path, samples_out,
-                                                      outputs, step)
+            partial, rejects, cached = _columnar_sums(
+                spark, fragments, boundaries, input_path, samples_out, outputs, step
+            )
         else:
             data = read_input(spark, input_path, fmt)
             broker_reports, input_rows = data.broker_reports, data.input_rows
@@ -288,7 +289,11 @@ def run_pipeline(
 
 
 def _bundle_sums(
-    data: ingest.Ingested, boundaries: Boundaries, source: str, samples_out: str | None, outputs: dict[str, str],
+    data: ingest.Ingested,
+    boundaries: Boundaries,
+    source: str,
+    samples_out: str | None,
+    outputs: dict[str, str],
     step: Progress,
 ) -> tuple[DataFrame, DataFrame | None, DataFrame | None]:
     """``(partial sums per (timestamp, bundle, namespace, broker), rejects (None: none), table to unpersist)``.
@@ -307,8 +312,9 @@ def _bundle_sums(
         return _written_sums(resolved, samples_out, outputs, step), data.rejects.unionByName(unresolved), None
     tagged = keyed.tag(data.samples, bounds)
     if samples_out is not None:
-        sums, unresolved, cached = _written_fast_sums(data, tagged, bounds, boundaries, source, samples_out,
-                                                      outputs, step)
+        sums, unresolved, cached = _written_fast_sums(
+            data, tagged, bounds, boundaries, source, samples_out, outputs, step
+        )
         return sums, data.rejects.unionByName(unresolved), cached
     sums = keyed.keyed_sums(tagged).cache()
     fast_sums, other_rows = keyed.split_sums(sums, bounds)
@@ -327,8 +333,13 @@ def _columnar_plan(spark: Any, path: str, fmt: str | None) -> list[columnar.Frag
 
 
 def _columnar_sums(
-    spark: Any, fragments: list[columnar.Fragment], boundaries: Boundaries, source: str, samples_out: str | None,
-    outputs: dict[str, str], step: Progress,
+    spark: Any,
+    fragments: list[columnar.Fragment],
+    boundaries: Boundaries,
+    source: str,
+    samples_out: str | None,
+    outputs: dict[str, str],
+    step: Progress,
 ) -> tuple[DataFrame, DataFrame | None, DataFrame | None]:
     """``columnar.scan`` of a local Parquet trace: clean rows summed (and written to ``topic_samples/``) by the
     tasks; the other rows, if any, through the general path (validation, ``transforms.resolve``) with the
@@ -341,15 +352,21 @@ def _columnar_sums(
     counted = scanned.agg(F.count(F.when(F.col("rows").isNull(), 1)).alias("others")).first()
     others = int(counted["others"]) if counted is not None else 0
     sums = scanned.where(F.col("rows").isNotNull()).select(
-        "timestamp", "bundle", "broker", *[F.col(c).cast("long") if c in schemas.COUNT_FIELDS else F.col(c)
-                                           for c in schemas.SUM_FIELDS], "rows", "namespace")
+        "timestamp",
+        "bundle",
+        "broker",
+        *[F.col(c).cast("long") if c in schemas.COUNT_FIELDS else F.col(c) for c in schemas.SUM_FIELDS],
+        "rows",
+        "namespace",
+    )
     if others == 0:
         _ensure_schema(spark, samples_dir, boundaries)
         return sums, None, scanned
     step(f"resolving {others:,} rows on the general path")
     raw = _read_trace(spark, source).schema
     rows = scanned.where(F.col("rows").isNull()).select(
-        *[F.col(f.name).cast(f.dataType).alias(f.name) for f in raw.fields if f.name in columnar.SCAN.names])
+        *[F.col(f.name).cast(f.dataType).alias(f.name) for f in raw.fields if f.name in columnar.SCAN.names]
+    )
     samples, invalid = ingest.validate_trace(rows, source)
     resolved, unresolved = transforms.resolve(samples, boundaries, source)
     if samples_dir is not None:
@@ -387,8 +404,14 @@ def _written_sums(resolved: DataFrame, out: str, outputs: dict[str, str], step: 
 
 
 def _written_fast_sums(
-    data: ingest.Ingested, tagged: DataFrame, bounds: tuple[int, ...], boundaries: Boundaries, source: str,
-    out: str, outputs: dict[str, str], step: Progress,
+    data: ingest.Ingested,
+    tagged: DataFrame,
+    bounds: tuple[int, ...],
+    boundaries: Boundaries,
+    source: str,
+    out: str,
+    outputs: dict[str, str],
+    step: Progress,
 ) -> tuple[DataFrame, DataFrame, None]:
     """``topic_samples/`` on the fast path: the canonical rows are written first (one pass over the input).
 
@@ -454,8 +477,10 @@ def _summarise(overview: list[Any], reasons: dict[str, int]) -> Summary:
         bundles=len(overview),
         brokers=len({b for r in overview for b in r["brokers"]}),
         time_span=(min((r["t0"] for r in overview), default=None), max((r["t1"] for r in overview), default=None)),
-        hottest=[{"bundle": r["bundle"], "peakThroughput": r["peakThroughput"], "peakMsgRate": r["peakMsgRate"]}
-                 for r in hottest],
+        hottest=[
+            {"bundle": r["bundle"], "peakThroughput": r["peakThroughput"], "peakMsgRate": r["peakMsgRate"]}
+            for r in hottest
+        ],
         split_candidates=sum(int(r["candidates"]) for r in overview),
         reject_reasons=dict(sorted(reasons.items(), key=lambda kv: (-kv[1], kv[0]))[:10]),
     )

@@ -51,12 +51,17 @@ def canonical(topic: Column) -> tuple[Column, Column]:
     positions are computed per row (``locate``); the namespace is the one substring taken.
     """
     start = F.when(topic.startswith(DOMAINS[0]), F.lit(len(DOMAINS[0]) + 1)).when(
-        topic.startswith(DOMAINS[1]), F.lit(len(DOMAINS[1]) + 1))
+        topic.startswith(DOMAINS[1]), F.lit(len(DOMAINS[1]) + 1)
+    )
     first = _locate_slash(topic, start)
     second = _locate_slash(topic, first + 1)
     ok = (
-        start.isNotNull() & (first > start) & (second > first + 1) & (F.length(topic) > second)
-        & (_locate_slash(topic, second + 1) == 0) & ~topic.endswith(" ")
+        start.isNotNull()
+        & (first > start)
+        & (second > first + 1)
+        & (F.length(topic) > second)
+        & (_locate_slash(topic, second + 1) == 0)
+        & ~topic.endswith(" ")
     )
     return F.coalesce(ok, F.lit(False)), topic.substr(start, second - start)
 

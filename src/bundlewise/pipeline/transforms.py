@@ -56,25 +56,35 @@ def with_topic_names(df: DataFrame, topic: str = "topic") -> DataFrame:
     has_domain = c("_sep") > 0
     step2 = step1.withColumn(
         "_dom", F.when(has_domain, F.substring_index(c("_raw"), "://", 1)).otherwise(F.lit("persistent"))
-    ).withColumn("_aft", F.when(has_domain, c("_raw").substr(c("_sep") + 3, F.length(c("_raw")) + 1))
-                 .otherwise(c("_raw")))
+    ).withColumn(
+        "_aft", F.when(has_domain, c("_raw").substr(c("_sep") + 3, F.length(c("_raw")) + 1)).otherwise(c("_raw"))
+    )
     step3 = step2.withColumn(
         "_rest",
-        F.when(~has_domain & (F.instr(c("_aft"), "/") == 0), F.concat(F.lit("public/default/"), c("_aft")))
-        .otherwise(c("_aft")),
+        F.when(~has_domain & (F.instr(c("_aft"), "/") == 0), F.concat(F.lit("public/default/"), c("_aft"))).otherwise(
+            c("_aft")
+        ),
     )
     slashes = F.length(c("_rest")) - F.length(F.replace(c("_rest"), F.lit("/"), F.lit("")))
-    step4 = step3.withColumn("_nsx", F.when(slashes >= 3, F.substring_index(c("_rest"), "/", 3))
-                             .otherwise(F.substring_index(c("_rest"), "/", 2))).withColumn("_sl", slashes)
+    step4 = step3.withColumn(
+        "_nsx",
+        F.when(slashes >= 3, F.substring_index(c("_rest"), "/", 3)).otherwise(F.substring_index(c("_rest"), "/", 2)),
+    ).withColumn("_sl", slashes)
     local = c("_rest").substr(F.length(c("_nsx")) + 2, F.length(c("_rest")) + 1)
     quoted = F.concat(F.lit("topic '"), c(topic), F.lit("'"))
     error = (
         F.when(c(topic).isNull() | (c("_raw") == ""), F.lit("topic name is empty"))
-        .when(~c("_dom").isin("persistent", "non-persistent"),
-              F.concat(quoted, F.lit(": domain must be one of persistent, non-persistent")))
+        .when(
+            ~c("_dom").isin("persistent", "non-persistent"),
+            F.concat(quoted, F.lit(": domain must be one of persistent, non-persistent")),
+        )
         .when(c("_sl") < 2, F.concat(quoted, F.lit(" is not 'domain://tenant/namespace/name'")))
-        .when((F.substring_index(c("_rest"), "/", 1) == "") | (F.substring_index(c("_nsx"), "/", -1) == "")
-              | (local == ""), F.concat(quoted, F.lit(" has an empty tenant, namespace or local name")))
+        .when(
+            (F.substring_index(c("_rest"), "/", 1) == "")
+            | (F.substring_index(c("_nsx"), "/", -1) == "")
+            | (local == ""),
+            F.concat(quoted, F.lit(" has an empty tenant, namespace or local name")),
+        )
     )
     step5 = step4.withColumn("_err", error)
     ok = c("_err").isNull()
@@ -131,8 +141,9 @@ def resolve(samples: DataFrame, boundaries: Boundaries, source: str = "input") -
     carried = F.col("bundle")
     lower, upper = bundle_range(F.col("_ns"), F.col("_h"), boundaries)
     df = df.withColumn("_lo", lower).withColumn("_hi", upper)
-    computed = F.when(carried.isNull() & F.col("_lo").isNotNull(), bundle_name(F.col("_ns"), F.col("_lo"),
-                                                                                F.col("_hi")))
+    computed = F.when(
+        carried.isNull() & F.col("_lo").isNotNull(), bundle_name(F.col("_ns"), F.col("_lo"), F.col("_hi"))
+    )
     carried_ns = F.expr(_BUNDLE_NAMESPACE)
     reason = (
         F.when(carried.isNull() & F.col("topic").isNull(), F.lit("neither topic nor bundle"))
@@ -141,8 +152,9 @@ def resolve(samples: DataFrame, boundaries: Boundaries, source: str = "input") -
     )
     # the filters below reference a non-deterministic column: an optimizer barrier, so they are not pushed down
     # with the name/hash/range expressions inlined into them (which made the generated code exceed 64 KB)
-    tagged = (df.withColumn("_bundle", computed).withColumn("_reason", reason)
-              .withColumn("_part", F.spark_partition_id()))
+    tagged = (
+        df.withColumn("_bundle", computed).withColumn("_reason", reason).withColumn("_part", F.spark_partition_id())
+    )
     kept = F.col("_part") >= 0
     cols = [c for c in schemas.TOPIC_SAMPLES.fieldNames() if c not in ("topic", "bundle")]
     good = tagged.where(F.col("_reason").isNull() & kept).select(
@@ -224,18 +236,25 @@ def split_candidates(bundle_load: DataFrame, config: Config, counts: Boundaries 
     else:
         count: Column = F.lit(len(counts.default) - 1).cast("long")
         if counts.per_namespace:
-            lookup = F.create_map(*[x for ns, bs in counts.per_namespace.items()
-                                    for x in (F.lit(ns), F.lit(len(bs) - 1).cast("long"))])
+            lookup = F.create_map(
+                *[x for ns, bs in counts.per_namespace.items() for x in (F.lit(ns), F.lit(len(bs) - 1).cast("long"))]
+            )
             count = F.coalesce(F.element_at(lookup, F.col("namespace")), count)
         candidates = candidates.withColumn("bundleCount", count)
     order = Window.partitionBy("timestamp", "namespace").orderBy(F.col("broker").asc_nulls_last(), "bundle")
     accepted = F.row_number().over(order) - 1
     cap = config["loadBalancerNamespaceMaximumBundles"]
     return candidates.select(
-        "timestamp", "namespace", "bundle", "broker", "topics", "sessions",
+        "timestamp",
+        "namespace",
+        "bundle",
+        "broker",
+        "topics",
+        "sessions",
         (F.col("longTermMsgRateIn") + F.col("longTermMsgRateOut")).alias("longTermMsgRate"),
         (F.col("longTermMsgThroughputIn") + F.col("longTermMsgThroughputOut")).alias("longTermMsgThroughput"),
-        "reasons", "bundleCount",
+        "reasons",
+        "bundleCount",
         (F.col("bundleCount") + accepted < F.lit(cap)).alias("withinNamespaceCap"),
     )
 
@@ -247,8 +266,11 @@ def bundle_overview(bundle_load: DataFrame) -> DataFrame:
     tput = F.col("msgThroughputIn") + F.col("msgThroughputOut")
     rate = F.col("msgRateIn") + F.col("msgRateOut")
     return bundle_load.groupBy("namespace", "bundle").agg(
-        F.sum("rows").alias("rows"), F.min("timestamp").alias("t0"), F.max("timestamp").alias("t1"),
-        F.max(tput).alias("peakThroughput"), F.max(rate).alias("peakMsgRate"),
+        F.sum("rows").alias("rows"),
+        F.min("timestamp").alias("t0"),
+        F.max("timestamp").alias("t1"),
+        F.max(tput).alias("peakThroughput"),
+        F.max(rate).alias("peakMsgRate"),
         F.collect_set("broker").alias("brokers"),
         F.count(F.when(F.size("reasons") > 0, 1)).alias("candidates"),
     )

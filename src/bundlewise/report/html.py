@@ -23,9 +23,21 @@ from bundlewise.sim.engine import RunResult
 from bundlewise.sim.run import metric_keys
 from bundlewise.sim.scenario import Scenario
 
-LOWER_IS_BETTER = {"load_std_mean", "load_std_p95", "load_spread_mean", "max_load_p99", "overloaded_broker_minutes",
-                   "unloads", "throughput_moved_bytes", "flaps", "settle_minutes", "topic_unavailable_seconds",
-                   "backlog_end_messages", "dispatch_throttled_reads", "dispatch_throttled_ticks"}
+LOWER_IS_BETTER = {
+    "load_std_mean",
+    "load_std_p95",
+    "load_spread_mean",
+    "max_load_p99",
+    "overloaded_broker_minutes",
+    "unloads",
+    "throughput_moved_bytes",
+    "flaps",
+    "settle_minutes",
+    "topic_unavailable_seconds",
+    "backlog_end_messages",
+    "dispatch_throttled_reads",
+    "dispatch_throttled_ticks",
+}
 EVENT_COLOURS = {"add": "tab:green", "return": "tab:green", "remove": "tab:red", "restart": "tab:orange"}
 
 
@@ -63,8 +75,16 @@ def _strategy_figure(r: RunResult, overload: float) -> str:
         c = EVENT_COLOURS.get(action, "grey")
         ax.axvline(t, color=c, linestyle=":", linewidth=1.2)
         label = f"{action} {names[0]}" if len(names) == 1 else f"{action} {len(names)} brokers"
-        ax.annotate(label, (t, 0.02), xycoords=("data", "axes fraction"), rotation=90,
-                    fontsize=7, color=c, va="bottom", ha="right")
+        ax.annotate(
+            label,
+            (t, 0.02),
+            xycoords=("data", "axes fraction"),
+            rotation=90,
+            fontsize=7,
+            color=c,
+            va="bottom",
+            ha="right",
+        )
     ax.set_ylabel("true load (%)")
     ax.set_title(f"{r.strategy}: broker load over time")
     ax.grid(alpha=0.3)
@@ -126,8 +146,15 @@ def _dispatch_figure(results: Sequence[RunResult], step_ms: int) -> str:
         x = _hours(r.times)
         style = LINE_STYLES[n % len(LINE_STYLES)]
         for slot in np.flatnonzero(r.dispatch.msgs.any(axis=0)):
-            ax.step(x, r.dispatch.msgs[:, slot] / (step_ms / 1000), where="post", linewidth=1.1, linestyle=style,
-                    color=colours[int(slot) % len(colours)], label=f"{r.strategy}: {r.brokers[slot]}")
+            ax.step(
+                x,
+                r.dispatch.msgs[:, slot] / (step_ms / 1000),
+                where="post",
+                linewidth=1.1,
+                linestyle=style,
+                color=colours[int(slot) % len(colours)],
+                label=f"{r.strategy}: {r.brokers[slot]}",
+            )
         ax2.plot(x, r.dispatch.backlog.sum(axis=1), linewidth=1.1, linestyle=style, label=r.strategy)
     ax.set_ylim(bottom=0)
     ax2.set_ylim(bottom=0)
@@ -159,8 +186,10 @@ def _table(doc: dict[str, Any]) -> str:
         nums = [v for v in vals if isinstance(v, int | float)]
         best = min(nums) if nums and key in LOWER_IS_BETTER else None
         cells = "".join(
-            f"<td><b>{_fmt(v)}</b></td>" if best is not None and v == best and len(strategies) > 1
-            else f"<td>{_fmt(v)}</td>" for v in vals
+            f"<td><b>{_fmt(v)}</b></td>"
+            if best is not None and v == best and len(strategies) > 1
+            else f"<td>{_fmt(v)}</td>"
+            for v in vals
         )
         rows.append(f"<tr><th class='k'>{key}</th>{cells}</tr>")
     return f"<table><tr><th>metric</th>{head}</tr>{''.join(rows)}</table>"
@@ -185,14 +214,17 @@ def render_report(scenario: Scenario, results: Sequence[RunResult], doc: dict[st
         f"{format_duration(scenario.duration)} simulated at a {format_duration(scenario.step)} tick, seed "
         f"{scenario.seed}. True load = weighted max of CPU and NIC in/out usage. Lower is better for every "
         "metric except assignments and splits; the best value per row is in bold.</p>",
-        "<h2>Summary</h2>", _table(doc),
+        "<h2>Summary</h2>",
+        _table(doc),
         f"<img alt='load std-dev, all strategies' src='data:image/png;base64,{_std_figure(results)}'>",
     ]
     if scenario.dispatch is not None and any(r.dispatch is not None for r in results):
-        parts += ["<h2>Dispatch</h2>",
-                  "<p class='note'>Consumers draining backlogs through the dispatch rate limiters of the broker "
-                  "that owns each topic; dispatched msg/s are the topics' msgRateOut.</p>",
-                  f"<img alt='dispatch' src='data:image/png;base64,{_dispatch_figure(results, scenario.step)}'>"]
+        parts += [
+            "<h2>Dispatch</h2>",
+            "<p class='note'>Consumers draining backlogs through the dispatch rate limiters of the broker "
+            "that owns each topic; dispatched msg/s are the topics' msgRateOut.</p>",
+            f"<img alt='dispatch' src='data:image/png;base64,{_dispatch_figure(results, scenario.step)}'>",
+        ]
     for r in results:
         counts = {k: sum(1 for d in r.decisions if d["type"] == k) for k in ("assignment", "unload", "split")}
         parts += [

@@ -34,8 +34,9 @@ def parse_duration(value: object, field: str, source: str | None = None) -> int:
             pos = m.end()
         if text and pos == len(text):
             return round(total)
-    raise InputError(f"expected a duration like '6h', '1m', '30s' or '1h30m', got {value!r}",
-                     source=source, field=field)
+    raise InputError(
+        f"expected a duration like '6h', '1m', '30s' or '1h30m', got {value!r}", source=source, field=field
+    )
 
 
 def format_duration(ms: int) -> str:

@@ -27,9 +27,16 @@ UNOWNED = -1
 class Cluster:
     """Mutable cluster state; the engine is its only writer."""
 
-    def __init__(self, brokers: Sequence[BrokerSpec], initial: Sequence[str], namespaces: Sequence[NamespaceBundles],
-                 topic_names: Sequence[str], topic_namespace: np.ndarray, producers: np.ndarray,
-                 consumers: np.ndarray) -> None:
+    def __init__(
+        self,
+        brokers: Sequence[BrokerSpec],
+        initial: Sequence[str],
+        namespaces: Sequence[NamespaceBundles],
+        topic_names: Sequence[str],
+        topic_namespace: np.ndarray,
+        producers: np.ndarray,
+        consumers: np.ndarray,
+    ) -> None:
         self.brokers = list(brokers)
         self.names = [b.name for b in self.brokers]
         self.index = {n: i for i, n in enumerate(self.names)}
@@ -56,8 +63,9 @@ class Cluster:
             self.ns_ids.append(np.array([self._append(b, k) for b in nb.bundles], dtype=np.int64))
         # topics
         self.topic_names = list(topic_names)
-        self.topic_hash = np.fromiter((crc32_hash(t) for t in self.topic_names), dtype=np.int64,
-                                      count=len(self.topic_names))
+        self.topic_hash = np.fromiter(
+            (crc32_hash(t) for t in self.topic_names), dtype=np.int64, count=len(self.topic_names)
+        )
         self.topic_ns = np.asarray(topic_namespace, dtype=np.int64)
         self.producers = np.asarray(producers, dtype=np.int64)
         self.consumers = np.asarray(consumers, dtype=np.int64)

@@ -34,22 +34,34 @@ class Usage:
     bandwidth_out: np.ndarray
 
     def weighted_max(self, w: ResourceWeights) -> np.ndarray:
-        return np.maximum(np.maximum(self.cpu * w.cpu, self.bandwidth_in * w.bandwidth_in),
-                          self.bandwidth_out * w.bandwidth_out)
+        return np.maximum(
+            np.maximum(self.cpu * w.cpu, self.bandwidth_in * w.bandwidth_in), self.bandwidth_out * w.bandwidth_out
+        )
 
 
-def broker_usage(cluster: Cluster, rate_in: np.ndarray, rate_out: np.ndarray, tput_in: np.ndarray,
-                 tput_out: np.ndarray, jitter: float = 0.0, rng: np.random.Generator | None = None) -> Usage:
+def broker_usage(
+    cluster: Cluster,
+    rate_in: np.ndarray,
+    rate_out: np.ndarray,
+    tput_in: np.ndarray,
+    tput_out: np.ndarray,
+    jitter: float = 0.0,
+    rng: np.random.Generator | None = None,
+) -> Usage:
     """Usage of every broker slot from its summed traffic (arrays over slots)."""
-    cores = (cluster.cpu_base + (rate_in + rate_out) * cluster.us_per_msg * 1e-6
-             + (tput_in + tput_out) / 1024.0 * cluster.us_per_kib * 1e-6)
+    cores = (
+        cluster.cpu_base
+        + (rate_in + rate_out) * cluster.us_per_msg * 1e-6
+        + (tput_in + tput_out) / 1024.0 * cluster.us_per_kib * 1e-6
+    )
     if jitter > 0 and rng is not None:
         cores = cores * np.maximum(0.0, 1.0 + jitter * rng.standard_normal(len(cores)))
     up = cluster.up
     cores = np.where(up, cores, 0.0)
     nic = cluster.nic_mbps * 1e6
-    return Usage(cores, cores / cluster.cpu_cores, np.where(up, tput_in * 8 / nic, 0.0),
-                 np.where(up, tput_out * 8 / nic, 0.0))
+    return Usage(
+        cores, cores / cluster.cpu_cores, np.where(up, tput_in * 8 / nic, 0.0), np.where(up, tput_out * 8 / nic, 0.0)
+    )
 
 
 def system_resources(cluster: Cluster, usage: Usage, broker: int, tput_in: float, tput_out: float) -> SystemResources:

@@ -51,8 +51,17 @@ from bundlewise.model.errors import InputError
 from bundlewise.sim.cluster import UNOWNED, Cluster
 from bundlewise.sim.dispatch_spec import DispatchEntry, DispatchSpec
 
-DEFAULTS = DispatchEntry(topic=None, namespace=None, subscriptions=("sub",), type="Shared", consumers=1,
-                         receiver_queue_size=1000, messages_per_entry=1, entry_bytes=1024, backlog=0)
+DEFAULTS = DispatchEntry(
+    topic=None,
+    namespace=None,
+    subscriptions=("sub",),
+    type="Shared",
+    consumers=1,
+    receiver_queue_size=1000,
+    messages_per_entry=1,
+    entry_bytes=1024,
+    backlog=0,
+)
 Rates = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 
 
@@ -95,8 +104,9 @@ class DispatchRecord:
 class ClusterDispatch:
     """The dispatch of every ``[dispatch]`` topic across the cluster's brokers; see the module docstring."""
 
-    def __init__(self, spec: DispatchSpec, cluster: Cluster, config: Mapping[str, Any], ticks: int,
-                 step_ms: int, blip_ms: int) -> None:
+    def __init__(
+        self, spec: DispatchSpec, cluster: Cluster, config: Mapping[str, Any], ticks: int, step_ms: int, blip_ms: int
+    ) -> None:
         self.cluster, self.config, self.step_ms, self.blip_ms = cluster, config, step_ms, blip_ms
         self.latency_ms = spec.read_latency_ms
         self.auto_unload = bool(config["loadBalancerAutoUnloadSplitBundlesEnabled"])
@@ -108,32 +118,42 @@ class ClusterDispatch:
             where = f"dispatch.topics[{i}]."
             if e.topic is not None:
                 if e.topic not in index:
-                    raise InputError(f"expected a topic of the workload, got {e.topic!r}", source=spec.source,
-                                     field=f"{where}topic")
+                    raise InputError(
+                        f"expected a topic of the workload, got {e.topic!r}", source=spec.source, field=f"{where}topic"
+                    )
                 topic_entry[index[e.topic]] = e
             else:
                 k = ns_names.index(e.namespace) if e.namespace in ns_names else -1
                 found = np.flatnonzero(cluster.topic_ns == k) if k >= 0 else np.zeros(0, dtype=np.int64)
                 if len(found) == 0:
-                    raise InputError(f"expected a namespace with topics in the workload, got {e.namespace!r}",
-                                     source=spec.source, field=f"{where}namespace")
+                    raise InputError(
+                        f"expected a namespace with topics in the workload, got {e.namespace!r}",
+                        source=spec.source,
+                        field=f"{where}namespace",
+                    )
                 for t in found:
                     ns_entry[int(t)] = e
         self.topics = np.array(sorted(set(ns_entry) | set(topic_entry)), dtype=np.int64)
-        self.specs = [topic_spec(cluster.topic_names[t], ns_entry.get(int(t)), topic_entry.get(int(t)))
-                      for t in self.topics]
+        self.specs = [
+            topic_spec(cluster.topic_names[t], ns_entry.get(int(t)), topic_entry.get(int(t))) for t in self.topics
+        ]
         self.mpe = np.array([s.shape.messages_per_entry[0] for s in self.specs], dtype=np.int64)
         self.entry_bytes = np.array([s.shape.entry_bytes[0] for s in self.specs], dtype=np.int64)
         self.owner = np.full(len(self.topics), UNOWNED, dtype=np.int64)
         self.bundle = cluster.topic_bundle[self.topics].copy()
         self.loaded_once = np.zeros(len(self.topics), dtype=bool)
-        self.parked: list[dict[str, int]] = [{s.name: s.backlog_entries for s in spec_.subscriptions}
-                                             for spec_ in self.specs]  # backlogs of unloaded topics (entries)
+        self.parked: list[dict[str, int]] = [
+            {s.name: s.backlog_entries for s in spec_.subscriptions} for spec_ in self.specs
+        ]  # backlogs of unloaded topics (entries)
         self.carry = np.zeros(len(self.topics))  # published messages not yet making a whole entry
         self.sims: dict[int, DispatchSimulation] = {}
         slots = len(cluster.names)
-        self.record = DispatchRecord(np.zeros((ticks, slots), dtype=np.int64), np.zeros((ticks, slots), dtype=np.int64),
-                                     np.zeros((ticks, slots), dtype=np.int64), np.zeros((ticks, slots), dtype=np.int64))
+        self.record = DispatchRecord(
+            np.zeros((ticks, slots), dtype=np.int64),
+            np.zeros((ticks, slots), dtype=np.int64),
+            np.zeros((ticks, slots), dtype=np.int64),
+            np.zeros((ticks, slots), dtype=np.int64),
+        )
 
     def _sim(self, slot: int, now: int) -> DispatchSimulation:
         if slot not in self.sims:
@@ -222,5 +242,10 @@ def dispatch_metrics(record: DispatchRecord) -> dict[str, Any]:
     }
 
 
-DISPATCH_METRIC_KEYS = ("dispatched_messages", "dispatched_bytes", "dispatch_throttled_reads",
-                        "dispatch_throttled_ticks", "backlog_end_messages")
+DISPATCH_METRIC_KEYS = (
+    "dispatched_messages",
+    "dispatched_bytes",
+    "dispatch_throttled_reads",
+    "dispatch_throttled_ticks",
+    "backlog_end_messages",
+)

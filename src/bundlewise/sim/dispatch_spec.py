@@ -36,8 +36,19 @@ from bundlewise.model.errors import InputError
 from bundlewise.model.names import full_topic_name
 from bundlewise.sim.clock import parse_duration
 
-ENTRY_KEYS = ("topic", "namespace", "subscriptions", "type", "consumers", "receiver_queue_size",
-              "messages_per_entry", "entry_bytes", "backlog", "dispatch_rate", "subscription_dispatch_rate")
+ENTRY_KEYS = (
+    "topic",
+    "namespace",
+    "subscriptions",
+    "type",
+    "consumers",
+    "receiver_queue_size",
+    "messages_per_entry",
+    "entry_bytes",
+    "backlog",
+    "dispatch_rate",
+    "subscription_dispatch_rate",
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,8 +98,9 @@ def _entry(d: Any, where: str, source: str) -> DispatchEntry:
         raise InputError(f"expected a table, got {d!r}", source=source, field=where.rstrip("."))
     for k in d:
         if k not in ENTRY_KEYS:
-            raise InputError(f"unknown key; expected one of {', '.join(ENTRY_KEYS)}", source=source,
-                             field=f"{where}{k}")
+            raise InputError(
+                f"unknown key; expected one of {', '.join(ENTRY_KEYS)}", source=source, field=f"{where}{k}"
+            )
     if ("topic" in d) == ("namespace" in d):
         raise InputError("expected exactly one of topic or namespace", source=source, field=where.rstrip("."))
     topic = namespace = None
@@ -104,17 +116,28 @@ def _entry(d: Any, where: str, source: str) -> DispatchEntry:
         namespace = d["namespace"].strip()
     subs = d.get("subscriptions")
     if subs is not None:
-        if (not isinstance(subs, list) or not subs or not all(isinstance(s, str) and s for s in subs)
-                or len(set(subs)) != len(subs)):
-            raise InputError(f"expected a list of distinct subscription names, got {subs!r}", source=source,
-                             field=f"{where}subscriptions")
+        if (
+            not isinstance(subs, list)
+            or not subs
+            or not all(isinstance(s, str) and s for s in subs)
+            or len(set(subs)) != len(subs)
+        ):
+            raise InputError(
+                f"expected a list of distinct subscription names, got {subs!r}",
+                source=source,
+                field=f"{where}subscriptions",
+            )
         subs = tuple(subs)
     kind = d.get("type")
     if kind is not None and kind not in SUBSCRIPTION_TYPES:
-        raise InputError(f"expected one of {', '.join(SUBSCRIPTION_TYPES)}, got {kind!r}", source=source,
-                         field=f"{where}type")
+        raise InputError(
+            f"expected one of {', '.join(SUBSCRIPTION_TYPES)}, got {kind!r}", source=source, field=f"{where}type"
+        )
     return DispatchEntry(
-        topic=topic, namespace=namespace, subscriptions=subs, type=kind,
+        topic=topic,
+        namespace=namespace,
+        subscriptions=subs,
+        type=kind,
         consumers=_int(d, "consumers", where, source, 1),
         receiver_queue_size=_int(d, "receiver_queue_size", where, source, 1),
         messages_per_entry=_int(d, "messages_per_entry", where, source, 1),
@@ -133,8 +156,7 @@ def parse_dispatch(value: Any, source: str) -> DispatchSpec | None:
         raise InputError(f"expected a table, got {value!r}", source=source, field="dispatch")
     for k in value:
         if k not in ("read_latency", "topics"):
-            raise InputError("unknown key; expected one of read_latency, topics", source=source,
-                             field=f"dispatch.{k}")
+            raise InputError("unknown key; expected one of read_latency, topics", source=source, field=f"dispatch.{k}")
     latency = parse_duration(value.get("read_latency", "1ms"), "dispatch.read_latency", source)
     raw = value.get("topics", [])
     if not isinstance(raw, list) or not raw:

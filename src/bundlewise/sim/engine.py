@@ -82,10 +82,12 @@ def build_cluster(scenario: Scenario, workload: Workload, config: Config) -> Clu
     round-robin over the starting brokers, or all to a namespace's ``owner``."""
     specs = {n.name: n for n in scenario.namespaces}
     default_n = int(config["defaultNumberOfNamespaceBundles"])
-    ns_bundles = [NamespaceBundles.initial(ns, specs[ns].bundles if ns in specs else default_n)
-                  for ns in workload.namespaces]
-    ns_bundles += [NamespaceBundles.initial(n.name, n.bundles) for n in scenario.namespaces
-                   if n.name not in workload.namespaces]
+    ns_bundles = [
+        NamespaceBundles.initial(ns, specs[ns].bundles if ns in specs else default_n) for ns in workload.namespaces
+    ]
+    ns_bundles += [
+        NamespaceBundles.initial(n.name, n.bundles) for n in scenario.namespaces if n.name not in workload.namespaces
+    ]
     t = workload.topics
     cluster = Cluster(scenario.brokers, scenario.initial, ns_bundles, t.names, t.namespace, t.producers, t.consumers)
     initial = [cluster.index[n] for n in scenario.initial]
@@ -155,8 +157,14 @@ class _View:
 class Engine:
     """One simulation of one strategy family over a scenario and a workload."""
 
-    def __init__(self, scenario: Scenario, workload: Workload, strategy: str, config: Config | None = None,
-                 progress: Progress | None = None) -> None:
+    def __init__(
+        self,
+        scenario: Scenario,
+        workload: Workload,
+        strategy: str,
+        config: Config | None = None,
+        progress: Progress | None = None,
+    ) -> None:
         self.scenario = scenario
         self.config = config if config is not None else scenario.config
         self.workload = workload
@@ -175,7 +183,11 @@ class Engine:
         self.last_update = np.zeros(n, dtype=np.int64)
         self.written = np.zeros(n, dtype=bool)
         self.last_vals: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] = (
-            np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(n))
+            np.zeros(n),
+            np.zeros(n),
+            np.zeros(n),
+            np.zeros(n),
+        )
         self.last_shed: int | None = None
         self.last_quota_write = 0
         self.pending: list[tuple[int, str, str]] = [(e.at, e.action, e.broker) for e in scenario.events]
@@ -186,15 +198,29 @@ class Engine:
         self._rates: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] = (np.zeros(0),) * 4
         self.dispatch: ClusterDispatch | None = None
         if scenario.dispatch is not None:
-            self.dispatch = ClusterDispatch(scenario.dispatch, self.cluster, self.config, self.clock.ticks,
-                                            self.clock.step_ms, round(self.blip * 1000))
+            self.dispatch = ClusterDispatch(
+                scenario.dispatch,
+                self.cluster,
+                self.config,
+                self.clock.ticks,
+                self.clock.step_ms,
+                round(self.blip * 1000),
+            )
 
     # -- decisions -------------------------------------------------------------------------------
 
     def _decide(self, kind: str, **fields: Any) -> None:
         now = self.clock.now
-        self.decisions.append({"strategy": self.strategy, "tick": self.clock.tick, "time_ms": now,
-                               "time": format_duration(now), "type": kind, **fields})
+        self.decisions.append(
+            {
+                "strategy": self.strategy,
+                "tick": self.clock.tick,
+                "time_ms": now,
+                "time": format_duration(now),
+                "type": kind,
+                **fields,
+            }
+        )
 
     # -- 1. events -------------------------------------------------------------------------------
 
@@ -255,16 +281,23 @@ class Engine:
         owned = cl.alive & (cl.owner != UNOWNED)
         slots = len(cl.names)
         owner = cl.owner[owned]
-        per_broker = np.stack([np.bincount(owner, weights=per_bundle[owned, k], minlength=slots)
-                               for k in range(4)], axis=1)
-        usage = cost.broker_usage(cl, per_broker[:, 0], per_broker[:, 1], per_broker[:, 2], per_broker[:, 3],
-                                  jitter=self.scenario.workload.cpu_jitter, rng=self.jitter_rng)
+        per_broker = np.stack(
+            [np.bincount(owner, weights=per_bundle[owned, k], minlength=slots) for k in range(4)], axis=1
+        )
+        usage = cost.broker_usage(
+            cl,
+            per_broker[:, 0],
+            per_broker[:, 1],
+            per_broker[:, 2],
+            per_broker[:, 3],
+            jitter=self.scenario.workload.cpu_jitter,
+            rng=self.jitter_rng,
+        )
         return per_bundle, per_broker, usage
 
     # -- 4. reports ------------------------------------------------------------------------------
 
-    def _reports(self, per_bundle: np.ndarray, per_broker: np.ndarray, usage: cost.Usage,
-                 load_now: np.ndarray) -> bool:
+    def _reports(self, per_bundle: np.ndarray, per_broker: np.ndarray, usage: cost.Usage, load_now: np.ndarray) -> bool:
         cl = self.cluster
         now = self.clock.now
         owned = cl.alive & (cl.owner != UNOWNED)
@@ -281,14 +314,23 @@ class Engine:
         for slot in writers:
             ids = np.flatnonzero(owned & (cl.owner == slot))
             stats = self.bundle_stats(ids, per_bundle)
-            resources = cost.system_resources(cl, usage, int(slot), float(per_broker[slot, 2]),
-                                              float(per_broker[slot, 3]))
-            report = LocalBrokerData.of_stats(resources, stats, brokerVersionString="3.2.0",
-                                              loadManagerClassName=lm_class)
+            resources = cost.system_resources(
+                cl, usage, int(slot), float(per_broker[slot, 2]), float(per_broker[slot, 3])
+            )
+            report = LocalBrokerData.of_stats(
+                resources, stats, brokerVersionString="3.2.0", loadManagerClassName=lm_class
+            )
             report.lastUpdate = now
             vals = per_bundle[ids][:, [2, 3, 0, 1]]  # TimeAverageMessageData order: tputIn, tputOut, rateIn, rateOut
-            self.leader.write_report(int(slot), report, ids, vals, topics[ids], producers[ids] + consumers[ids],
-                                     resources.weighted_max_usage(weights))
+            self.leader.write_report(
+                int(slot),
+                report,
+                ids,
+                vals,
+                topics[ids],
+                producers[ids] + consumers[ids],
+                resources.weighted_max_usage(weights),
+            )
             self.last_update[slot] = now
             self.written[slot] = True
             for k in range(4):
@@ -301,9 +343,13 @@ class Engine:
         topics, producers, consumers = self._bundle_counts()
         return {
             cl.bundle_names[b]: NamespaceBundleStats(
-                msgRateIn=float(per_bundle[b, 0]), msgThroughputIn=float(per_bundle[b, 2]),
-                msgRateOut=float(per_bundle[b, 1]), msgThroughputOut=float(per_bundle[b, 3]),
-                consumerCount=int(consumers[b]), producerCount=int(producers[b]), topics=int(topics[b]),
+                msgRateIn=float(per_bundle[b, 0]),
+                msgThroughputIn=float(per_bundle[b, 2]),
+                msgRateOut=float(per_bundle[b, 1]),
+                msgThroughputOut=float(per_bundle[b, 3]),
+                consumerCount=int(consumers[b]),
+                producerCount=int(producers[b]),
+                topics=int(topics[b]),
             )
             for b in ids
         }
@@ -322,8 +368,17 @@ class Engine:
                 continue
             tids = cl.topics_of(bid)
             rates = self._rates
-            topics = [TopicLoad(cl.topic_names[t], float(rates[0][t]), float(rates[1][t]), float(rates[2][t]),
-                                float(rates[3][t]), int(cl.topic_hash[t])) for t in tids]
+            topics = [
+                TopicLoad(
+                    cl.topic_names[t],
+                    float(rates[0][t]),
+                    float(rates[1][t]),
+                    float(rates[2][t]),
+                    float(rates[3][t]),
+                    int(cl.topic_hash[t]),
+                )
+                for t in tids
+            ]
             result = split_bundle(algorithm, SplitRequest(cl.bundle_objs[bid], topics), self.config)
             if result is None:
                 continue
@@ -336,9 +391,14 @@ class Engine:
             if auto_unload:
                 cl.owner[children] = UNOWNED
                 self.counters.topic_unavailable_seconds += len(tids) * self.blip
-            self._decide("split", bundle=d.bundle, broker=owner, algorithm=algorithm,
-                         children=[cl.bundle_names[c] for c in children],
-                         reason=why + ("; children unloaded" if auto_unload else ""))
+            self._decide(
+                "split",
+                bundle=d.bundle,
+                broker=owner,
+                algorithm=algorithm,
+                children=[cl.bundle_names[c] for c in children],
+                reason=why + ("; children unloaded" if auto_unload else ""),
+            )
 
     def _split_why(self, bid: int, reasons: tuple[str, ...], per_bundle: np.ndarray) -> str:
         """The reasons with their figures: the modular detector compares the leader's long-term averages
@@ -355,7 +415,7 @@ class Engine:
             "Sessions": f"{int(lv.sessions[bid])} sessions > {cfg['loadBalancerNamespaceBundleMaxSessions']}",
             "MsgRate": f"{term} {lt[2] + lt[3]:,.0f} msg/s > {cfg['loadBalancerNamespaceBundleMaxMsgRate']:,}",
             "Bandwidth": f"{term} {(lt[0] + lt[1]) / 2**20:,.1f} MB/s > "
-                         f"{cfg['loadBalancerNamespaceBundleMaxBandwidthMbytes']} MB/s",
+            f"{cfg['loadBalancerNamespaceBundleMaxBandwidthMbytes']} MB/s",
         }
         return "split: " + "; ".join(f"{r} ({figures[r]})" if r in figures else r for r in reasons)
 
@@ -374,8 +434,15 @@ class Engine:
             flap = self.counters.unload(m.bundle, now, tput, int(topics[bid]), self.blip)
             cl.owner[bid] = dest
             self.family.moved(m.source, m.destination)
-            self._decide("unload", bundle=m.bundle, broker=m.source, destination=m.destination,
-                         throughput=tput, flap=flap, reason=m.reason)
+            self._decide(
+                "unload",
+                bundle=m.bundle,
+                broker=m.source,
+                destination=m.destination,
+                throughput=tput,
+                flap=flap,
+                reason=m.reason,
+            )
 
     # -- the loop --------------------------------------------------------------------------------
 
@@ -418,9 +485,28 @@ class Engine:
                 self.progress(tick + 1, ticks)
         starts = [0, *sorted({e.at for e in self.scenario.events if 0 < e.at < self.scenario.duration})]
         record = self.dispatch.finish() if self.dispatch is not None else None
-        metrics = summarise(times, true_load, up, self.clock.step_ms, self.config.overload_threshold, starts,
-                            self.counters, time.perf_counter() - started)
+        metrics = summarise(
+            times,
+            true_load,
+            up,
+            self.clock.step_ms,
+            self.config.overload_threshold,
+            starts,
+            self.counters,
+            time.perf_counter() - started,
+        )
         if record is not None:
             metrics.update(dispatch_metrics(record))
-        return RunResult(self.strategy, metrics, times, list(cl.names), true_load, reported, bundles, up,
-                         self.decisions, self.event_log, record)
+        return RunResult(
+            self.strategy,
+            metrics,
+            times,
+            list(cl.names),
+            true_load,
+            reported,
+            bundles,
+            up,
+            self.decisions,
+            self.event_log,
+            record,
+        )

@@ -65,8 +65,9 @@ class ExtensibleFamily:
         for name in view.brokers:
             rep = self.reporters.setdefault(name, BrokerLoadReporter())
             t = view.totals(name)
-            pushed = rep.tick(view.resources(name), t[2], t[3], t[0], t[1], view.bundle_count(name),
-                              view.topics(name), config, now)
+            pushed = rep.tick(
+                view.resources(name), t[2], t[3], t[0], t[1], view.bundle_count(name), view.topics(name), config, now
+            )
             if pushed is not None:
                 self.store[name] = pushed
 
@@ -119,9 +120,12 @@ class ExtensibleFamily:
         self._refresh_top_bundles(config, now)
         available = tuple(self.view.brokers)
         snapshot = ExtensibleSnapshot(
-            timestamp=now, brokers=self._ordered_store(),
+            timestamp=now,
+            brokers=self._ordered_store(),
             top_bundles={b: self.top_store[b] for b in available if b in self.top_store},
-            available_brokers=available, lookup_data=None, recently_unloaded_bundles={},
+            available_brokers=available,
+            lookup_data=None,
+            recently_unloaded_bundles={},
             recently_unloaded_brokers={},
         )
         result = self.scheduler.run(snapshot, config, now)
@@ -138,8 +142,9 @@ class ExtensibleFamily:
             moves.append(Move(d.bundle, d.broker, dest, d.reason))
         return moves
 
-    def find_splits(self, load: LoadData, config: Config, counts: dict[str, int],
-                    reports_changed: bool, now: int) -> list[SplitDecision]:
+    def find_splits(
+        self, load: LoadData, config: Config, counts: dict[str, int], reports_changed: bool, now: int
+    ) -> list[SplitDecision]:
         if self.view is None or not config["loadBalancerAutoBundleSplitEnabled"]:
             return []
         every = float(config["loadBalancerSplitIntervalMinutes"]) * 60_000

@@ -80,8 +80,9 @@ class Family(Protocol):
 
     def moved(self, source: str, destination: str) -> None: ...
 
-    def find_splits(self, load: LoadData, config: Config, counts: dict[str, int],
-                    reports_changed: bool, now: int) -> list[SplitDecision]: ...
+    def find_splits(
+        self, load: LoadData, config: Config, counts: dict[str, int], reports_changed: bool, now: int
+    ) -> list[SplitDecision]: ...
 
 
 class ModularFamily:
@@ -120,8 +121,9 @@ class ModularFamily:
     def moved(self, source: str, destination: str) -> None:
         """Nothing to do: the modular leader learns of moves from the next reports."""
 
-    def find_splits(self, load: LoadData, config: Config, counts: dict[str, int],
-                    reports_changed: bool, now: int) -> list[SplitDecision]:
+    def find_splits(
+        self, load: LoadData, config: Config, counts: dict[str, int], reports_changed: bool, now: int
+    ) -> list[SplitDecision]:
         """Run after each ``updateAll`` (a tick where some broker wrote its report), spec §2.1."""
         if not reports_changed or not config["loadBalancerAutoBundleSplitEnabled"] or len(load.brokers) < 2:
             return []

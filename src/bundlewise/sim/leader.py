@@ -123,8 +123,16 @@ class LeaderView:
 
     # -- reports ---------------------------------------------------------------------------------
 
-    def write_report(self, slot: int, report: LocalBrokerData, ids: np.ndarray, vals: np.ndarray,
-                     topics: np.ndarray, sessions: np.ndarray, weighted_max: float) -> None:
+    def write_report(
+        self,
+        slot: int,
+        report: LocalBrokerData,
+        ids: np.ndarray,
+        vals: np.ndarray,
+        topics: np.ndarray,
+        sessions: np.ndarray,
+        weighted_max: float,
+    ) -> None:
         """Broker ``slot`` writes ``report`` covering bundle ``ids`` with samples ``vals`` (n×4)."""
         self._grow()
         old = self.report_ids.get(slot)
@@ -227,11 +235,15 @@ class LeaderView:
         rep = self.rep_owner >= 0
         lt = np.where(self.has[:, None], self.long, 0.0)
         max_sessions = int(config["loadBalancerNamespaceBundleMaxSessions"])
-        maybe = rep & (self.topics >= 2) & (
-            (self.topics > int(config["loadBalancerNamespaceBundleMaxTopics"]))
-            | ((self.sessions > max_sessions) if max_sessions > 0 else False)
-            | (lt[:, 2] + lt[:, 3] >= float(config["loadBalancerNamespaceBundleMaxMsgRate"]))
-            | (lt[:, 0] + lt[:, 1] >= float(config["loadBalancerNamespaceBundleMaxBandwidthMbytes"]) * MIB)
+        maybe = (
+            rep
+            & (self.topics >= 2)
+            & (
+                (self.topics > int(config["loadBalancerNamespaceBundleMaxTopics"]))
+                | ((self.sessions > max_sessions) if max_sessions > 0 else False)
+                | (lt[:, 2] + lt[:, 3] >= float(config["loadBalancerNamespaceBundleMaxMsgRate"]))
+                | (lt[:, 0] + lt[:, 1] >= float(config["loadBalancerNamespaceBundleMaxBandwidthMbytes"]) * MIB)
+            )
         )
         names = self.cluster.bundle_names
         keep = {names[i] for i in np.flatnonzero(maybe)}

@@ -85,8 +85,16 @@ def settle_minutes(times: np.ndarray, std: np.ndarray, starts: list[int]) -> flo
     return worst
 
 
-def summarise(times: np.ndarray, loads: np.ndarray, up: np.ndarray, step_ms: int, overload: float,
-              starts: list[int], counters: Counters, wall_seconds: float) -> dict[str, Any]:
+def summarise(
+    times: np.ndarray,
+    loads: np.ndarray,
+    up: np.ndarray,
+    step_ms: int,
+    overload: float,
+    starts: list[int],
+    counters: Counters,
+    wall_seconds: float,
+) -> dict[str, Any]:
     """METRICS from ``loads``/``up`` (ticks × broker slots)."""
     any_up = up.any(axis=1)
     masked = np.where(up, loads, np.nan)[any_up]
@@ -120,6 +128,18 @@ def summarise(times: np.ndarray, loads: np.ndarray, up: np.ndarray, step_ms: int
     return metrics
 
 
-METRIC_KEYS = ("load_std_mean", "load_std_p95", "load_spread_mean", "max_load_p99", "overloaded_broker_minutes",
-               "unloads", "splits", "assignments", "throughput_moved_bytes", "flaps", "settle_minutes",
-               "topic_unavailable_seconds", "wall_seconds")
+METRIC_KEYS = (
+    "load_std_mean",
+    "load_std_p95",
+    "load_spread_mean",
+    "max_load_p99",
+    "overloaded_broker_minutes",
+    "unloads",
+    "splits",
+    "assignments",
+    "throughput_moved_bytes",
+    "flaps",
+    "settle_minutes",
+    "topic_unavailable_seconds",
+    "wall_seconds",
+)

@@ -24,17 +24,24 @@ def percent_change(old: np.ndarray, new: np.ndarray) -> np.ndarray:
     return result
 
 
-def needs_update(config: Config, now: int, last_update: np.ndarray, written: np.ndarray,
-                 last: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
-                 current: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]) -> np.ndarray:
+def needs_update(
+    config: Config,
+    now: int,
+    last_update: np.ndarray,
+    written: np.ndarray,
+    last: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+    current: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+) -> np.ndarray:
     """Which brokers write now; ``last``/``current`` are (rate, throughput, numBundles, weightedMax)."""
     max_interval = float(config["loadBalancerReportUpdateMaxIntervalMinutes"]) * 60_000
     threshold = float(config["loadBalancerReportUpdateThresholdPercentage"])
-    change = np.maximum.reduce([
-        percent_change(last[0], current[0]),
-        percent_change(last[1], current[1]),
-        percent_change(last[2], current[2]),
-        100.0 * np.abs(last[3] - current[3]),
-    ])
+    change = np.maximum.reduce(
+        [
+            percent_change(last[0], current[0]),
+            percent_change(last[1], current[1]),
+            percent_change(last[2], current[2]),
+            100.0 * np.abs(last[3] - current[3]),
+        ]
+    )
     due: np.ndarray = ~written | ((now - last_update) > max_interval) | (change > threshold)
     return due

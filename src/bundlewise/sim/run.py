@@ -38,14 +38,18 @@ def make_workload(scenario: Scenario, trace: TraceWorkload | None) -> Workload:
     return GeneratedWorkload(scenario.namespaces, scenario.workload, scenario.seed)
 
 
-def simulate(scenario: Scenario, strategies: Sequence[str], trace: TraceWorkload | None = None,
-             progress: ProgressFactory | None = None, config: Config | None = None) -> list[RunResult]:
+def simulate(
+    scenario: Scenario,
+    strategies: Sequence[str],
+    trace: TraceWorkload | None = None,
+    progress: ProgressFactory | None = None,
+    config: Config | None = None,
+) -> list[RunResult]:
     """One run per strategy; strategy names may repeat only once each."""
     results = []
     seen: set[str] = set()
     for name in strategies:
-        engine = Engine(scenario, make_workload(scenario, trace), name, config,
-                        progress(name) if progress else None)
+        engine = Engine(scenario, make_workload(scenario, trace), name, config, progress(name) if progress else None)
         if engine.strategy in seen:
             raise InputError(f"strategy {name!r} given twice", field="--strategy")
         seen.add(engine.strategy)
@@ -95,9 +99,9 @@ def timeline_table(results: Sequence[RunResult]) -> Any:
     """The timeline as a ``pyarrow.Table``."""
     import pyarrow as pa
 
-    parts: dict[str, list[np.ndarray]] = {k: [] for k in
-                                          ("strategy", "tick", "time_ms", "broker", "up", "true_load",
-                                           "reported_load", "bundles")}
+    parts: dict[str, list[np.ndarray]] = {
+        k: [] for k in ("strategy", "tick", "time_ms", "broker", "up", "true_load", "reported_load", "bundles")
+    }
     for r in results:
         ticks, slots = r.true_load.shape
         parts["strategy"].append(np.full(ticks * slots, r.strategy, dtype=object))
@@ -109,17 +113,19 @@ def timeline_table(results: Sequence[RunResult]) -> Any:
         parts["reported_load"].append(r.reported_load.reshape(-1))
         parts["bundles"].append(r.bundles.reshape(-1))
     cols = {k: np.concatenate(v) if v else np.zeros(0) for k, v in parts.items()}
-    return pa.table({
-        "strategy": pa.array(cols["strategy"], type=pa.string()),
-        "tick": pa.array(cols["tick"], type=pa.int64()),
-        "time_ms": pa.array(cols["time_ms"], type=pa.int64()),
-        "broker": pa.array(cols["broker"], type=pa.string()),
-        "up": pa.array(cols["up"], type=pa.bool_()),
-        "true_load": pa.array(cols["true_load"], type=pa.float64(), from_pandas=True),
-        "reported_load": pa.array(cols["reported_load"], type=pa.float64(), from_pandas=True),
-        "bundles": pa.array(cols["bundles"], type=pa.int64()),
-        **_dispatch_columns(results),
-    })
+    return pa.table(
+        {
+            "strategy": pa.array(cols["strategy"], type=pa.string()),
+            "tick": pa.array(cols["tick"], type=pa.int64()),
+            "time_ms": pa.array(cols["time_ms"], type=pa.int64()),
+            "broker": pa.array(cols["broker"], type=pa.string()),
+            "up": pa.array(cols["up"], type=pa.bool_()),
+            "true_load": pa.array(cols["true_load"], type=pa.float64(), from_pandas=True),
+            "reported_load": pa.array(cols["reported_load"], type=pa.float64(), from_pandas=True),
+            "bundles": pa.array(cols["bundles"], type=pa.int64()),
+            **_dispatch_columns(results),
+        }
+    )
 
 
 DISPATCH_COLUMNS = ("dispatched_msgs", "dispatched_bytes", "dispatch_throttled_reads", "backlog_msgs")
@@ -140,8 +146,9 @@ def _dispatch_columns(results: Sequence[RunResult]) -> dict[str, Any]:
     return out
 
 
-def write_outputs(out: str | Path, scenario: Scenario, results: Sequence[RunResult],
-                  report_html: str | None = None) -> dict[str, Path]:
+def write_outputs(
+    out: str | Path, scenario: Scenario, results: Sequence[RunResult], report_html: str | None = None
+) -> dict[str, Path]:
     """Write the outputs under ``out`` (created); ``report.html`` is rendered by ``bundlewise.report``
     (the caller passes it in, since ``sim`` does not import the layer above)."""
     import pyarrow.parquet as pq

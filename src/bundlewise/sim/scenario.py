@@ -167,8 +167,21 @@ def _broker(r: _Reader, d: dict[str, Any], defaults: dict[str, float], where: st
 def parse_scenario(doc: dict[str, Any], source: str) -> Scenario:
     """Build a ``Scenario`` from a parsed TOML document."""
     r = _Reader(source)
-    known = {"name", "description", "duration", "step", "seed", "broker_defaults", "brokers", "namespaces",
-             "events", "balancer", "workload", "strategies", "dispatch"}
+    known = {
+        "name",
+        "description",
+        "duration",
+        "step",
+        "seed",
+        "broker_defaults",
+        "brokers",
+        "namespaces",
+        "events",
+        "balancer",
+        "workload",
+        "strategies",
+        "dispatch",
+    }
     for key in doc:
         if key not in known:
             raise InputError(f"unknown key; expected one of {', '.join(sorted(known))}", source=source, field=key)
@@ -180,11 +193,12 @@ def parse_scenario(doc: dict[str, Any], source: str) -> Scenario:
         raise r.err("duration", "a duration >= step", doc.get("duration"))
     seed = r.integer(doc, "seed", "", 7)
     raw_defaults = r.table(doc, "broker_defaults", "")
-    defaults = {k: r.num(raw_defaults, k, "broker_defaults.", BROKER_DEFAULTS[k],
-                         positive=k in ("cpu_cores", "nic_mbps")) for k in BROKER_FIELDS}
+    defaults = {
+        k: r.num(raw_defaults, k, "broker_defaults.", BROKER_DEFAULTS[k], positive=k in ("cpu_cores", "nic_mbps"))
+        for k in BROKER_FIELDS
+    }
     if "brokers" not in doc:
-        raise InputError("missing; expected at least one [[brokers]] table with a name", source=source,
-                         field="brokers")
+        raise InputError("missing; expected at least one [[brokers]] table with a name", source=source, field="brokers")
     brokers: list[BrokerSpec] = []
     for i, b in enumerate(r.tables(doc, "brokers", "")):
         where = f"brokers[{i}]."
@@ -224,18 +238,20 @@ def parse_scenario(doc: dict[str, Any], source: str) -> Scenario:
         owner = n.get("owner")
         if owner is not None and owner not in initial:
             raise r.err(f"{where}owner", "a broker up at the start", owner)
-        namespaces.append(NamespaceSpec(
-            name=name,
-            bundles=r.integer(n, "bundles", where, 4, minimum=1),
-            topics=r.integer(n, "topics", where, 0),
-            msg_rate=r.num(n, "msg_rate", where, 0.0),
-            fanout=r.num(n, "fanout", where, 1.0),
-            msg_size=r.num(n, "msg_size", where, 1024.0),
-            zipf=r.num(n, "zipf", where, 0.0),
-            producers=r.integer(n, "producers", where, 1),
-            consumers=r.integer(n, "consumers", where, 1),
-            owner=owner,
-        ))
+        namespaces.append(
+            NamespaceSpec(
+                name=name,
+                bundles=r.integer(n, "bundles", where, 4, minimum=1),
+                topics=r.integer(n, "topics", where, 0),
+                msg_rate=r.num(n, "msg_rate", where, 0.0),
+                fanout=r.num(n, "fanout", where, 1.0),
+                msg_size=r.num(n, "msg_size", where, 1024.0),
+                zipf=r.num(n, "zipf", where, 0.0),
+                producers=r.integer(n, "producers", where, 1),
+                consumers=r.integer(n, "consumers", where, 1),
+                owner=owner,
+            )
+        )
     wl = r.table(doc, "workload", "")
     bursts = []
     for i, b in enumerate(r.tables(wl, "bursts", "workload.")):
@@ -243,8 +259,14 @@ def parse_scenario(doc: dict[str, Any], source: str) -> Scenario:
         ns = r.text(b, "namespace", where)
         if all(n.name != ns for n in namespaces):
             raise r.err(f"{where}namespace", "a namespace listed under [[namespaces]]", ns)
-        bursts.append(Burst(ns, r.duration(b, "at", where, "0s"), r.duration(b, "duration", where, "30m"),
-                            r.num(b, "factor", where, 3.0)))
+        bursts.append(
+            Burst(
+                ns,
+                r.duration(b, "at", where, "0s"),
+                r.duration(b, "duration", where, "30m"),
+                r.num(b, "factor", where, 3.0),
+            )
+        )
     amp = r.num(wl, "diurnal_amplitude", "workload.", 0.0)
     if amp > 1:
         raise r.err("workload.diurnal_amplitude", "a fraction between 0 and 1", amp)
@@ -264,9 +286,18 @@ def parse_scenario(doc: dict[str, Any], source: str) -> Scenario:
     return Scenario(
         name=str(doc.get("name") or Path(source).stem),
         description=str(doc.get("description", "")),
-        duration=duration, step=step, seed=seed, brokers=tuple(brokers), initial=initial,
-        namespaces=tuple(namespaces), events=tuple(events), config=config, workload=workload,
-        strategies=tuple(strategies), warnings=tuple(warnings), dispatch=parse_dispatch(doc.get("dispatch"), source),
+        duration=duration,
+        step=step,
+        seed=seed,
+        brokers=tuple(brokers),
+        initial=initial,
+        namespaces=tuple(namespaces),
+        events=tuple(events),
+        config=config,
+        workload=workload,
+        strategies=tuple(strategies),
+        warnings=tuple(warnings),
+        dispatch=parse_dispatch(doc.get("dispatch"), source),
     )
 
 
@@ -297,7 +328,8 @@ def bundled_scenario(name: str = "default") -> Scenario:
     root = resources.files("bundlewise") / "scenarios"
     res = root / f"{name}.toml"
     if not res.is_file():
-        raise InputError(f"no bundled scenario {name!r}; expected one of {', '.join(bundled_names())}",
-                         field="--cluster")
+        raise InputError(
+            f"no bundled scenario {name!r}; expected one of {', '.join(bundled_names())}", field="--cluster"
+        )
     doc = tomllib.loads(res.read_text(encoding="utf-8"))
     return parse_scenario(doc, f"{name}.toml")

@@ -62,8 +62,9 @@ def validate_points(scenario: Scenario, points: Sequence[Point]) -> None:
         scenario.config.with_values({k: v for k, v in p.items() if k != "strategy"}, source="--grid")
 
 
-def run_sweep(spark: Any, scenario: Scenario, points: Sequence[Point],
-              trace: TraceWorkload | None = None) -> list[dict[str, Any]]:
+def run_sweep(
+    spark: Any, scenario: Scenario, points: Sequence[Point], trace: TraceWorkload | None = None
+) -> list[dict[str, Any]]:
     """Every point as a Spark task; rows in grid order."""
     validate_points(scenario, points)
     tasks = [(scenario, trace, p) for p in points]

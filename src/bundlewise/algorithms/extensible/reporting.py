@@ -81,8 +81,16 @@ class BrokerLoadReporter:
         force: bool = False,
     ) -> BrokerLoadData | None:
         self.local = self.local.updated(
-            resources, msg_throughput_in, msg_throughput_out, msg_rate_in, msg_rate_out, bundle_count, topics,
-            config.weights(), float(config["loadBalancerHistoryResourcePercentage"]), now,
+            resources,
+            msg_throughput_in,
+            msg_throughput_out,
+            msg_rate_in,
+            msg_rate_out,
+            bundle_count,
+            topics,
+            config.weights(),
+            float(config["loadBalancerHistoryResourcePercentage"]),
+            now,
         )
         if not (force or needs_broker_report(self.last, self.local, now, config)):
             return None
@@ -107,8 +115,6 @@ def bundle_sort_key(s: NamespaceBundleStats) -> tuple[int, int, int, int, int]:
         (s.topics + s.producerCount + s.consumerCount) // 500,
         s.cacheSize // 100_000,
     )
-
-
 
 
 def top_k_bundles(

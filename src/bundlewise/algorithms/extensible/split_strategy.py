@@ -92,8 +92,9 @@ class ExtensibleSplitStrategy:
             try:
                 bundle = Bundle.parse(name)
             except InputError:
-                raise InputError(f"bundle {name!r} is not 'tenant/namespace/0xLLLLLLLL_0xUUUUUUUU'; "
-                                 "splitting needs its range") from None
+                raise InputError(
+                    f"bundle {name!r} is not 'tenant/namespace/0xLLLLLLLL_0xUUUUUUUU'; splitting needs its range"
+                ) from None
             if not bundle.can_split:
                 self.failures += 1
                 continue

@@ -280,8 +280,14 @@ class TransferShedder:
                     ok = False
                     if transfer and min_iter is not None:
                         ok, swaps, swap_t = self._try_swap(
-                            min_iter, max_t - marked + gained - bt, min_t + marked - gained + bt, max_t,
-                            min_b, max_b, reason, transferable,
+                            min_iter,
+                            max_t - marked + gained - bt,
+                            min_t + marked - gained + bt,
+                            max_t,
+                            min_b,
+                            max_b,
+                            reason,
+                            transferable,
                         )
                     if not ok:
                         break

@@ -40,8 +40,6 @@ class BrokerFilterError(Exception):
     """A filter of the pipeline could not decide (Pulsar ``BrokerFilterException``)."""
 
 
-
-
 def topic_type_candidates(load: LoadData, *, non_persistent: bool = False) -> list[str]:
     """Step 3: the available brokers that accept the bundle's topic type, in input order."""
     out = []

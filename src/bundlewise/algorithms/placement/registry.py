@@ -41,7 +41,7 @@ PLACEMENT_NAMES = tuple(FACTORIES)
 def canonical_placement_name(name: str) -> str:
     """The short name of a known strategy; InputError listing the valid names otherwise."""
     raw = name.strip()
-    short = raw[len(PULSAR_PACKAGE):] if raw.startswith(PULSAR_PACKAGE) else raw
+    short = raw[len(PULSAR_PACKAGE) :] if raw.startswith(PULSAR_PACKAGE) else raw
     if short not in FACTORIES:
         raise InputError(
             f"unknown placement strategy {name!r}; expected one of {', '.join(PLACEMENT_NAMES)} "

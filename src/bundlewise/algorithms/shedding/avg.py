@@ -72,8 +72,9 @@ class AvgShedder:
         weights = config.weights()
         scores = {b: bd.localData.weighted_max_usage(weights) * 100 for b, bd in load.brokers.items()}
         brokers: list[str] = sorted(scores, key=cmp_to_key(_truncated_compare(scores)))
-        low, high = float(config["loadBalancerAvgShedderLowThreshold"]), float(
-            config["loadBalancerAvgShedderHighThreshold"]
+        low, high = (
+            float(config["loadBalancerAvgShedderLowThreshold"]),
+            float(config["loadBalancerAvgShedderHighThreshold"]),
         )
         pairs: list[tuple[str, str]] = []
         i, j = 0, len(brokers) - 1
@@ -134,8 +135,9 @@ class AvgShedder:
             what = f"{need_msg:.2f} msg/s ({share:g} x ({max_local.total_rate:.2f} - {min_local.total_rate:.2f}))"
         elif need_tput > int(config["minUnloadMessageThroughput"]):
             by_rate, remaining = False, need_tput
-            what = (f"{mb(need_tput)} ({share:g} x ({mb(max_local.total_throughput)} - "
-                    f"{mb(min_local.total_throughput)}))")
+            what = (
+                f"{mb(need_tput)} ({share:g} x ({mb(max_local.total_throughput)} - {mb(min_local.total_throughput)}))"
+            )
         else:
             return []
         head = (

@@ -86,8 +86,10 @@ class UniformLoadShedder:
                 f"by {rate_pct:.2f}% > {rate_limit:g}%; offload {need} msg/s = int({share:g} x difference)"
             )
         else:
-            source, need, floor = tput_hi, java_int((max_tput - min_tput) * share), int(
-                config["minUnloadMessageThroughput"]
+            source, need, floor = (
+                tput_hi,
+                java_int((max_tput - min_tput) * share),
+                int(config["minUnloadMessageThroughput"]),
             )
             unit = mb
             head = (

@@ -129,8 +129,9 @@ def get_algorithm(name: str) -> SplitAlgorithm:
     try:
         return ALGORITHMS[name]
     except KeyError:
-        raise InputError(f"unknown split algorithm {name!r}; expected one of {', '.join(ALGORITHMS)}",
-                         field="--algorithm") from None
+        raise InputError(
+            f"unknown split algorithm {name!r}; expected one of {', '.join(ALGORITHMS)}", field="--algorithm"
+        ) from None
 
 
 def resolve_algorithm_name(name: str | None, config: Config) -> str:

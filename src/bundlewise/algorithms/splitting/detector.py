@@ -29,8 +29,6 @@ class SplitDecision:
         return {"bundle": self.bundle, "broker": self.broker, "reasons": list(self.reasons)}
 
 
-
-
 def count_bundles(load: LoadData) -> Counter[str]:
     """Distinct bundles per namespace seen in the snapshot (owned or reported)."""
     seen: set[str] = set()

@@ -29,8 +29,15 @@ class ClassicRateLimiter:
 
     __slots__ = ("_clock", "_next_renew", "acquired", "dispatch", "period_ns", "permit_source", "permits")
 
-    def __init__(self, permits: int, clock: Clock, *, period_ns: int = NANOS_PER_SECOND, dispatch: bool = True,
-                 permit_source: Callable[[], int] | None = None) -> None:
+    def __init__(
+        self,
+        permits: int,
+        clock: Clock,
+        *,
+        period_ns: int = NANOS_PER_SECOND,
+        dispatch: bool = True,
+        permit_source: Callable[[], int] | None = None,
+    ) -> None:
         if period_ns <= 0:
             raise ValueError(f"a rate limiter needs a period > 0, got {period_ns} ns")
         self._clock = clock

@@ -151,8 +151,7 @@ class Counts:
     throttled_reads: int = 0
 
     def to_json(self) -> dict[str, int]:
-        return {"msgs": self.msgs, "bytes": self.bytes, "entries": self.entries,
-                "throttledReads": self.throttled_reads}
+        return {"msgs": self.msgs, "bytes": self.bytes, "entries": self.entries, "throttledReads": self.throttled_reads}
 
     def add(self, other: Counts) -> None:
         self.msgs += other.msgs
@@ -210,11 +209,34 @@ class _Partition:
 
 
 class _Dispatcher:
-    __slots__ = ("appended0", "avg", "closed", "cursor", "idle", "in_flight", "initial", "name", "partition",
-                 "permits", "precise", "replicator", "slot", "writable")
+    __slots__ = (
+        "appended0",
+        "avg",
+        "closed",
+        "cursor",
+        "idle",
+        "in_flight",
+        "initial",
+        "name",
+        "partition",
+        "permits",
+        "precise",
+        "replicator",
+        "slot",
+        "writable",
+    )
 
-    def __init__(self, name: str, partition: _Partition, slot: LimiterSlot, initial: int, permits: int,
-                 precise: bool, writable: bool, replicator: bool) -> None:
+    def __init__(
+        self,
+        name: str,
+        partition: _Partition,
+        slot: LimiterSlot,
+        initial: int,
+        permits: int,
+        precise: bool,
+        writable: bool,
+        replicator: bool,
+    ) -> None:
         self.name = name
         self.partition = partition
         self.slot = slot
@@ -234,9 +256,16 @@ class _Dispatcher:
 class DispatchSimulation:
     """Event-driven dispatch of subscription backlogs through Pulsar's limiters; see the module docstring."""
 
-    def __init__(self, config: Mapping[str, Any], topics: list[TopicSpec], *, read_latency_ms: int = 1,
-                 scheduling_delay_us: int = 100, backlogged_threshold: int = DEFAULT_BACKLOGGED_THRESHOLD,
-                 start_ms: int = 0) -> None:
+    def __init__(
+        self,
+        config: Mapping[str, Any],
+        topics: list[TopicSpec],
+        *,
+        read_latency_ms: int = 1,
+        scheduling_delay_us: int = 100,
+        backlogged_threshold: int = DEFAULT_BACKLOGGED_THRESHOLD,
+        start_ms: int = 0,
+    ) -> None:
         try:
             self.implementation = implementation_of(str(config["dispatchRateLimiterFactoryClassName"]))
         except ValueError as e:
@@ -262,8 +291,7 @@ class DispatchSimulation:
 
     # -- construction --------------------------------------------------------------------------
 
-    def _add_partition(self, name: str, spec: TopicSpec, start: int,
-                       backlogs: Mapping[str, int] | None = None) -> None:
+    def _add_partition(self, name: str, spec: TopicSpec, start: int, backlogs: Mapping[str, int] | None = None) -> None:
         part = _Partition(name, spec, LimiterSlot(Level.TOPIC, name, self.clock, self.implementation))
         part.slot.publish_rate = part.publish_rate
         self.partitions.append(part)
@@ -272,30 +300,38 @@ class DispatchSimulation:
         default_precise = bool(self.config["preciseDispatcherFlowControl"])
         for sub in spec.subscriptions:
             if sub.type not in SUBSCRIPTION_TYPES:
-                raise InputError(f"expected one of {', '.join(SUBSCRIPTION_TYPES)}, got {sub.type!r}",
-                                 field=f"{spec.name}.subscriptions.{sub.name}.type")
+                raise InputError(
+                    f"expected one of {', '.join(SUBSCRIPTION_TYPES)}, got {sub.type!r}",
+                    field=f"{spec.name}.subscriptions.{sub.name}.type",
+                )
             if not sub.consumers:
                 raise InputError("expected at least one consumer", field=f"{spec.name}.subscriptions.{sub.name}")
             first = sub.consumers[0]
-            permits = (sum(c.receiver_queue_size for c in sub.consumers) if sub.type in SHARED_TYPES
-                       else first.receiver_queue_size)
+            permits = (
+                sum(c.receiver_queue_size for c in sub.consumers)
+                if sub.type in SHARED_TYPES
+                else first.receiver_queue_size
+            )
             precise = default_precise if first.precise is None else first.precise
-            slot = LimiterSlot(Level.SUBSCRIPTION, f"{name}:{sub.name}", self.clock, self.implementation,
-                               part.publish_rate)
+            slot = LimiterSlot(
+                Level.SUBSCRIPTION, f"{name}:{sub.name}", self.clock, self.implementation, part.publish_rate
+            )
             self._subs[(name, sub.name)] = sub
             initial = sub.backlog_entries if backlogs is None else backlogs.get(sub.name, sub.backlog_entries)
             d = _Dispatcher(sub.name, part, slot, initial, permits, precise, first.writable, False)
             self._update_subscription(d)
             self._add_dispatcher(d, start)
         for rep in spec.replicators:
-            slot = LimiterSlot(Level.REPLICATOR, f"{name}:{rep.name}", self.clock, self.implementation,
-                               part.publish_rate)
+            slot = LimiterSlot(
+                Level.REPLICATOR, f"{name}:{rep.name}", self.clock, self.implementation, part.publish_rate
+            )
             slot.update(self._resolve(Level.REPLICATOR, part, slot.name))
             d = _Dispatcher(rep.name, part, slot, rep.backlog_entries, rep.producer_permits, False, True, True)
             self._add_dispatcher(d, start)
 
-    def _resolve(self, level: Level, part: _Partition, key: str,
-                 extra: DispatchRate | None = None) -> DispatchRate | None:
+    def _resolve(
+        self, level: Level, part: _Partition, key: str, extra: DispatchRate | None = None
+    ) -> DispatchRate | None:
         policies = part.policies
         if extra is not None:
             policies = replace(policies, subscription=extra)
@@ -443,9 +479,16 @@ class DispatchSimulation:
         if d.replicator:
             size = replicator_read(d.permits, max_bytes, d.slot.limiter)
         else:
-            size = size_read(d.permits, int(self.config["dispatcherMaxReadBatchSize"]), max_bytes,
-                             self._limiters(d), precise=d.precise, avg_msgs_per_entry=d.avg.value,
-                             writable=d.writable, throttle=self._throttles(d))
+            size = size_read(
+                d.permits,
+                int(self.config["dispatcherMaxReadBatchSize"]),
+                max_bytes,
+                self._limiters(d),
+                precise=d.precise,
+                avg_msgs_per_entry=d.avg.value,
+                writable=d.writable,
+                throttle=self._throttles(d),
+            )
         if size.throttled_by is not None:
             self._note_throttle(d, size.throttled_by)
             self._schedule(t + MESSAGE_RATE_BACKOFF_MS * NANOS_PER_MS + self.delay_ns, index, 0, 0, 0)
@@ -474,8 +517,13 @@ class DispatchSimulation:
                 d.slot.limiter.consume(entries, nbytes)  # one message per entry (§B6.9)
         else:
             if self._throttles(d):
-                charge_delivery(self._limiters(d), entries, msgs, nbytes,
-                                count_entries=bool(self.config["dispatchThrottlingOnBatchMessageEnabled"]))
+                charge_delivery(
+                    self._limiters(d),
+                    entries,
+                    msgs,
+                    nbytes,
+                    count_entries=bool(self.config["dispatchThrottlingOnBatchMessageEnabled"]),
+                )
             d.avg.record(entries, msgs)
         for c in self._counts(d):
             c.msgs += msgs
@@ -495,8 +543,11 @@ class DispatchSimulation:
 
         topics: dict[str, Any] = {}
         for part in self.partitions:
-            topics[part.name] = {"limit": describe(part.slot.limiter, self.sources.get(part.name)),
-                                 "subscriptions": {}, "replicators": {}}
+            topics[part.name] = {
+                "limit": describe(part.slot.limiter, self.sources.get(part.name)),
+                "subscriptions": {},
+                "replicators": {},
+            }
         for d in self.dispatchers:
             if d.closed:
                 continue

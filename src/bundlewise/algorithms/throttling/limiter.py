@@ -54,8 +54,14 @@ class DispatchRateLimiter:
 
     __slots__ = ("_bytes", "_msgs", "clock", "implementation", "level", "name", "publish_rate", "rate")
 
-    def __init__(self, level: Level, name: str, clock: Clock, implementation: str = ASYNC_TOKEN_BUCKET,
-                 publish_rate: PublishRate | None = None) -> None:
+    def __init__(
+        self,
+        level: Level,
+        name: str,
+        clock: Clock,
+        implementation: str = ASYNC_TOKEN_BUCKET,
+        publish_rate: PublishRate | None = None,
+    ) -> None:
         self.level = level
         self.name = name
         self.clock = clock
@@ -78,8 +84,9 @@ class DispatchRateLimiter:
         self._msgs = self._dimension(rate.msg, 0, rate.relative_to_publish_rate, period_ns, self._msgs)
         self._bytes = self._dimension(rate.byte, 1, rate.relative_to_publish_rate, period_ns, self._bytes)
 
-    def _dimension(self, value: int, index: int, relative: bool, period_ns: int,
-                   current: _Dimension | None) -> _Dimension | None:
+    def _dimension(
+        self, value: int, index: int, relative: bool, period_ns: int, current: _Dimension | None
+    ) -> _Dimension | None:
         if value <= 0:
             return None
         source: Callable[[], int] | None = None
@@ -93,8 +100,9 @@ class DispatchRateLimiter:
             if isinstance(current, ClassicRateLimiter):
                 current.set_rate(source() if source else value, period_ns, source)
                 return current
-            return ClassicRateLimiter(source() if source else value, self.clock, period_ns=period_ns,
-                                      permit_source=source)
+            return ClassicRateLimiter(
+                source() if source else value, self.clock, period_ns=period_ns, permit_source=source
+            )
         if source is not None:
             return DynamicRateTokenBucket(source, self.clock, period_ns=period_ns, resolution_ns=period_ns)
         return TokenBucket(value, self.clock, period_ns=period_ns, resolution_ns=period_ns)
@@ -145,8 +153,14 @@ class LimiterSlot:
 
     __slots__ = ("clock", "implementation", "level", "limiter", "name", "publish_rate")
 
-    def __init__(self, level: Level, name: str, clock: Clock, implementation: str = ASYNC_TOKEN_BUCKET,
-                 publish_rate: PublishRate | None = None) -> None:
+    def __init__(
+        self,
+        level: Level,
+        name: str,
+        clock: Clock,
+        implementation: str = ASYNC_TOKEN_BUCKET,
+        publish_rate: PublishRate | None = None,
+    ) -> None:
         self.level = level
         self.name = name
         self.clock = clock
@@ -160,6 +174,7 @@ class LimiterSlot:
         if self.limiter is None:
             if not enabled:
                 return
-            self.limiter = DispatchRateLimiter(self.level, self.name, self.clock, self.implementation,
-                                               self.publish_rate)
+            self.limiter = DispatchRateLimiter(
+                self.level, self.name, self.clock, self.implementation, self.publish_rate
+            )
         self.limiter.update(rate)

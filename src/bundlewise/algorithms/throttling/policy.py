@@ -56,15 +56,23 @@ class DispatchRate:
         return self if self.enabled else None
 
     def to_json(self) -> dict[str, Any]:
-        return {"dispatchThrottlingRateInMsg": self.msg, "dispatchThrottlingRateInByte": self.byte,
-                "relativeToPublishRate": self.relative_to_publish_rate, "ratePeriodInSecond": self.period_s}
+        return {
+            "dispatchThrottlingRateInMsg": self.msg,
+            "dispatchThrottlingRateInByte": self.byte,
+            "relativeToPublishRate": self.relative_to_publish_rate,
+            "ratePeriodInSecond": self.period_s,
+        }
 
     @staticmethod
     def from_json(value: Any, where: str) -> DispatchRate:
         """Read Pulsar's admin JSON (``dispatchThrottlingRateInMsg``, ...); absent fields take the builder defaults."""
         d = fields.obj(value, where)
-        known = ("dispatchThrottlingRateInMsg", "dispatchThrottlingRateInByte", "relativeToPublishRate",
-                 "ratePeriodInSecond")
+        known = (
+            "dispatchThrottlingRateInMsg",
+            "dispatchThrottlingRateInByte",
+            "relativeToPublishRate",
+            "ratePeriodInSecond",
+        )
         for k in d:
             if k not in known:
                 raise InputError(f"unknown field, expected one of {', '.join(known)}", field=f"{where}.{k}")
@@ -117,8 +125,9 @@ def resolve(level: Level, policies: Policies, config: Mapping[str, Any]) -> Disp
     return resolve_with_source(level, policies, config)[0]
 
 
-def resolve_with_source(level: Level, policies: Policies,
-                        config: Mapping[str, Any]) -> tuple[DispatchRate | None, str | None]:
+def resolve_with_source(
+    level: Level, policies: Policies, config: Mapping[str, Any]
+) -> tuple[DispatchRate | None, str | None]:
     """The effective rate of ``level`` and where it came from (``subscription``, ``topic``,
     ``namespace``, ``broker``; None when the level is off).
 
@@ -133,8 +142,11 @@ def resolve_with_source(level: Level, policies: Policies,
         namespace = p.namespace_topic if p.namespace_topic is not None else p.namespace_cluster
         candidates = [(p.topic_local, "topic"), (p.topic_global, "topic"), (namespace, "namespace")]
     elif level is Level.SUBSCRIPTION:
-        candidates = [(p.subscription, "subscription"), (p.topic_subscription, "topic"),
-                      (p.namespace_subscription, "namespace")]
+        candidates = [
+            (p.subscription, "subscription"),
+            (p.topic_subscription, "topic"),
+            (p.namespace_subscription, "namespace"),
+        ]
     elif level is Level.REPLICATOR:
         candidates = [(p.topic_replicator, "topic"), (p.namespace_replicator, "namespace")]
     for rate, source in candidates:

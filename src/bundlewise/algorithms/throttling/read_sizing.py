@@ -48,8 +48,9 @@ class ReadSize:
         return self.throttled_by is not None
 
 
-def base_read_entries(permits: int, read_batch_size: int, *, precise: bool = False,
-                      avg_msgs_per_entry: int = 1, writable: bool = True) -> int:
+def base_read_entries(
+    permits: int, read_batch_size: int, *, precise: bool = False, avg_msgs_per_entry: int = 1, writable: bool = True
+) -> int:
     """Entries to read before rate limits (§B6.2-§B6.4)."""
     if not writable:
         return 1
@@ -74,24 +75,38 @@ def apply_rate_limits(entries: int, max_bytes: int, limiters: Iterable[DispatchR
             max_bytes = min(max_bytes, nbytes)
         if entries <= 0 or max_bytes <= 0:
             what = "messages" if entries <= 0 else "bytes"
-            return ReadSize(-1, -1, lim.level, f"{lim.level.value} limiter {lim.name} has no {what} quota left; "
-                                               f"retry in {MESSAGE_RATE_BACKOFF_MS} ms")
+            return ReadSize(
+                -1,
+                -1,
+                lim.level,
+                f"{lim.level.value} limiter {lim.name} has no {what} quota left; retry in {MESSAGE_RATE_BACKOFF_MS} ms",
+            )
     return ReadSize(max(entries, 1), max(max_bytes, 1))
 
 
-def size_read(permits: int, read_batch_size: int, max_read_bytes: int, limiters: Iterable[DispatchRateLimiter], *,
-              precise: bool = False, avg_msgs_per_entry: int = 1, writable: bool = True,
-              throttle: bool = True) -> ReadSize:
+def size_read(
+    permits: int,
+    read_batch_size: int,
+    max_read_bytes: int,
+    limiters: Iterable[DispatchRateLimiter],
+    *,
+    precise: bool = False,
+    avg_msgs_per_entry: int = 1,
+    writable: bool = True,
+    throttle: bool = True,
+) -> ReadSize:
     """The whole sizing of one dispatcher read; ``throttle`` is :func:`throttling_applies`."""
-    entries = base_read_entries(permits, read_batch_size, precise=precise, avg_msgs_per_entry=avg_msgs_per_entry,
-                                writable=writable)
+    entries = base_read_entries(
+        permits, read_batch_size, precise=precise, avg_msgs_per_entry=avg_msgs_per_entry, writable=writable
+    )
     if not throttle:
         return ReadSize(max(entries, 1), max(max_read_bytes, 1))
     return apply_rate_limits(entries, max_read_bytes, limiters)
 
 
-def charge_delivery(limiters: Iterable[DispatchRateLimiter], entries: int, messages: int, nbytes: int, *,
-                    count_entries: bool = False) -> int:
+def charge_delivery(
+    limiters: Iterable[DispatchRateLimiter], entries: int, messages: int, nbytes: int, *, count_entries: bool = False
+) -> int:
     """Charge every present limiter after delivery; returns the message tokens charged (§B6.7)."""
     permits = entries if count_entries else messages
     for lim in limiters:
@@ -106,8 +121,12 @@ def replicator_read(producer_permits: int, max_read_bytes: int, limiter: Dispatc
     msgs = limiter.available_msgs()
     nbytes = limiter.available_bytes()
     if msgs == 0 or nbytes == 0:
-        return ReadSize(-1, -1, Level.REPLICATOR, f"replicator limiter {limiter.name} has no quota left; "
-                                                  f"retry in {MESSAGE_RATE_BACKOFF_MS} ms")
+        return ReadSize(
+            -1,
+            -1,
+            Level.REPLICATOR,
+            f"replicator limiter {limiter.name} has no quota left; retry in {MESSAGE_RATE_BACKOFF_MS} ms",
+        )
     entries = producer_permits if msgs < 0 else min(producer_permits, msgs)
     return ReadSize(entries, max_read_bytes if nbytes < 0 else nbytes)
 

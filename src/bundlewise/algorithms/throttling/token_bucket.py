@@ -42,12 +42,30 @@ def _mul_div_floor(a: int, b: int, c: int) -> int:
 class TokenBucket:
     """A token bucket with ``rate`` tokens per ``period_ns``, reading time from ``clock``."""
 
-    __slots__ = ("_clock", "_last", "_remainder", "capacity", "pending", "period_ns", "rate",
-                 "resolution_ns", "target", "tokens")
+    __slots__ = (
+        "_clock",
+        "_last",
+        "_remainder",
+        "capacity",
+        "pending",
+        "period_ns",
+        "rate",
+        "resolution_ns",
+        "target",
+        "tokens",
+    )
 
-    def __init__(self, rate: int, clock: Clock, *, period_ns: int = NANOS_PER_SECOND,
-                 capacity: int | None = None, initial_tokens: int | None = None,
-                 resolution_ns: int = DEFAULT_RESOLUTION_NS, target: int | None = None) -> None:
+    def __init__(
+        self,
+        rate: int,
+        clock: Clock,
+        *,
+        period_ns: int = NANOS_PER_SECOND,
+        capacity: int | None = None,
+        initial_tokens: int | None = None,
+        resolution_ns: int = DEFAULT_RESOLUTION_NS,
+        target: int | None = None,
+    ) -> None:
         if rate <= 0 or period_ns <= 0:
             raise ValueError(f"a token bucket needs rate > 0 and period > 0, got {rate} per {period_ns} ns")
         self._clock = clock
@@ -114,8 +132,14 @@ class DynamicRateTokenBucket(TokenBucket):
 
     __slots__ = ("_rate_source",)
 
-    def __init__(self, rate_source: Callable[[], int], clock: Clock, *, period_ns: int = NANOS_PER_SECOND,
-                 resolution_ns: int = DEFAULT_RESOLUTION_NS) -> None:
+    def __init__(
+        self,
+        rate_source: Callable[[], int],
+        clock: Clock,
+        *,
+        period_ns: int = NANOS_PER_SECOND,
+        resolution_ns: int = DEFAULT_RESOLUTION_NS,
+    ) -> None:
         self._rate_source = rate_source
         rate = max(1, int(rate_source()))
         super().__init__(rate, clock, period_ns=period_ns, resolution_ns=resolution_ns)
