@@ -11,21 +11,12 @@
 
 from __future__ import annotations
 
-import struct
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from bundlewise.model import fields
-
-
-def f32(x: float) -> float:
-    """Round a double to the nearest IEEE-754 single, as a Java ``(float)`` cast does."""
-    try:
-        return float(struct.unpack("f", struct.pack("f", x))[0])
-    except OverflowError:
-        return float("inf") if x > 0 else float("-inf")
-
+from bundlewise.model.javamath import f32
 
 MIB = 1024 * 1024  # Pulsar's "MB" in load-balancer settings (LoadManagerShared.MIBI)
 
