@@ -16,9 +16,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bundlewise.algorithms.extensible.transfer_shedder import ShedResult, TransferShedder, jdiv
+from bundlewise.algorithms.extensible.transfer_shedder import ShedResult, TransferShedder
 from bundlewise.config import Config
 from bundlewise.model.extensible import parse_extensible_snapshot
+from bundlewise.model.javamath import java_div as jdiv
 
 NOW = 1_700_000_000_000
 JAVA_ORDER = ["broker4:8080", "broker1:8080", "broker2:8080", "broker5:8080", "broker3:8080"]

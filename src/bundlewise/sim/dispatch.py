@@ -33,7 +33,6 @@ the backlog (messages) of the topics the broker owns at the end of the tick.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -47,6 +46,8 @@ from bundlewise.algorithms.throttling.dispatch import (
     TopicSpec,
 )
 from bundlewise.algorithms.throttling.policy import Policies
+from bundlewise.config import Config
+from bundlewise.config.views import LeaderSettings
 from bundlewise.model.errors import InputError
 from bundlewise.sim.cluster import UNOWNED, Cluster
 from bundlewise.sim.dispatch_spec import DispatchEntry, DispatchSpec
@@ -105,11 +106,11 @@ class ClusterDispatch:
     """The dispatch of every ``[dispatch]`` topic across the cluster's brokers; see the module docstring."""
 
     def __init__(
-        self, spec: DispatchSpec, cluster: Cluster, config: Mapping[str, Any], ticks: int, step_ms: int, blip_ms: int
+        self, spec: DispatchSpec, cluster: Cluster, config: Config, ticks: int, step_ms: int, blip_ms: int
     ) -> None:
         self.cluster, self.config, self.step_ms, self.blip_ms = cluster, config, step_ms, blip_ms
         self.latency_ms = spec.read_latency_ms
-        self.auto_unload = bool(config["loadBalancerAutoUnloadSplitBundlesEnabled"])
+        self.auto_unload = config.view(LeaderSettings).unload_split_children
         index = {n: i for i, n in enumerate(cluster.topic_names)}
         ns_names = [nb.namespace for nb in cluster.ns_bundles]
         ns_entry: dict[int, DispatchEntry] = {}

@@ -32,9 +32,9 @@ from typing import Any
 
 from bundlewise.algorithms.throttling.dispatch import SUBSCRIPTION_TYPES
 from bundlewise.algorithms.throttling.policy import DispatchRate
+from bundlewise.model.durations import parse_duration
 from bundlewise.model.errors import InputError
 from bundlewise.model.names import full_topic_name
-from bundlewise.sim.clock import parse_duration
 
 ENTRY_KEYS = (
     "topic",

@@ -21,7 +21,9 @@ from typing import Any
 
 import numpy as np
 
+from bundlewise.algorithms.splitting.conditions import split_conditions
 from bundlewise.config import Config
+from bundlewise.config.views import SplitSettings
 from bundlewise.model.load import (
     DEFAULT_MESSAGE_RATE,
     DEFAULT_MESSAGE_THROUGHPUT,
@@ -35,7 +37,6 @@ from bundlewise.model.load import (
     TimeAverageMessageData,
     time_average_step,
 )
-from bundlewise.model.resources import MIB
 from bundlewise.sim.cluster import Cluster
 
 # column order of the average arrays = TimeAverageMessageData's fields
@@ -227,24 +228,17 @@ class LeaderView:
         """``load`` with each broker's ``lastStats`` cut down to bundles that may meet a split condition.
 
         The split detector (``algorithms.splitting.detector``) decides; this only skips, with one
-        vectorised pass, the bundles that cannot pass any of its conditions (fewer than 2 topics, or
-        topics, sessions, long-term rate and throughput all at or below their limits), so the detector
-        need not visit 10,000 bundles per ``updateAll``.  The result is the detector's on the full data.
+        vectorised pass of the split rule (``split_conditions``), the bundles that meet none of its
+        conditions, so the detector need not visit 10,000 bundles per ``updateAll``.  The result is the
+        detector's on the full data (a test proves it).
         """
         self._grow()
         rep = self.rep_owner >= 0
         lt = np.where(self.has[:, None], self.long, 0.0)
-        max_sessions = int(config["loadBalancerNamespaceBundleMaxSessions"])
-        maybe = (
-            rep
-            & (self.topics >= 2)
-            & (
-                (self.topics > int(config["loadBalancerNamespaceBundleMaxTopics"]))
-                | ((self.sessions > max_sessions) if max_sessions > 0 else False)
-                | (lt[:, 2] + lt[:, 3] >= float(config["loadBalancerNamespaceBundleMaxMsgRate"]))
-                | (lt[:, 0] + lt[:, 1] >= float(config["loadBalancerNamespaceBundleMaxBandwidthMbytes"]) * MIB)
-            )
+        met = split_conditions(
+            self.topics, self.sessions, lt[:, 2] + lt[:, 3], lt[:, 0] + lt[:, 1], config.view(SplitSettings)
         )
+        maybe = rep & met.any(axis=1)
         names = self.cluster.bundle_names
         keep = {names[i] for i in np.flatnonzero(maybe)}
         brokers = {}

@@ -27,6 +27,7 @@ from bundlewise.algorithms.shedding.common import (
     select_at_least,
 )
 from bundlewise.config import Config
+from bundlewise.config.views import OverloadSettings
 from bundlewise.model.load import LoadData
 
 
@@ -34,7 +35,7 @@ class OverloadShedder:
     name = "OverloadShedder"
 
     def find_bundles_for_unloading(self, load: LoadData, config: Config, now: int) -> list[Unload]:
-        threshold = config.overload_threshold
+        threshold = config.view(OverloadSettings).overload_threshold
         sheddable = SheddableBundles(load)
         out: list[Unload] = []
         for broker, data in load.brokers.items():

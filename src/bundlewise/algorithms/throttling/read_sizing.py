@@ -29,6 +29,7 @@ from dataclasses import dataclass
 
 from bundlewise.algorithms.throttling.limiter import DispatchRateLimiter
 from bundlewise.algorithms.throttling.policy import Level
+from bundlewise.model.javamath import java_round
 
 MESSAGE_RATE_BACKOFF_MS = 1000
 AVG_HISTORY_WEIGHT = 0.9
@@ -129,11 +130,6 @@ def replicator_read(producer_permits: int, max_read_bytes: int, limiter: Dispatc
         )
     entries = producer_permits if msgs < 0 else min(producer_permits, msgs)
     return ReadSize(entries, max_read_bytes if nbytes < 0 else nbytes)
-
-
-def java_round(x: float) -> int:
-    """``Math.round``: half rounds up."""
-    return math.floor(x + 0.5)
 
 
 class AvgMessagesPerEntry:
