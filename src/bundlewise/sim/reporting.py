@@ -18,7 +18,7 @@ from bundlewise.config.views import ReportSettings
 
 def percent_change(old: np.ndarray, new: np.ndarray) -> np.ndarray:
     """``algorithms.reporting.percent_change`` elementwise."""
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         out = 100.0 * np.abs(old - new) / old
     result: np.ndarray = np.where(old == 0, np.where(new == 0, 0.0, np.inf), out)
     return result

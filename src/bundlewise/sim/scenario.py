@@ -235,7 +235,7 @@ def parse_scenario(doc: dict[str, Any], source: str) -> Scenario:
     )
     balancer = r.table(doc, "balancer", "")
     warnings: list[str] = []
-    config = Config().with_values(balancer, source=f"{source}: balancer", warnings=warnings)
+    config = Config().with_values(balancer, source=f"{source}: balancer", warnings=warnings).check()
     strategies = doc.get("strategies", [])
     if not isinstance(strategies, list) or not all(isinstance(s, str) for s in strategies):
         raise r.err("strategies", "a list of shedding strategy names", strategies)
