@@ -5,21 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from bundlewise.algorithms.throttling import (
-    ConsumerSpec,
-    DispatchRate,
-    DispatchRateLimiter,
-    DispatchSimulation,
-    EntryShape,
-    Level,
-    ManualClock,
-    Policies,
-    ReplicatorSpec,
-    SubscriptionSpec,
-    TopicSpec,
-)
+from bundlewise.algorithms.throttling import DispatchRate, DispatchRateLimiter, Level, ManualClock, Policies
 from bundlewise.algorithms.throttling.read_sizing import charge_delivery, size_read
 from bundlewise.config import Config
+from bundlewise.sim.dispatch_topics import ConsumerSpec, EntryShape, ReplicatorSpec, SubscriptionSpec, TopicSpec
+from bundlewise.sim.dispatcher import DispatchSimulation
 
 IMPLS = ["AsyncTokenBucket", "Classic"]
 T = "persistent://public/default/t"

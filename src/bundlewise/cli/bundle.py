@@ -7,6 +7,7 @@ import sys
 
 from bundlewise.cli.common import add_config_options, config_from_args
 from bundlewise.cli.inputs import emit
+from bundlewise.config.views import SplitSettings
 from bundlewise.model.bundles import NamespaceBundles, initial_boundaries
 from bundlewise.model.errors import InputError
 from bundlewise.model.hashing import crc32_hash
@@ -60,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
     if args.boundaries:
         boundaries = parse_boundaries(args.boundaries)
     else:
-        n = args.bundles if args.bundles is not None else int(config["defaultNumberOfNamespaceBundles"])
+        n = args.bundles if args.bundles is not None else config.view(SplitSettings).default_bundles
         try:
             boundaries = initial_boundaries(n)
         except InputError as e:

@@ -11,6 +11,7 @@ import json
 import sys
 
 from bundlewise.cli.common import add_config_options, config_from_args
+from bundlewise.config.views import SplitSettings
 from bundlewise.model.errors import InputError
 
 FORMATS = ("trace", "topics-stats", "load-report", "prometheus")
@@ -65,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
     config = config_from_args(args)
     from bundlewise.pipeline.boundaries import Boundaries
 
-    n = args.bundles if args.bundles is not None else int(config["defaultNumberOfNamespaceBundles"])
+    n = args.bundles if args.bundles is not None else config.view(SplitSettings).default_bundles
     try:
         boundaries = Boundaries.of_count(n)
     except InputError as e:

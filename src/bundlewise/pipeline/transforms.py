@@ -28,6 +28,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import to_arrow_schema
 
 from bundlewise.config import Config
+from bundlewise.config.views import SplitSettings
 from bundlewise.model.bundles import initial_boundaries
 from bundlewise.model.hashing import FULL_UPPER_BOUND
 from bundlewise.pipeline import frames, keyed, schemas
@@ -243,7 +244,7 @@ def split_candidates(bundle_load: DataFrame, config: Config, counts: Boundaries 
         candidates = candidates.withColumn("bundleCount", count)
     order = Window.partitionBy("timestamp", "namespace").orderBy(F.col("broker").asc_nulls_last(), "bundle")
     accepted = F.row_number().over(order) - 1
-    cap = config["loadBalancerNamespaceMaximumBundles"]
+    cap = config.view(SplitSettings).max_bundles
     return candidates.select(
         "timestamp",
         "namespace",
