@@ -243,3 +243,10 @@ def test_non_persistent_bundle_needs_a_broker_accepting_it(capsys: pytest.Captur
         write(tmp_path, {"bundle": B0, "nonPersistent": "yes", "brokers": brokers}),
     )
     assert code == 2 and "snapshot.nonPersistent: expected true or false" in err
+
+
+def test_a_bad_later_step_prints_nothing_before_the_error(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    good = {"bundle": B0, "brokers": {"a": {}}}
+    path = write(tmp_path, {"steps": [good, good, {"brokers": {"a": {}}}]})
+    code, out, err = run(capsys, "place", "--strategy", "LeastLongTermMessageRate", path)
+    assert code == 2 and out == [] and "steps[2].bundle: missing 'bundle'" in err and err.count("\n") == 1

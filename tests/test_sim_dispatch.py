@@ -329,3 +329,22 @@ def test_bad_dispatch_section_exits_2_with_one_line(
     out, err = capsys.readouterr()
     assert code == 2 and out == ""
     assert err.startswith(f"error: {f}: {message}") and err.count("\n") == 1, err
+
+
+def test_a_removed_topic_leaves_the_broker_dispatch() -> None:
+    from bundlewise.config import Config
+    from bundlewise.sim.dispatch_topics import SubscriptionSpec, TopicSpec
+    from bundlewise.sim.dispatcher import DispatchSimulation
+
+    cfg = Config().with_values({"dispatchThrottlingRatePerTopicInMsg": 10})
+    topics = [
+        TopicSpec(f"persistent://t/ns/{n}", subscriptions=(SubscriptionSpec("s", backlog_entries=100),)) for n in "xy"
+    ]
+    sim = DispatchSimulation(cfg, topics)
+    assert sim.step(1000).topics["persistent://t/ns/x"].msgs == 10
+    left = sim.remove_topic("persistent://t/ns/x")
+    assert left == {"s": 90}  # its backlog goes with it (to its next owner)
+    assert [d.partition.name for d in sim.dispatchers] == ["persistent://t/ns/y"]
+    later = sim.step(5000)
+    assert set(later.topics) == {"persistent://t/ns/y"} and later.broker.msgs == 40
+    assert set(sim.effective_limits()["topics"]) == {"persistent://t/ns/y"}
