@@ -179,3 +179,28 @@ def test_trace_is_a_step_function_and_absent_topics_are_idle() -> None:
     assert wl.rates(59_999)[0].tolist() == [10.0, 20.0]
     assert wl.rates(60_000)[0].tolist() == [30.0, 0.0]  # b absent from the sample: idle
     assert wl.topics.consumers.tolist() == [3, 0]
+
+
+def test_trace_from_an_arrow_table_equals_the_trace_from_a_frame() -> None:
+    import pyarrow as pa
+
+    frame = pd.DataFrame(
+        {
+            "timestamp": [61_000, 1000, 1000, 61_000],
+            "topic": ["a", "persistent://x/y/b", "a", "a"],
+            "msgRateIn": [30.0, 20.0, 10.0, 31.0],
+            "msgRateOut": [0.0, 1.0, 2.0, 3.0],
+            "msgThroughputIn": [300.0, 200.0, 100.0, 310.0],
+            "msgThroughputOut": [0.0, 0.0, 0.0, 0.0],
+            "consumerCount": [3, 0, None, 1],
+        }
+    )
+    from_frame = TraceWorkload(frame, "t")
+    from_arrow = TraceWorkload(pa.Table.from_pandas(frame, preserve_index=False), "t")
+    for now in (0, 60_000, 120_000):
+        assert [r.tolist() for r in from_frame.rates(now)] == [r.tolist() for r in from_arrow.rates(now)]
+    # rows in (timestamp, topic) order: of two rows of one topic and time the later one holds
+    assert from_arrow.rates(60_000)[0].tolist() == [31.0, 0.0]
+    assert from_arrow.topics.consumers.tolist() == from_frame.topics.consumers.tolist() == [3, 0]
+    with pytest.raises(InputError, match="t: missing column 'msgRateIn'"):
+        TraceWorkload(pa.table({"timestamp": [1], "topic": ["a"]}), "t")
