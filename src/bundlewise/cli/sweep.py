@@ -56,7 +56,8 @@ def run(args: argparse.Namespace) -> int:
     validate_points(scenario, points)
     spark = spark_session(args.master)  # the session of --master, also for reading the trace
     trace = read_trace(spark, args.workload) if args.workload else None
-    sys.stderr.write(f"sweep: {len(points)} simulations of {scenario.name} as Spark tasks\n")
+    master = spark.sparkContext.master
+    sys.stderr.write(f"sweep: {len(points)} simulations of {scenario.name} as Spark tasks on {master}\n")
     rows = run_sweep(spark, scenario, points, trace)
     if args.out:
         import pyarrow.parquet as pq
