@@ -226,3 +226,33 @@ def test_leader_arrays_equal_the_leader_bookkeeping(steps: list, max_topics: int
             assert view.load.brokers[name].timeAverageData == broker.timeAverageData
         counts = {"t/ns": 8}
         assert find_bundles_to_split(view.split_load(cfg), cfg, counts) == find_bundles_to_split(load, cfg, counts)
+
+
+# -- hash positions ---------------------------------------------------------------------------------------
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.one_of(
+        st.integers(-5, 2**33).map(str),
+        st.integers(0, 2**32).map(lambda n: f"0x{n:08x}"),
+        st.integers(0, 2**32).map(lambda n: f" 0X{n:X} "),
+        st.sampled_from(["", "0x", "x10", "1e3", "0x-5", "ff", "1_000"]),
+    )
+)
+def test_bounds_positions_and_boundary_lists_are_read_alike(text: str) -> None:
+    from bundlewise.cli.bundle import parse_boundaries
+    from bundlewise.model.bundles import parse_position
+    from bundlewise.model.errors import InputError
+    from bundlewise.pipeline.boundaries import _bound
+
+    try:
+        want: int | None = parse_position(text)
+    except ValueError:
+        want = None
+    for read in (lambda: parse_boundaries(text)[0], lambda: _bound(text, "b")):
+        try:
+            got: int | None = read()
+        except InputError:
+            got = None
+        assert got == want

@@ -29,10 +29,16 @@ def format_range(lower: int, upper: int) -> str:
     return f"0x{lower:08x}_0x{upper:08x}"
 
 
-def _parse_bound(text: str, name: str) -> int:
+def parse_position(text: str) -> int:
+    """A hash position as Pulsar writes and reads one: ``0x``-hex (either case) or decimal; ``ValueError``
+    otherwise.  The one reader of bundle bounds, split positions and boundary lists."""
     t = text.strip()
+    return int(t[2:], 16) if t[:2] in ("0x", "0X") else int(t, 10)
+
+
+def _parse_bound(text: str, name: str) -> int:
     try:
-        value = int(t[2:], 16) if t[:2] in ("0x", "0X") else int(t, 10)
+        value = parse_position(text)
     except ValueError:
         raise InputError(f"bundle {name!r}: {text!r} is not a 0x-hex bound") from None
     if not FULL_LOWER_BOUND <= value <= FULL_UPPER_BOUND:
