@@ -4,8 +4,8 @@ The strategy comes from the registry (``algorithms.registry``) with its family:
 
 * a modular strategy (``ModularFamily``) reads modular snapshots: Pulsar's ``LoadData`` (docs/formats.md);
   a snapshot without ``bundleData`` gets the leader's bookkeeping (``algorithms.leader.LeaderBundleData``);
-* an extensible one (``ExtensibleFamily``: TransferShedder) reads extensible snapshots (the broker-load
-  and top-bundles stores); its steps also report the load statistics and Pulsar's decision counters
+* an extensible one (``ExtensibleFamily``) reads extensible snapshots (the broker-load and top-bundles
+  stores); its steps also report the load statistics and Pulsar's decision counters
   (``cli.shed_extensible``).
 
 ONE family instance sees every step in order, so histories, hit counters and cool-downs carry over;
@@ -13,7 +13,7 @@ per-step ``config`` overrides accumulate and each step's clock is its ``timestam
 plus ``loadBalancerSheddingIntervalMinutes`` (``cli.inputs``).
 
 * ``--plan-only``: exactly what the strategy returns (``findBundlesForUnloading``), with the strategy's
-  own planned destination (AvgShedder, TransferShedder) or ``null``; the snapshot's recently unloaded
+  own planned destination where it plans one, or ``null``; the snapshot's recently unloaded
   bundles are passed as given.
 * Default: the leader's cycle on top (``ModularLoadManagerImpl#doLoadShedding`` /
   ``UnloadScheduler#execute``): grace period, excluded namespaces, destinations from the placement
@@ -34,7 +34,7 @@ from typing import Any
 
 from bundlewise.algorithms.families import ExtensibleFamily, ModularFamily
 from bundlewise.algorithms.leader import LeaderBundleData
-from bundlewise.algorithms.registry import make_family, shedding_entry, shedding_names
+from bundlewise.algorithms.registry import SHEDDING, make_family, shedding_entry, shedding_names
 from bundlewise.cli.common import add_config_options, config_from_args, source_name
 from bundlewise.cli.inputs import emit, iterate_steps, read_documents, step_where
 from bundlewise.cli.shed_extensible import run_extensible
@@ -42,10 +42,11 @@ from bundlewise.model.decisions import Unload
 from bundlewise.model.errors import InputError
 from bundlewise.model.snapshot import parse_modular_snapshot
 
+EXTENSIBLE = [name for name, entry in SHEDDING.items() if entry.family is ExtensibleFamily]
 DESCRIPTION = f"""\
 Which bundles Pulsar's leader would unload, with one of its shedding strategies.
 Strategies: {", ".join(shedding_names())} (short or Pulsar class names).
-INPUT: a modular snapshot (an extensible one for TransferShedder), {{"steps": [...]}} or JSON Lines.
+INPUT: a modular snapshot (an extensible one for {", ".join(EXTENSIBLE)}), {{"steps": [...]}} or JSON Lines.
 One line per step: {{"step": i, "timestamp": ms|null, "unload": [{{"broker", "bundle", "destination", "reason"}}]}}.
 --plan-only prints the strategy's raw plan; otherwise the leader's cycle (grace period, excluded
 namespaces, destination by the placement strategy, recently-unloaded memory) is applied."""

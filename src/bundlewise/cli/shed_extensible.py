@@ -1,6 +1,6 @@
-"""The extensible side of ``bundlewise shed`` (TransferShedder on extensible snapshots).
+"""The extensible side of ``bundlewise shed``: a strategy of the extensible family on extensible snapshots.
 
-ONE ``ExtensibleFamily`` sees every step in order, so TransferShedder's consecutive hit count carries
+ONE ``ExtensibleFamily`` sees every step in order, so the strategy's consecutive hit count carries
 over; without ``--plan-only`` the leader's ``UnloadScheduler`` wraps it (grace period,
 enabled/broker-count gate, recently unloaded bundles and brokers remembered for later steps, so
 cool-downs carry over too).  Per step::

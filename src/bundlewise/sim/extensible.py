@@ -1,6 +1,6 @@
 """The extensible load manager in the simulator: brokers' reporters emulated into the stores its family reads.
 
-``ExtensibleFamily`` (TransferShedder, its placement, each broker's split strategy) reads the broker-load
+``ExtensibleFamily`` (its shedding strategy, its placement, each broker's split strategy) reads the broker-load
 store, the top-bundles store and the registered brokers.  This adapter produces them from the engine's
 arrays, as the brokers' reporters would (Pulsar's ``BrokerLoadDataReporter``, ``TopBundleLoadDataReporter``):
 
@@ -14,7 +14,7 @@ arrays, as the brokers' reporters would (Pulsar's ``BrokerLoadDataReporter``, ``
   those whose first sort key (``round(msgThroughputIn / 1e5)``) is at least the k-th largest.  That is a
   superset of the top-k, so ``top_k_bundles`` over it gives the same result (a test proves it).
 * **Tombstones**: after a move the source's and destination's reporters are cleared and their store
-  entries removed, so the leader sees fresh EMAs (TransferShedder then waits for ``NoLoadData`` to
+  entries removed, so the leader sees fresh EMAs (the strategy then waits for ``NoLoadData`` to
   clear, and the source's cool-down ``loadBalanceSheddingDelayInSeconds``).
 * **Shedding**: the family's cycle on the stores; a decision without a destination (no transfer) is
   assigned at once by the family's placement among the other brokers (the lookup that follows an unload).
