@@ -21,7 +21,7 @@ ADD_WATCH_OPCODE = 106
 WatchCallback = Callable[[int, str], None]
 
 
-class AddWatch(namedtuple("AddWatch", "path mode")):  # type: ignore[misc]
+class AddWatch(namedtuple("AddWatch", "path mode")):
     """``AddWatchRequest``: the path and the mode; the reply has no body."""
 
     type = ADD_WATCH_OPCODE

@@ -10,6 +10,7 @@ the order they arrive; a listener that raises is logged and does not stop the ot
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import Callable
@@ -104,7 +105,8 @@ class BaseStore(MetadataStore):
         return self._machine.is_connected
 
     def fencing_deadline(self) -> float:
-        if not self._machine.is_connected or self._fencing.session_id != self.session_id:
+        # Valid while merely disconnected too: the server cannot expire the session before it.
+        if self._fencing.session_id == 0 or self._fencing.session_id != self.session_id:
             return 0.0
         return self._fencing.deadline
 
@@ -132,7 +134,7 @@ class BaseStore(MetadataStore):
         async with self._event_lock:
             if self._closed:
                 return
-            if probe.status is ProbeStatus.CONNECTED:
+            if probe.status is ProbeStatus.CONNECTED and probe.session_id:
                 self._fencing.confirm(probe.session_id, probe.sent_at, probe.ttl)
             elif probe.status is ProbeStatus.EXPIRED:
                 self._fencing.invalidate()
@@ -166,10 +168,8 @@ class BaseStore(MetadataStore):
         self._closed = True
         if self._watcher is not None:
             self._watcher.cancel()
-            try:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
                 await self._watcher
-            except (asyncio.CancelledError, Exception):
-                pass
         await self._close()
 
     async def _close(self) -> None:

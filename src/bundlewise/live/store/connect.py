@@ -32,19 +32,18 @@ async def connect(
     parsed = url if isinstance(url, StoreUrl) else StoreUrl.parse(url)
     if username is not None:
         parsed = parsed.with_credentials(username, password)
-    options = {
-        "session_timeout": session_timeout,
-        "operation_timeout": operation_timeout,
-        "fencing_margin": fencing_margin,
-    }
     if parsed.scheme == "zk":
         from bundlewise.live.store.zookeeper import ZooKeeperStore
 
-        zk = ZooKeeperStore(parsed, **options)
+        zk = ZooKeeperStore(
+            parsed, session_timeout=session_timeout, operation_timeout=operation_timeout, fencing_margin=fencing_margin
+        )
         await zk.start()
         return zk
     from bundlewise.live.store.etcd import EtcdStore
 
-    etcd = EtcdStore(parsed, **options)
+    etcd = EtcdStore(
+        parsed, session_timeout=session_timeout, operation_timeout=operation_timeout, fencing_margin=fencing_margin
+    )
     await etcd.start()
     return etcd

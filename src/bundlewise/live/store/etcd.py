@@ -48,9 +48,7 @@ class EtcdStore(BaseStore):
         super().__init__(session_timeout, fencing_margin)
         self._url = url
         self._root = url.root
-        self._gw = EtcdGateway(
-            list(url.hosts), timeout=operation_timeout, username=url.username, password=url.password
-        )
+        self._gw = EtcdGateway(list(url.hosts), timeout=operation_timeout, username=url.username, password=url.password)
         self._ttl = max(1, int(session_timeout))
         self._lease = 0
         self._lost_lease = 0
@@ -179,7 +177,8 @@ class EtcdStore(BaseStore):
     async def delete(self, path: str, expected_version: int | None = None) -> None:
         key = self._key(path)
         k = b64(key)
-        children = await self._range(self._children_prefix(path), range_end=b64(prefix_end(self._children_prefix(path))), count_only=True)
+        prefix = self._children_prefix(path)
+        children = await self._range(prefix, range_end=b64(prefix_end(prefix)), count_only=True)
         if as_int(children.get("count")):
             raise errors.NotEmptyError(f"{path} has children")
         if expected_version is None:
@@ -249,8 +248,9 @@ class EtcdStore(BaseStore):
                         self._revision = max(self._revision, as_int(result.get("header", {}).get("revision")))
                         created.set_result(None)
                     if as_int(result.get("compact_revision")):
-                        log.warning("etcd watch fell behind compaction; events before %s are lost",
-                                    result["compact_revision"])
+                        log.warning(
+                            "etcd watch fell behind compaction; events before %s are lost", result["compact_revision"]
+                        )
                         self._revision = as_int(result["compact_revision"]) - 1
                         break
                     for event in result.get("events") or []:

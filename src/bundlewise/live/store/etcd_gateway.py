@@ -98,7 +98,7 @@ class EtcdGateway:
             payload: dict[str, Any] = resp.json() if resp.content else {}
         except json.JSONDecodeError:
             payload = {"message": resp.text}
-        if resp.status_code >= 400 or "error" in payload and "code" in payload:
+        if resp.status_code >= 400 or ("error" in payload and "code" in payload):
             raise self.error(payload, resp.status_code)
         return payload
 

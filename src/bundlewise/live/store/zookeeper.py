@@ -220,9 +220,9 @@ class ZooKeeperStore(BaseStore):
         if expected_version == -1:
             await self._create(zk_path, value, ephemeral)
             return Stat(path, 0, ephemeral, ephemeral)
+        version = -1 if expected_version is None else expected_version
         while True:
             try:
-                version = -1 if expected_version is None else expected_version
                 zstat = await self._call(lambda: self._zk.set_async(zk_path, value, version))
                 return self._stat(path, zstat)
             except errors.NotFoundError:
