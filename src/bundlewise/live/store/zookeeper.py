@@ -152,6 +152,7 @@ class ZooKeeperStore(BaseStore):
                 self._loop.call_soon_threadsafe(_set_result, fut, value)
 
         async_result.rawlink(settle)
+        fut.add_done_callback(_retrieve)  # a probe or timed-out call may be abandoned
         return fut
 
     async def _call(self, start: Callable[[], Any]) -> Any:
@@ -276,6 +277,11 @@ class ZooKeeperStore(BaseStore):
     def kazoo_client(self) -> KazooClient:
         """The underlying client (fault-injection tests use its session id and password)."""
         return self._zk
+
+
+def _retrieve(fut: asyncio.Future[Any]) -> None:
+    if not fut.cancelled():
+        fut.exception()
 
 
 def _set_result(fut: asyncio.Future[T], value: T) -> None:
