@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 
 import pytest
 
+from bundlewise.live.store.errors import MetadataStoreError
 from bundlewise.live.store.servers import EtcdServer, ServerProcess, ZooKeeperServer
 
 BACKENDS = ("zk", "etcd")
@@ -72,9 +73,12 @@ async def eventually(predicate: Callable[[], bool | Awaitable[bool]], timeout: f
     """Wait until ``predicate`` holds; fail with ``what`` after ``timeout`` seconds."""
     deadline = time.monotonic() + timeout
     while True:
-        value = predicate()
-        if isinstance(value, Awaitable):
-            value = await value
+        try:
+            value = predicate()
+            if isinstance(value, Awaitable):
+                value = await value
+        except MetadataStoreError:  # e.g. a read during the instant a session is being replaced
+            value = False
         if value:
             return
         if time.monotonic() > deadline:

@@ -77,6 +77,9 @@ class EtcdStore(BaseStore):
     async def start(self) -> None:
         try:
             await self._gw.authenticate()
+            # A plain read first: etcd 3.5.1 does not check permissions inside nested transactions
+            # (the parent creation below), so this is where a client without rights is refused.
+            await self._range(self._key("/"), count_only=True)
             if self._root:
                 await self._txn([], [self._create_if_absent(self._root.encode())], [])
             await self._grant()
