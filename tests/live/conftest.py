@@ -49,7 +49,7 @@ def server(backend: str, request: pytest.FixtureRequest) -> ServerProcess:
 @pytest.fixture
 def store_url(server: ServerProcess) -> str:
     """The shared server's URL under a root no other test uses."""
-    return f"{server.url}/t-{uuid.uuid4().hex[:12]}"  # type: ignore[attr-defined]
+    return f"{server.url}/t-{uuid.uuid4().hex[:12]}"
 
 
 @pytest.fixture

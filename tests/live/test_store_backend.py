@@ -8,7 +8,6 @@ import uuid
 
 import httpx
 import pytest
-from conftest import SESSION_TIMEOUT, eventually, run
 from kazoo.client import KazooClient
 
 from bundlewise.live.store import (
@@ -23,6 +22,7 @@ from bundlewise.live.store import (
     connect,
 )
 from bundlewise.live.store.servers import EtcdServer
+from conftest import SESSION_TIMEOUT, eventually, run
 
 
 async def open_store(url: str) -> MetadataStore:

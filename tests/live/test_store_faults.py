@@ -17,10 +17,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import SESSION_TIMEOUT, eventually, run
 
 from bundlewise.live.store import BadVersionError, SessionEvent, connect
 from bundlewise.live.store.servers import ServerProcess
+from conftest import SESSION_TIMEOUT, eventually, run
 
 CLIENT = str(Path(__file__).with_name("store_client.py"))
 FULL_CYCLE = [
@@ -32,7 +32,7 @@ FULL_CYCLE = [
 
 
 def unique_url(server: ServerProcess) -> str:
-    return f"{server.url}/f-{uuid.uuid4().hex[:12]}"  # type: ignore[attr-defined]
+    return f"{server.url}/f-{uuid.uuid4().hex[:12]}"
 
 
 def test_server_paused_past_the_session_timeout_gives_the_full_event_cycle(fresh_server: ServerProcess) -> None:

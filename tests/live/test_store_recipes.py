@@ -8,7 +8,6 @@ import time
 from typing import Any
 
 import pytest
-from conftest import SESSION_TIMEOUT, eventually, run
 from test_store_backend import expire_session
 
 from bundlewise.live.store import (
@@ -23,6 +22,7 @@ from bundlewise.live.store import (
     layout,
     read_modify_write,
 )
+from conftest import SESSION_TIMEOUT, eventually, run
 
 
 async def open_store(url: str) -> MetadataStore:

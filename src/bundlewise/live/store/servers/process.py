@@ -89,6 +89,15 @@ class ServerProcess:
 
     # -- lifecycle -------------------------------------------------------------------------
     @property
+    def url(self) -> str:
+        """The store URL of the running server (no chroot / prefix)."""
+        raise NotImplementedError
+
+    @property
+    def is_running(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
+    @property
     def pid(self) -> int | None:
         return self._proc.pid if self._proc is not None else None
 
