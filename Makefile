@@ -6,18 +6,26 @@ STAMP := $(VENV)/.installed
 export PYSPARK_PYTHON := $(abspath $(PY))
 export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 
-.PHONY: demo test bench lint typecheck clean
+.PHONY: demo test bench lint typecheck clean zookeeper
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[spark,report,bench,dev]'
+	$(PY) -m pip install --quiet -e '.[spark,report,bench,dev,live]'
 	touch $(STAMP)
 
 demo: $(STAMP)
 	$(PY) -m bundlewise.demo
 
-test: $(STAMP)
+# The live-store tests run a real ZooKeeper: Debian's package, installed here when missing (CI runs as root).
+ZOOKEEPER_JAR := /usr/share/java/zookeeper.jar
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+zookeeper:
+	@test -f $(ZOOKEEPER_JAR) || { echo "installing Debian's zookeeper"; \
+	  $(SUDO) apt-get update -q && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -q zookeeper; }
+	@test -f $(ZOOKEEPER_JAR)
+
+test: $(STAMP) zookeeper
 	$(PY) -m pytest -q
 
 bench: $(STAMP)

@@ -24,6 +24,7 @@ COMMAND_MODULES = (
     "bundlewise.cli.throttle",
     "bundlewise.cli.simulate",
     "bundlewise.cli.sweep",
+    "bundlewise.cli.store",
 )
 
 
