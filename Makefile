@@ -7,19 +7,27 @@ STAMP := $(VENV)/.installed
 export PYSPARK_PYTHON := $(abspath $(PY))
 export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 
-.PHONY: demo test test-fast bench check gates lint format-check typecheck clean
+.PHONY: demo test test-fast bench check gates lint format-check typecheck clean zookeeper
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[spark,bench,dev]'
+	$(PY) -m pip install --quiet -e '.[spark,bench,dev,live]'
 	touch $(STAMP)
 
 demo: $(STAMP)
 	$(PY) -m bundlewise.demo
 
+# The live-store tests run a real ZooKeeper: Debian's package, installed here when missing (CI runs as root).
+ZOOKEEPER_JAR := /usr/share/java/zookeeper.jar
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+zookeeper:
+	@test -f $(ZOOKEEPER_JAR) || { echo "installing Debian's zookeeper"; \
+	  $(SUDO) apt-get update -q && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -q zookeeper; }
+	@test -f $(ZOOKEEPER_JAR)
+
 # pytest exits 5 when no test ran, so a run that collects nothing fails
-test: $(STAMP)
+test: $(STAMP) zookeeper
 	$(PY) -m pytest -q
 
 # everything but the Spark tests (seconds, not minutes)
