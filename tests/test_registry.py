@@ -4,6 +4,7 @@ families' rules (AvgShedder as placement) are the same for every caller."""
 from __future__ import annotations
 
 import json
+import random
 import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -15,7 +16,7 @@ from bundlewise.algorithms.families import ExtensibleFamily, ModularFamily
 from bundlewise.algorithms.registry import SHEDDING, make_family, register_shedding, shedding_entry, shedding_names
 from bundlewise.cli.main import main
 from bundlewise.config import Config
-from bundlewise.model.decisions import Unload
+from bundlewise.model.decisions import SplitReason, Unload, UnloadReason
 from bundlewise.model.errors import InputError
 from bundlewise.model.load import LoadData
 
@@ -172,3 +173,67 @@ def test_transfer_shedder_has_the_extensible_family() -> None:
     family = make_family("org.apache.pulsar.broker.loadbalance.extensions.scheduler.TransferShedder", Config())
     assert isinstance(family, ExtensibleFamily) and family.name == "TransferShedder"
     assert family.notes == ()
+
+
+# -- the families run on what Pulsar's nodes have ----------------------------------------------------------
+
+
+def test_the_modular_family_runs_on_the_reports_a_leader_reads() -> None:
+    """Reports in (``LocalBrokerData``), the leader's bookkeeping, then assignment, shedding and splits."""
+    from bundlewise.algorithms.leader import LeaderBundleData
+    from bundlewise.model.load import BrokerData, LocalBrokerData, NamespaceBundleStats
+    from bundlewise.model.resources import ResourceUsage, SystemResources
+
+    def report(cpu: float, stats: dict[str, NamespaceBundleStats]) -> LocalBrokerData:
+        return LocalBrokerData.of_stats(SystemResources(cpu=ResourceUsage(cpu, 100.0)), stats)
+
+    hot = {f"t/ns/0x{i:08x}_0x{i + 1:08x}": NamespaceBundleStats(msgThroughputIn=40e6, topics=3) for i in range(3)}
+    split_me = {"t/big/0x00000000_0xffffffff": NamespaceBundleStats(topics=2000)}
+    reports = {"a": report(95.0, hot), "b": report(5.0, split_me)}
+    load = LeaderBundleData().refresh(LoadData({name: BrokerData(r) for name, r in reports.items()}))
+    family = make_family("OverloadShedder", Config())
+    assert isinstance(family, ModularFamily)
+    cycle = family.shed(load, Config(), 60_000, random.Random(0))
+    assert [(u.broker, u.destination, u.cause) for u in cycle.unloaded] == [("a", "b", UnloadReason.OVERLOADED)]
+    assignment = family.assign("t/new/0x00000000_0xffffffff", load, Config(), random.Random(0))
+    assert assignment.broker == "b" and "t/new/0x00000000_0xffffffff" in load.brokers["b"].preallocatedBundleData
+    (split,) = family.leader_splits(load, Config(), {"t/big": 1})
+    assert (split.bundle, split.broker, split.reasons) == ("t/big/0x00000000_0xffffffff", "b", (SplitReason.TOPICS,))
+
+
+def test_the_extensible_family_runs_on_the_stores() -> None:
+    """The broker-load and top-bundles stores in; the leader's cycle, any broker's assignment, each
+    broker's split strategy out."""
+    from bundlewise.model.extensible import BrokerLoadData, BundleLoadData, ExtensibleSnapshot, TopBundlesLoadData
+    from bundlewise.model.load import NamespaceBundleStats
+
+    def stored(ema: float, tput: float) -> BrokerLoadData:
+        return BrokerLoadData(msgThroughputIn=tput, weightedMaxEMA=ema, msgThroughputEMA=tput, updatedAt=1)
+
+    def tops(ns: str, *sizes: float) -> TopBundlesLoadData:
+        return TopBundlesLoadData(
+            tuple(
+                BundleLoadData(f"t/{ns}/0x{i:08x}_0x{i + 1:08x}", NamespaceBundleStats(msgThroughputIn=s))
+                for i, s in enumerate(sizes)
+            )
+        )
+
+    view = ExtensibleSnapshot(
+        timestamp=1,
+        brokers={"a": stored(0.9, 9e6), "b": stored(0.1, 1e6)},
+        top_bundles={"a": tops("hot", 1e6, 2e6, 6e6), "b": tops("cold", 1e6)},
+        available_brokers=("a", "b"),
+        lookup_data=None,
+        recently_unloaded_bundles={},
+        recently_unloaded_brokers={},
+    )
+    cfg = Config().with_values({"loadBalancerSheddingConditionHitCountThreshold": 0})
+    family = make_family("TransferShedder", cfg)
+    assert isinstance(family, ExtensibleFamily)
+    result = family.shed(view, cfg, 1)
+    assert result is not None and [(d.broker, d.destination) for d in result.decisions] == [("a", "b"), ("a", "b")]
+    assert family.assign("t/new/0x00000000_0xffffffff", view, cfg, random.Random(0)).broker == "b"
+    stats = {"t/hot/0x00000000_0xffffffff": NamespaceBundleStats(topics=2000)}
+    counts = {"t/hot": 1}.get
+    splits = [family.broker_splits("a", stats, lambda ns: counts(ns, 0), (), cfg) for _ in range(4)]
+    assert [len(s) for s in splits] == [0, 0, 0, 1]  # more than three consecutive hits
