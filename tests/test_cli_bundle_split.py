@@ -1,4 +1,4 @@
-"""``bundlewise bundle``, ``split`` and ``split-check`` through the command line (contract §0, §2, §3)."""
+"""``bundlewise bundle``, ``split`` and ``split-check`` through the command line (docs/commands.md)."""
 
 from __future__ import annotations
 

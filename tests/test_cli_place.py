@@ -1,4 +1,4 @@
-"""``bundlewise place`` through the command line (contract §4 and §5)."""
+"""``bundlewise place`` through the command line (docs/commands.md, docs/formats.md)."""
 
 from __future__ import annotations
 
@@ -132,7 +132,7 @@ def test_full_flow_without_candidates(capsys: pytest.CaptureFixture[str], tmp_pa
 
 
 def test_full_flow_with_leader_bundle_data(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    """No bundleData/timeAverageData: the leader computes them from lastStats (contract §5)."""
+    """No bundleData/timeAverageData: the leader computes them from lastStats (``LeaderBundleData``)."""
     stats = {f"{NS}/0x40000000_0x80000000": {"msgRateIn": 1000}}
     doc = {
         "bundle": B0,

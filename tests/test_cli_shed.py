@@ -1,4 +1,4 @@
-"""``bundlewise shed`` through the command line (contract §4, §5) on modular snapshots."""
+"""``bundlewise shed`` through the command line (docs/commands.md) on modular snapshots."""
 
 from __future__ import annotations
 

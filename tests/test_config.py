@@ -1,4 +1,4 @@
-"""Configuration keys, defaults and loading (contract §1, spec §6)."""
+"""Configuration keys, defaults and loading (docs/configuration.md; Pulsar ``ServiceConfiguration``)."""
 
 from __future__ import annotations
 

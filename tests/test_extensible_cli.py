@@ -1,5 +1,5 @@
 """The extensible commands end to end: ``shed --strategy TransferShedder``, ``place --extensible`` and
-``split-check --extensible`` (contract §3, §4, §6), through ``bundlewise.cli.main.main``."""
+``split-check --extensible`` (docs/commands.md), through ``bundlewise.cli.main.main``."""
 
 from __future__ import annotations
 

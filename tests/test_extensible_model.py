@@ -1,4 +1,4 @@
-"""BrokerLoadData (spec §A2), the reporters' rules (§A3) and the extensible snapshot (contract §6)."""
+"""BrokerLoadData, the reporters' rules (``BrokerLoadDataReporter``, ``TopKBundles``) and the extensible snapshot."""
 
 from __future__ import annotations
 

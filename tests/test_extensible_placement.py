@@ -1,4 +1,4 @@
-"""Extensible placement (spec §A5): the broker filter chain and LeastResourceUsageWithWeight."""
+"""Extensible placement (``#selectAsync``): the broker filter chain and LeastResourceUsageWithWeight."""
 
 from __future__ import annotations
 

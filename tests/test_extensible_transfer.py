@@ -1,4 +1,4 @@
-"""TransferShedder (spec §A4) against the vectors of Pulsar's ``TransferShedderTest``.
+"""TransferShedder against the vectors of Pulsar's ``TransferShedderTest``.
 
 The Java fixture (``setupContext``): five brokers at CPU 2/4/6/80/90 %, each with two top bundles;
 every broker reports ``msgThroughputIn = 1`` and ``msgThroughputOut`` = the sum of its bundles.

@@ -1,4 +1,4 @@
-"""Load data model: float32 percents, weighted max usage, Pulsar's time averages (spec §3)."""
+"""Load data model: float32 percents, weighted max usage, Pulsar's time averages."""
 
 from __future__ import annotations
 

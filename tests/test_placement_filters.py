@@ -1,4 +1,4 @@
-"""The placement candidate pipeline (spec §4.1 steps 3-7): each filter, and that none mutates its input."""
+"""The placement candidate pipeline (``LoadManagerShared``): each filter, and that none mutates its input."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Placement strategies on hand-built LoadData (spec §4.2, §4.3, §4.5; Pulsar ModularLoadManagerStrategyTest)."""
+"""Placement strategies on hand-built LoadData (Pulsar ModularLoadManagerStrategyTest)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""UniformLoadShedder, AvgShedder (both halves) and the strategy registry (spec §5.4, §5.5, §4.4)."""
+"""UniformLoadShedder, AvgShedder (both halves) and the strategy registry."""
 
 from __future__ import annotations
 

@@ -53,7 +53,7 @@ def test_every_bundled_scenario_parses_with_a_description() -> None:
         assert sc.description and sc.brokers and sc.namespaces
 
 
-# -- idle broker among busy ones (threshold-shedder-analysis §1.4) ---------------------------------------
+# -- idle broker among busy ones (ten brokers at 80 %, one idle) -----------------------------------------
 
 
 def test_idle_broker_starts_at_80_percent_times_ten_plus_zero() -> None:

@@ -1,5 +1,5 @@
 """The worked examples of Pulsar's "Message dispatch throttling" page, through the limiters and the
-dispatch simulation (seeds/pulsar-docs-message-dispatch-throttling.txt, spec Part B)."""
+dispatch simulation (the page's figures; docs/throttling.md)."""
 
 from __future__ import annotations
 

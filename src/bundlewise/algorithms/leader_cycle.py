@@ -1,4 +1,4 @@
-"""The leader's shedding cycle (spec §5.1, Pulsar ``ModularLoadManagerImpl#doLoadShedding``).
+"""The leader's shedding cycle (Pulsar ``ModularLoadManagerImpl#doLoadShedding``).
 
 ``LeaderSheddingCycle.run(load, config, now)``, once per shedding interval:
 
@@ -9,7 +9,7 @@
 3. ``plan = strategy.find_bundles_for_unloading(load with that map, config, now)``.
 4. The plan is walked broker by broker (Pulsar iterates a broker -> bundles multimap), bundles in
    selection order.  A bundle is skipped when its namespace is in ``loadBalancerSheddingExcludedNamespaces``,
-   or when the destination chosen by the placement flow (§4.1 without preallocation) is absent or is the
+   or when the destination chosen by the placement flow (``ModularPlacement`` without preallocation) is absent or is the
    current owner.  Otherwise it is unloaded to that destination and ``recentlyUnloaded[bundle] = now``.
    Namespace isolation policies and anti-affinity groups are not part of the snapshot format: they are
    taken as "no policies", so those two checks always pass.

@@ -1,4 +1,4 @@
-"""``bundlewise bundle``: which bundle serves each topic (contract §2)."""
+"""``bundlewise bundle``: which bundle serves each topic (docs/commands.md)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Bundles: ranges of the topic hash, and a namespace's set of bundles.
 
-Pulsar rules followed (spec §1.4-1.8, §2.2):
+Pulsar rules followed (``NamespaceBundles``, ``NamespaceBundleFactory``, ``NamespaceBundle``):
 
 * A namespace's bundles are given by sorted boundaries ``p0 < p1 < ... < pn``; bundle i is
   ``[p_i, p_{i+1})`` and the last one is closed when it ends at ``0xffffffff``.
@@ -9,7 +9,7 @@ Pulsar rules followed (spec §1.4-1.8, §2.2):
 * ``N`` initial bundles: ``seg = 2**32 // N``, boundaries ``k * seg`` for k < N, then ``0xffffffff``.
 * Lookup binary-searches the boundaries.  A hash below ``p0`` (or above ``pn``) is out of range, as
   Pulsar's ``IndexOutOfBoundsException``.  A hash of exactly ``0xffffffff`` belongs to the closed
-  last bundle (contract §0); Pulsar's own lookup overruns its array there, a bug we do not copy.
+  last bundle (docs/model.md); Pulsar's own lookup overruns its array there, a bug we do not copy.
 * A bundle splits only if ``upper - lower > 1``; explicit split boundaries must lie strictly inside it.
 """
 

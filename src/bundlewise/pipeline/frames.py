@@ -7,7 +7,7 @@ bundles, and runs ``bundle_stage`` on them:
    ``NamespaceBundleStats`` sample per (timestamp, bundle): the sums, ``broker`` = the least reporting
    owner (null when none is known), ``sessions`` = producers + consumers;
 2. ``averages_frame``: Pulsar's ``TimeAverageMessageData`` recurrence over each bundle's samples in time
-   order (spec §3.4), with the model's own ``time_average_step`` applied to numpy arrays;
+   order (``TimeAverageMessageData#update``), with the model's own ``time_average_step`` applied to numpy arrays;
 3. ``split_reason_lists``: the conditions of ``BundleSplitterTask`` on every row at once
    (``algorithms.splitting.conditions.split_conditions``, proven equal to ``split_reasons`` in tests).
 """

@@ -8,7 +8,7 @@
   namespace; ``topic_bundle[t]`` is the id of the bundle serving it, found with ``np.searchsorted`` on the
   namespace's boundaries (the same rule as ``NamespaceBundles.bundle_for_hash``: half-open ranges, the
   last one closed at ``0xffffffff``).  After a split only that namespace's topics are re-mapped.
-* Ownership: ``owner[b]`` is a broker slot or -1 (unowned: assigned at the next lookup, spec §4.1).
+* Ownership: ``owner[b]`` is a broker slot or -1 (unowned: assigned at the next lookup).
 """
 
 from __future__ import annotations

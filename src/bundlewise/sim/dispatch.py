@@ -6,7 +6,7 @@ engine never touches this module, so its runs are unchanged.
 **Model** (the dispatch of one broker is ``sim.dispatcher.DispatchSimulation``):
 
 * One ``DispatchSimulation`` per running broker: its broker-level limiter
-  (``dispatchThrottlingRateIn{Msg,Byte}``, §B1) is shared by every dispatch topic that broker owns.
+  (``dispatchThrottlingRateIn{Msg,Byte}``) is shared by every dispatch topic that broker owns.
   A broker that stops loses its simulation; when it comes back it starts with a fresh one.
 * Each dispatch topic is loaded on the broker that owns its bundle.  Every tick ``[now, now + step)``
   the engine calls :meth:`ClusterDispatch.advance` after the lookups: a topic whose owner changed
@@ -14,7 +14,7 @@ engine never touches this module, so its runs are unchanged.
   **closed** on the old owner and **loaded** on the new one ``unloadBlipSeconds`` later.  Loading
   creates new dispatchers and new topic/subscription limiters, lazily, with full buckets
   (``initializeDispatchRateLimiterIfNeeded`` on the new ``PersistentTopic``; a PIP-322 bucket starts
-  with ``initialTokens = rate``, §B4).  The debt a topic ran up stays behind in the old broker's
+  with ``initialTokens = rate``).  The debt a topic ran up stays behind in the old broker's
   broker-level bucket, and the new broker's broker-level quota applies from then on.  The cursors are
   persistent, so every subscription keeps its backlog; reads in flight at the close were never
   delivered and are read again on the new owner.

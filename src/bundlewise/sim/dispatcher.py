@@ -444,7 +444,7 @@ class DispatchSimulation:
         d.in_flight -= entries
         if d.replicator:
             if d.slot.limiter is not None:
-                d.slot.limiter.consume(entries, nbytes)  # one message per entry (§B6.9)
+                d.slot.limiter.consume(entries, nbytes)  # one message per entry (``PersistentReplicator``)
         else:
             if self._throttles(d):
                 charge_delivery(

@@ -1,25 +1,25 @@
 """The time-stepped simulation: observe → decide → apply, on Pulsar's intervals counted in ticks.
 
-Each tick at ``now`` (contract §8; spec sections in brackets):
+Each tick at ``now`` (docs/simulator.md; the ``ModularLoadManagerImpl`` methods followed in brackets):
 
 1. **Events**: ``add`` starts a broker; ``remove`` stops it for good; ``restart`` stops it and brings it
    back *empty* after ``down_for``.  A stopped broker's bundles become unowned and its report leaves the
    leader's view at once (ephemeral node).
-2. **Lookups** [§4.1]: every unowned bundle (after a broker stopped, or a split with auto-unload) is
-   assigned by the family's placement, with preallocation; each is one assignment.
+2. **Lookups** [``#selectBrokerForAssignment``]: every unowned bundle (after a broker stopped, or a split
+   with auto-unload) is assigned by the family's placement, with preallocation; each is one assignment.
 3. **Observe**: topic rates from the workload are summed per bundle (``np.bincount`` over
    ``topic_bundle``) and per broker (over ``owner``); the cost model turns them into usage and the
    true load (``cost``).
-4. **Reports** [§3.3]: brokers whose change passes the report-update rules write a new
+4. **Reports** [``#needBrokerDataUpdate``]: brokers whose change passes the report-update rules write a new
    ``LocalBrokerData`` (built with ``LocalBrokerData.of_stats`` from their bundles' stats).
-5. **Leader update** [§3.4, §2.1–2.2]: if any broker wrote (``updateAll``), or the leader's periodic
+5. **Leader update** [``#updateAll``, ``#checkNamespaceBundleSplit``]: if any broker wrote, or the leader's periodic
    bundle-data write is due (every ``loadBalancerResourceQuotaUpdateIntervalMinutes``), the leader samples
    the bundle data; after an ``updateAll`` it runs the split check; a split bundle's children stay with
    its owner, or — with ``loadBalancerAutoUnloadSplitBundlesEnabled`` — are unloaded and looked up at
    the next tick.
    (Before the split check, the family ``observe``s every running broker's live measurements — the extensible
    family's reporters need them; the modular family reads only written reports.)
-6. **Shedding** [§5.1] every ``loadBalancerSheddingIntervalMinutes``: the family's cycle; each move
+6. **Shedding** [``#doLoadShedding``] every ``loadBalancerSheddingIntervalMinutes``: the family's cycle; each move
    takes effect at once (the bundle is owned by the destination from the next tick) and costs each of
    its topics an ``unloadBlipSeconds`` blip.
 7. **Record** the tick (true load, reported load, bundles per broker) for the metrics and the timeline.
@@ -431,7 +431,7 @@ class Engine:
             quota_due = now - self.last_quota_write >= quota_every  # the leader's periodic bundle-data write
             if quota_due:
                 self.last_quota_write = now
-            if changed or quota_due:  # ... and updateAll on a report change (spec §3.4)
+            if changed or quota_due:  # ... and updateAll on a report change (``#updateAll``)
                 self.leader.update_bundle_data()
             self.manager.observe(_View(self, per_bundle, per_broker, usage), self.config, now)
             self._splits(changed)

@@ -1,8 +1,10 @@
-"""The leader's view of a simulated cluster: written load reports and the bundle data (spec §3.3–3.6).
+"""The leader's view of a simulated cluster: written load reports and the bundle data.
+
+Pulsar ``ModularLoadManagerImpl#updateAll``:
 
 * Each broker's last *written* ``LocalBrokerData`` (``reporting.needs_update`` decides when it writes);
   a broker that goes down disappears from the view at once (its metadata-store node is ephemeral).
-* Bundle data (spec §3.4): on every ``updateAll`` — any tick where some broker wrote — every bundle that
+* Bundle data (``#updateBundleData``): on every ``updateAll`` — any tick where some broker wrote — every bundle that
   appears in a written report is sampled once into its short-term (10) and long-term (1000) averages with
   Pulsar's recurrence (``model.load.time_average_step``, applied to numpy arrays), starting a never-seen
   bundle from the default prior (50 msg/s, 50000 B/s in and out); bundles no report mentions are
@@ -10,7 +12,7 @@
 * ``load`` is the ``LoadData`` the strategies read.  Its ``bundleData`` is ``LazyBundleData``, a mapping
   that builds ``BundleData`` objects from the arrays only for the bundles a strategy looks at, so a
   cycle over 10,000 bundles does not build 10,000 objects.
-* Preallocations (spec §4.1 step 10) are pruned when the broker reports the bundle or no longer owns it.
+* Preallocations (``#selectBrokerForAssignment``) are pruned when the broker reports the bundle or no longer owns it.
 """
 
 from __future__ import annotations
@@ -249,7 +251,7 @@ class LeaderView:
         return LoadData(brokers, self.load.bundleData, self.load.recentlyUnloadedBundles)
 
     def forget_bundle(self, bid: int) -> None:
-        """A split parent: remove its data from the leader (spec §2.2 step 2)."""
+        """A split parent: remove its data from the leader (``#checkNamespaceBundleSplit``)."""
         self._grow()
         self.has[bid] = False
         self.rep_owner[bid] = -1

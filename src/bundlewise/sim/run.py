@@ -1,4 +1,4 @@
-"""Run a scenario with several strategies and write the outputs of contract §8.
+"""Run a scenario with several strategies and write the outputs of ``simulate --out`` (docs/formats.md).
 
 * ``simulate(scenario, strategies, trace=None, progress=None)`` runs one ``Engine`` per strategy on the
   same workload (a fresh generator with the scenario's seed each time, or the same trace), so the

@@ -1,6 +1,6 @@
-"""``CLUSTER.toml``: the cluster, its events, the balancer settings and the built-in workload (contract §8).
+"""``CLUSTER.toml``: the cluster, its events, the balancer settings and the built-in workload (docs/simulator.md).
 
-Every key is optional except ``[[brokers]]``.  Beyond the contract's keys (``duration``, ``step``,
+Every key is optional except ``[[brokers]]``.  Beyond the core keys (``duration``, ``step``,
 ``seed``, ``[broker_defaults]``, ``[[brokers]]``, ``[[namespaces]]``, ``[[events]]``, ``[balancer]``)
 a scenario may carry:
 
@@ -258,7 +258,7 @@ def parse_scenario(doc: dict[str, Any], source: str) -> Scenario:
 
 
 def load_scenario(path: str | Path, stdin: TextIO | None = None) -> Scenario:
-    """Read and parse a ``CLUSTER.toml`` file (``-``: ``stdin``, contract §0)."""
+    """Read and parse a ``CLUSTER.toml`` file (``-``: ``stdin``)."""
     source = str(path)
     try:
         text = stdin.read() if source == "-" and stdin is not None else Path(path).read_text(encoding="utf-8")

@@ -1,6 +1,7 @@
-"""Broker selection of the extensible load manager (spec §A5, ``ExtensibleLoadManagerImpl#selectAsync``).
+"""Broker selection of the extensible load manager (Pulsar ``ExtensibleLoadManagerImpl#selectAsync``).
 
-Filter chain (§A5.1), each filter returning a NEW candidate tuple (input order kept):
+Filter chain (``ExtensibleLoadManagerImpl`` builds it from ``extensions/filter/*``), each filter
+returning a NEW candidate tuple (input order kept):
 
 1. load-manager class: keep brokers whose registered ``loadManagerClassName`` equals ours (a missing
    one is removed);
@@ -8,15 +9,15 @@ Filter chain (§A5.1), each filter returning a NEW candidate tuple (input order 
 3. version (only with ``preferLaterVersions``): keep the brokers whose version equals the newest
    (``model.semver``: newest in build-aware order, equality ignoring build metadata); a missing or
    invalid version makes the filter fail;
-4. anti-affinity group: acts only for namespaces with a group -- none in a §6 snapshot;
-5. isolation: without a policy (none in a §6 snapshot) the shared brokers that support the bundle's
+4. anti-affinity group: acts only for namespaces with a group -- none in an extensible snapshot;
+5. isolation: without a policy (none in an extensible snapshot) the shared brokers that support the bundle's
    topic kind (``nonPersistentTopicsEnabled`` for a bundle with non-persistent topics, else
    ``persistentTopicsEnabled``; shedding assumes persistent).
 
 A filter that fails is ignored (Pulsar logs the error and keeps whatever the filters left). Filters
 reading the registry need ``lookupData``; without it they have nothing to compare and pass all.
 
-Strategy (§A5.2, extensions ``LeastResourceUsageWithWeight``): ``avg`` of ``weightedMaxEMA`` over the
+Strategy (``extensions.strategy.LeastResourceUsageWithWeight``): ``avg`` of ``weightedMaxEMA`` over the
 candidates with load data; ``best`` = those with ``EMA + diff <= avg`` (``diff`` =
 ``loadBalancerAverageResourceUsageDifferenceThresholdPercentage/100``); when ``best`` is empty, all
 candidates (also those without data); the pick is uniformly random over ``best`` with the given rng.
@@ -101,7 +102,7 @@ def version_filter(c: Candidates, bundle: str, ctx: FilterContext) -> Candidates
 
 
 def anti_affinity_filter(c: Candidates, bundle: str, ctx: FilterContext) -> Candidates:
-    return c  # no namespace of a §6 snapshot has an anti-affinity group
+    return c  # no namespace of an extensible snapshot has an anti-affinity group
 
 
 def isolation_filter(c: Candidates, bundle: str, ctx: FilterContext) -> Candidates:

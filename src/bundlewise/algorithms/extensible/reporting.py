@@ -1,4 +1,4 @@
-"""What the extensible load manager's reporters push, and when (spec §A3).
+"""What the extensible load manager's reporters push, and when (Pulsar ``extensions/reporter/*``).
 
 Broker load (``BrokerLoadDataReporter#needBrokerDataUpdate``): a non-forced tick pushes by the report
 rule both load managers share (``algorithms.reporting``), comparing ``maxResourceUsage``: 15 minutes

@@ -1,4 +1,4 @@
-"""The extensible split strategy (spec §A6.2, ``DefaultNamespaceBundleSplitStrategyImpl#findBundlesToSplit``).
+"""The extensible split strategy (Pulsar ``DefaultNamespaceBundleSplitStrategyImpl#findBundlesToSplit``).
 
 Each broker runs its own instance over the stats of the bundles it owns, once per split cycle:
 

@@ -1,20 +1,20 @@
-"""TransferShedder: the extensible load manager's shedding strategy (PIP-220; spec §A4).
+"""TransferShedder: the extensible load manager's shedding strategy (PIP-220; Pulsar ``TransferShedder``).
 
 One call (``find_bundles_for_unloading``) is one unload cycle of the leader:
 
-1. Statistics (§A4.2). All load records sorted ascending by ``weightedMaxEMA`` (stable; stale ones
+1. Statistics (``#updateStats``). All load records sorted ascending by ``weightedMaxEMA`` (stable; stale ones
    too, a Pulsar quirk). Walking the records in store order: one older than
    ``loadBalancerBrokerLoadDataTTLInSeconds`` is left out (pending reason ``OutDatedData``); a broker
    in ``recentlyUnloadedBrokers`` whose ``updatedAt - unloadedAt < loadBalanceSheddingDelayInSeconds``
    stops the cycle with ``Skip.CoolDown`` (an older entry is forgotten); no record counted:
    ``Skip.NoBrokers`` (or ``OutDatedData``); an available broker without a record: ``Skip.NoLoadData``.
    ``avg`` and population ``std`` of the loads.
-2. Trigger (§A4.3): ``std > target`` or the least-loaded broker under-loaded (``EMA < avg*m`` or
+2. Trigger (``#findBundlesForUnloading``): ``std > target`` or the least-loaded broker under-loaded (``EMA < avg*m`` or
    ``msgThroughputEMA < m * that of the most-loaded``, ``m = min(0.5, max(0, target/2))``) or the
    most-loaded overloaded (``EMA > overloadedThreshold`` and ``EMA > avg + target``) counts a hit,
    else the counter resets; while ``hits <= loadBalancerSheddingConditionHitCountThreshold``:
    ``Skip.HitCount``. A cycle with decisions resets the counter.
-3. Pairing (§A4.4): while fewer than ``loadBalancerMaxNumberOfBrokerSheddingPerCycle`` brokers were
+3. Pairing (the main loop): while fewer than ``loadBalancerMaxNumberOfBrokerSheddingPerCycle`` brokers were
    shed and ``minIdx < maxIdx``: reason ``Overloaded`` (std above target), else ``Underloaded``,
    else ``Overloaded`` (outlier), else stop. The max broker is popped, the min broker peeked.
    ``offloadThroughput = maxT * ((maxLoad - minLoad)/2) / maxLoad``. Missing/empty top bundles count
@@ -29,8 +29,9 @@ One call (``find_bundles_for_unloading``) is one unload cycle of the leader:
    ``Skip.HitCount``. Decisions are counted as ``Success.<reason>`` (what UnloadManager records).
 
 Arithmetic follows Java doubles (``model.javamath``): division by zero gives +-inf/NaN, ``Math.max``
-propagates NaN and ``Math.sqrt`` of a negative is NaN (never raised). Transferability (§A4.5) runs the placement filter
-chain (no isolation or anti-affinity policy exists in a §6 snapshot, so the policy gate passes).
+propagates NaN and ``Math.sqrt`` of a negative is NaN (never raised). Transferability (``#isTransferable``)
+runs the placement filter chain (no isolation or anti-affinity policy exists in an extensible snapshot,
+so the policy gate passes).
 """
 
 from __future__ import annotations
@@ -198,7 +199,7 @@ class TransferShedder:
         settings = config.view(TransferSettings)
         target, transfer, debug = settings.target_std, settings.transfer_enabled, settings.debug_mode
         max_shed, excluded = settings.max_brokers_per_cycle, settings.excluded_namespaces
-        # No policy in a §6 snapshot makes the filters bundle-dependent: run the chain once per cycle.
+        # No policy in an extensible snapshot makes the filters bundle-dependent: run the chain once per cycle.
         survivors = frozenset(
             apply_filters(snapshot.available_brokers, "", FilterContext(loads, snapshot.lookup_data, config))
         )

@@ -1,4 +1,4 @@
-"""The leader's unload cycle around TransferShedder (spec §A4.1, ``UnloadScheduler#execute``).
+"""The leader's unload cycle around TransferShedder (Pulsar ``UnloadScheduler#execute``).
 
 * A cycle runs only when ``loadBalancerEnabled`` and ``loadBalancerSheddingEnabled`` and more than one
   broker is available; otherwise the strategy is not called at all.

@@ -1,4 +1,4 @@
-"""The modular load manager's assignment flow (spec §4.1, Pulsar ``ModularLoadManagerImpl#selectBroker``).
+"""The modular load manager's assignment flow (Pulsar ``ModularLoadManagerImpl#selectBroker``).
 
 ``ModularPlacement.select_broker(bundle, load, config, rng)``:
 
@@ -16,7 +16,7 @@
     ``preallocatedBundleData`` (and in ``load.bundleData`` when absent), so that later placements in
     the same cycle see it (max-topics, distribute-evenly, the strategies' scores).  This mutation of
     the leader's own ``LoadData`` is the point of preallocation; ``preallocate=False`` (choosing a
-    shedding destination, spec §5.1) leaves ``load`` untouched.
+    shedding destination, ``#doLoadShedding``) leaves ``load`` untouched.
 
 The selection returned is the strategy's (``best`` included); a shortcut or round-robin pick has
 ``best == (selected,)``.

@@ -1,8 +1,8 @@
-"""The candidate pipeline of the modular load manager's placement (spec §4.1 steps 3-7 and 9).
+"""The candidate pipeline of the modular load manager's placement (``ModularLoadManagerImpl#selectBroker``).
 
 Every function takes the candidates as an ordered sequence and returns a NEW list (Pulsar's
 ``LoadManagerShared`` helpers and ``BrokerFilter``s edit one shared ``Set`` in place; here nothing
-is mutated).  Order is the input's broker order (contract §0), where Pulsar iterates a hash set.
+is mutated).  Order is the input's broker order, where Pulsar iterates a hash set.
 
 * ``topic_type_candidates`` (step 3, ``LoadManagerShared#applyNamespacePolicies``): every available
   broker that accepts the bundle's topic type (``nonPersistentTopicsEnabled`` for a bundle flagged

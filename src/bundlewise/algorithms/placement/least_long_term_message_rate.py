@@ -1,4 +1,4 @@
-"""``LeastLongTermMessageRate``, the default placement strategy (spec §4.2, Pulsar ``impl.LeastLongTermMessageRate``).
+"""``LeastLongTermMessageRate``, the default placement strategy (Pulsar ``impl.LeastLongTermMessageRate``).
 
 For each candidate ``b``::
 

@@ -1,4 +1,4 @@
-"""``LeastResourceUsageWithWeight`` (spec §4.3, Pulsar ``impl.LeastResourceUsageWithWeight``).
+"""``LeastResourceUsageWithWeight`` (Pulsar ``impl.LeastResourceUsageWithWeight``).
 
 State: a per-broker history ``H``.  Each call with non-empty candidates ``C``, in order:
 

@@ -1,4 +1,4 @@
-"""``AvgShedder``: pair the most and least loaded brokers and even out their traffic (spec §5.5, §4.4).
+"""``AvgShedder``: pair the most and least loaded brokers and even out their traffic (Pulsar ``impl.AvgShedder``).
 
 Pulsar's ``AvgShedder`` is both a shedding and a placement strategy, and the load manager uses ONE
 instance for both roles, so the destinations the shedder plans are the brokers its placement half returns.

@@ -1,4 +1,6 @@
-"""``OverloadShedder``: shed from every broker whose max resource usage reaches the overload threshold (spec §5.2).
+"""``OverloadShedder``: shed from every broker whose max resource usage reaches the overload threshold.
+
+Pulsar ``impl.OverloadShedder``.
 
 Per broker, in input order:
 

@@ -1,4 +1,6 @@
-"""``ThresholdShedder``: shed from brokers whose usage history is well above the cluster average (spec §5.3).
+"""``ThresholdShedder``: shed from brokers whose usage history is well above the cluster average.
+
+Pulsar ``impl.ThresholdShedder``.
 
 State: a per-broker usage history ``H[b]``, kept on the instance across calls (Pulsar's
 ``brokerAvgResourceUsage``).  Each call:

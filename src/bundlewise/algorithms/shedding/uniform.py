@@ -1,4 +1,6 @@
-"""``UniformLoadShedder``: move part of the gap between the busiest and the idlest broker (spec §5.4).
+"""``UniformLoadShedder``: move part of the gap between the busiest and the idlest broker.
+
+Pulsar ``impl.UniformLoadShedder``.
 
 Stateless.  Each call:
 

@@ -1,4 +1,4 @@
-"""WHERE to split a bundle: Pulsar's four ``NamespaceBundleSplitAlgorithm`` implementations (spec §2.3).
+"""WHERE to split a bundle: Pulsar's four ``NamespaceBundleSplitAlgorithm`` implementations.
 
 Each returns the split boundaries (sorted, inside the bundle) or ``None`` when it declines to split.
 

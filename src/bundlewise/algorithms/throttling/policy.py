@@ -1,4 +1,4 @@
-"""Dispatch-rate policies and their resolution (spec Part B §B1, §B3, §B7).
+"""Dispatch-rate policies and their resolution (Pulsar ``DispatchRateImpl``, ``PolicyHierarchyValue``).
 
 A :class:`DispatchRate` is Pulsar's ``DispatchRateImpl``: messages and bytes per
 ``ratePeriodInSecond`` plus ``relativeToPublishRate``; builder defaults -1, -1, false, 1.
@@ -30,7 +30,7 @@ from bundlewise.model.errors import InputError
 
 
 class Level(Enum):
-    """The throttling levels, in the order the dispatcher consults them (§B6.5)."""
+    """The throttling levels, in the order the dispatcher consults them (``#readMoreEntries``)."""
 
     BROKER = "broker"
     TOPIC = "topic"
@@ -111,7 +111,7 @@ _LEVEL_ORDER = (Level.BROKER, Level.TOPIC, Level.SUBSCRIPTION, Level.REPLICATOR)
 
 
 def broker_rate(config: Config, level: Level) -> DispatchRate:
-    """The broker-config value of ``level``: the per-level keys, period 1 s, never relative (§B3 caveat)."""
+    """The broker-config value of ``level``: the per-level keys, period 1 s, never relative."""
     msg, byte = config.view(DispatchSettings).broker_rates[_LEVEL_ORDER.index(level)]
     return DispatchRate(msg=msg, byte=byte)
 
