@@ -1,4 +1,5 @@
 # The two commands a new user types: `make demo` and `make test`.  Each creates .venv when missing.
+# `make check` is the gate CI runs: lint, formatting, types, then the whole test suite.
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
@@ -6,12 +7,12 @@ STAMP := $(VENV)/.installed
 export PYSPARK_PYTHON := $(abspath $(PY))
 export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 
-.PHONY: demo test bench lint typecheck clean zookeeper
+.PHONY: demo test test-fast bench check gates lint format-check typecheck clean zookeeper
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[spark,report,bench,dev,live]'
+	$(PY) -m pip install --quiet -e '.[spark,bench,dev,live]'
 	touch $(STAMP)
 
 demo: $(STAMP)
@@ -25,8 +26,13 @@ zookeeper:
 	  $(SUDO) apt-get update -q && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -q zookeeper; }
 	@test -f $(ZOOKEEPER_JAR)
 
+# pytest exits 5 when no test ran, so a run that collects nothing fails
 test: $(STAMP) zookeeper
 	$(PY) -m pytest -q
+
+# everything but the Spark tests (seconds, not minutes)
+test-fast: $(STAMP)
+	$(PY) -m pytest -q -m "not spark"
 
 bench: $(STAMP)
 	$(PY) -m bench
@@ -34,8 +40,15 @@ bench: $(STAMP)
 lint: $(STAMP)
 	$(VENV)/bin/ruff check src tests bench
 
+format-check: $(STAMP)
+	$(VENV)/bin/ruff format --check src tests bench
+
 typecheck: $(STAMP)
 	$(VENV)/bin/mypy
+
+gates: lint format-check typecheck
+
+check: gates test
 
 clean:
 	rm -rf $(VENV) build *.egg-info src/*.egg-info .pytest_cache .ruff_cache .mypy_cache

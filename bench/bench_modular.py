@@ -19,8 +19,10 @@ from collections.abc import Callable
 from typing import Any
 
 from bench.common import write_result
+from bundlewise.algorithms.families import ModularFamily
 from bundlewise.algorithms.leader_cycle import LeaderSheddingCycle
-from bundlewise.algorithms.shedding.registry import MODULAR_SHEDDERS, make_shedding_strategy
+from bundlewise.algorithms.placement.assignment import ModularPlacement
+from bundlewise.algorithms.registry import SHEDDING, make_placement, placement_names, shedding_entry
 from bundlewise.config import Config
 from bundlewise.model.load import (
     BrokerData,
@@ -95,11 +97,11 @@ def median_ms(setup: Callable[[], Any], timed: Callable[[Any], Any], repeat: int
 
 def bench_shedding(load: LoadData, config: Config, repeat: int) -> dict[str, dict[str, float]]:
     out = {}
-    for name in MODULAR_SHEDDERS:
+    for name in [n for n, e in SHEDDING.items() if e.family is ModularFamily]:
         cfg = config.with_values({"minUnloadMessage": 100}) if name == "AvgShedder" else config
 
         def setup(name: str = name, cfg: Config = cfg) -> Any:
-            strategy = make_shedding_strategy(name)
+            strategy = shedding_entry(name).factory()
             if name == "AvgShedder":  # prime: the timed call is the second hit above 40 points
                 strategy.find_bundles_for_unloading(load, cfg, 0)
             return strategy
@@ -110,15 +112,10 @@ def bench_shedding(load: LoadData, config: Config, repeat: int) -> dict[str, dic
 
 
 def bench_placement(load: LoadData, config: Config, repeat: int) -> dict[str, dict[str, float]]:
-    try:
-        from bundlewise.algorithms.placement.assignment import ModularPlacement
-        from bundlewise.algorithms.placement.registry import PLACEMENT_NAMES, make_placement_strategy
-    except ImportError:
-        return {}
     out = {}
     bundle = "tenant-0/ns-0/0x00000000_0x00000001"
-    for name in PLACEMENT_NAMES:
-        placement = ModularPlacement(make_placement_strategy(name))
+    for name in placement_names():
+        placement = ModularPlacement(make_placement(name))
         rng = random.Random(1)
         ms, sel = median_ms(
             lambda p=placement: p, lambda p, r=rng: p.select_broker(bundle, load, config, r, preallocate=False), repeat
@@ -128,15 +125,12 @@ def bench_placement(load: LoadData, config: Config, repeat: int) -> dict[str, di
 
 
 def bench_leader_cycle(load: LoadData, config: Config, repeat: int) -> dict[str, float]:
-    from bundlewise.algorithms.placement.assignment import ModularPlacement
-    from bundlewise.algorithms.placement.registry import make_placement_strategy
-
     rng = random.Random(1)
 
     def setup() -> LeaderSheddingCycle:
-        placement = ModularPlacement(make_placement_strategy("LeastLongTermMessageRate"))
+        placement = ModularPlacement(make_placement("LeastLongTermMessageRate"))
         return LeaderSheddingCycle(
-            make_shedding_strategy("ThresholdShedder"),
+            shedding_entry("ThresholdShedder").factory(),
             lambda b, ld, cfg: placement.select_broker(b, ld, cfg, rng, preallocate=False).selected,
         )
 

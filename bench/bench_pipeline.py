@@ -1,6 +1,6 @@
 """Benchmark of ``bundlewise pipeline``: realistic topic samples at 1M and 10M rows, Spark vs DuckDB.
 
-The generator writes a canonical trace (contract §7) to Parquet under a temporary directory: many
+The generator writes a canonical trace (docs/formats.md) to Parquet under a temporary directory: many
 namespaces, topics with Zipf-skewed message rates (exponent 1.1), log-normal message sizes and per-sample
 noise, some partitioned topics, 24 brokers owning bundles.  Then, in the same run:
 

@@ -18,7 +18,7 @@ from typing import Any
 
 from bench.common import median_seconds, write_result
 from bundlewise.algorithms.placement.assignment import ModularPlacement
-from bundlewise.algorithms.placement.registry import make_placement_strategy
+from bundlewise.algorithms.registry import make_placement as make_placement_strategy
 from bundlewise.config import Config
 from bundlewise.model.load import (
     BrokerData,

@@ -11,11 +11,12 @@ import os
 import time
 
 from bench.common import write_result
+from bundlewise.algorithms.registry import shedding_names
 from bundlewise.config import Config
 from bundlewise.sim.engine import Engine
-from bundlewise.sim.families import shedding_strategy_names
-from bundlewise.sim.scenario import BrokerSpec, NamespaceSpec, Scenario, WorkloadSpec
-from bundlewise.sim.workload import GeneratedWorkload
+from bundlewise.sim.scenario import Scenario
+from bundlewise.traffic.cost import BrokerSpec
+from bundlewise.traffic.workload import GeneratedWorkload, NamespaceSpec, WorkloadSpec
 
 BROKERS, NAMESPACES, BUNDLES_PER_NS, TOPICS_PER_NS = 100, 100, 100, 1000
 
@@ -55,7 +56,7 @@ def main() -> None:
     hours = float(os.environ.get("BENCH_SIM_HOURS", "24"))
     sc = scenario(hours)
     rows = {}
-    for name in shedding_strategy_names():
+    for name in shedding_names():
         t0 = time.perf_counter()
         engine = Engine(sc, GeneratedWorkload(sc.namespaces, sc.workload, sc.seed), name)
         setup = time.perf_counter() - t0

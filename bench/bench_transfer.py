@@ -5,7 +5,7 @@ each broker reporting 100 top bundles (``loadBalancerMaxNumberOfBundlesInBundleL
 whose throughputs split the broker's throughput.  The snapshot is parsed once; each timed call is one
 full cycle (statistics, trigger, pairing of up to 3 broker pairs, bundle walks, swaps) on a fresh
 strategy with the hit-count threshold at 0, so every call decides.  ``parse+decide`` adds the JSON
-snapshot parsing of contract §6.  Medians of 7 runs -> ``bench/results/transfer_shedder.json``;
+snapshot parsing of an extensible snapshot.  Medians of 7 runs -> ``bench/results/transfer_shedder.json``;
 target: <= 50 ms at 1,000 brokers.
 """
 

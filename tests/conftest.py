@@ -1,4 +1,7 @@
-"""Shared fixtures: ONE SparkSession for the whole run (local[2], 2 shuffle partitions, UI off)."""
+"""Shared fixtures: ONE SparkSession for the whole run (local[2], 2 shuffle partitions, UI off).
+
+Every test that uses it carries the ``spark`` marker (``-m "not spark"`` runs the rest in seconds).
+"""
 
 from __future__ import annotations
 
@@ -20,3 +23,10 @@ def spark() -> Iterator[Any]:
     session = get_session("local[2]", shuffle_partitions=2)
     yield session
     session.stop()
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A test that asks for the session is a Spark test, marked or not."""
+    for item in items:
+        if "spark" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.spark)

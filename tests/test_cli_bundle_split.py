@@ -1,4 +1,4 @@
-"""``bundlewise bundle``, ``split`` and ``split-check`` through the command line (contract §0, §2, §3)."""
+"""``bundlewise bundle``, ``split`` and ``split-check`` through the command line (docs/commands.md)."""
 
 from __future__ import annotations
 
@@ -208,3 +208,14 @@ def test_split_check_bad_snapshot(capsys: pytest.CaptureFixture[str], tmp_path: 
     assert main(["split-check", str(f)]) == 2
     err = capsys.readouterr().err
     assert "snap.json" in err and "brokers" in err
+
+
+def test_split_check_prints_nothing_when_a_later_step_is_bad(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    good = {"brokers": {"b1": {"lastStats": {"t/ns/0x00000000_0x80000000": {"topics": 3000}}}}}
+    f = tmp_path / "snap.json"
+    f.write_text(json.dumps({"steps": [good, {"timestamp": 5}]}))
+    assert main(["split-check", str(f)]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1 and "steps[1]: missing 'brokers'" in err

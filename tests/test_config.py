@@ -1,4 +1,4 @@
-"""Configuration keys, defaults and loading (contract §1, spec §6)."""
+"""Configuration keys, defaults and loading (docs/configuration.md; Pulsar ``ServiceConfiguration``)."""
 
 from __future__ import annotations
 
@@ -134,3 +134,38 @@ def test_config_round_trips_through_broker_conf(data: st.DataObject) -> None:
     config = Config().with_values(values)
     text = to_broker_conf(config)
     assert Config().with_values(parse_config_text(text, "broker.conf")) == config
+
+
+# -- views per concern ---------------------------------------------------------------------------------
+
+
+def test_every_view_builds_from_the_defaults_with_pulsars_units() -> None:
+    from bundlewise.config.views import ALL_VIEWS, LeaderSettings, PlacementSettings, SplitSettings, TransferSettings
+
+    c = Config().check()
+    assert all(c.view(kind) is c.view(kind) for kind in ALL_VIEWS)  # built once per Config
+    leader = c.view(LeaderSettings)
+    assert (leader.shedding_interval_ms, leader.grace_period_ms, leader.shedding_active) == (60_000, 1_800_000, True)
+    assert c.view(PlacementSettings).overload_threshold == 0.85
+    assert c.view(SplitSettings).max_bandwidth_bytes == 100 * 1024 * 1024
+    assert c.view(TransferSettings).shedding_delay_ms == 180_000
+    changed = c.with_values({"loadBalancerSheddingIntervalMinutes": 3})
+    assert changed.view(LeaderSettings).shedding_interval_ms == 180_000 and c.view(LeaderSettings) is leader
+
+
+def test_a_misspelt_key_in_a_view_fails_when_the_configuration_is_loaded(monkeypatch: pytest.MonkeyPatch) -> None:
+    from dataclasses import dataclass
+
+    from bundlewise.config import config as config_module
+
+    @dataclass(frozen=True)
+    class Misspelt:
+        value: int
+
+        @classmethod
+        def of(cls, c: object) -> Misspelt:
+            return cls(c["loadBalancerSheddingIntervalMinute"])  # type: ignore[index]
+
+    monkeypatch.setattr(config_module, "ALL_VIEWS", (*config_module.ALL_VIEWS, Misspelt))
+    with pytest.raises(KeyError, match="loadBalancerSheddingIntervalMinute"):
+        load_config(None)

@@ -1,5 +1,5 @@
 """The extensible commands end to end: ``shed --strategy TransferShedder``, ``place --extensible`` and
-``split-check --extensible`` (contract §3, §4, §6), through ``bundlewise.cli.main.main``."""
+``split-check --extensible`` (docs/commands.md), through ``bundlewise.cli.main.main``."""
 
 from __future__ import annotations
 
@@ -238,3 +238,23 @@ def test_split_check_extensible_needs_bundle_ranges(tmp_path, capsys):
     assert main(["split-check", "--extensible", str(path)]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: ") and "bundle-1" in err
+
+
+# -- all or nothing: a bad step prints no good step before the error ----------------------------------
+
+
+@pytest.mark.parametrize(
+    ("argv", "good"),
+    [
+        (["shed", "--strategy", "TransferShedder"], cluster()),
+        (["shed", "--strategy", "TransferShedder", "--plan-only"], cluster()),
+        (["place", "--strategy", "LeastResourceUsageWithWeight", "--extensible"], {**cluster(), "bundle": E1}),
+        (["split-check", "--extensible"], {"brokers": {}, "topBundles": {}}),
+    ],
+)
+def test_a_bad_later_step_prints_nothing_before_the_error(tmp_path, capsys, argv, good):
+    path = tmp_path / "steps.json"
+    path.write_text(json.dumps({"steps": [good, good, {"bundle": E1, "brokers": {"b1": {"cpu": "busy"}}}]}))
+    assert main([*argv, str(path)]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1 and "steps[2].brokers.b1.cpu: expected a JSON object" in err

@@ -1,4 +1,4 @@
-"""BrokerLoadData (spec §A2), the reporters' rules (§A3) and the extensible snapshot (contract §6)."""
+"""BrokerLoadData, the reporters' rules (``BrokerLoadDataReporter``, ``TopKBundles``) and the extensible snapshot."""
 
 from __future__ import annotations
 
@@ -13,9 +13,9 @@ from bundlewise.algorithms.extensible.reporting import (
     TopBundlesReporter,
     bundle_sort_key,
     needs_broker_report,
-    percent_change,
     top_k_bundles,
 )
+from bundlewise.algorithms.reporting import percent_change
 from bundlewise.config import Config
 from bundlewise.model.errors import InputError
 from bundlewise.model.extensible import BrokerLoadData, parse_extensible_snapshot, weighted_max

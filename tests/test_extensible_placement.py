@@ -1,4 +1,4 @@
-"""Extensible placement (spec §A5): the broker filter chain and LeastResourceUsageWithWeight."""
+"""Extensible placement (``#selectAsync``): the broker filter chain and LeastResourceUsageWithWeight."""
 
 from __future__ import annotations
 
@@ -9,12 +9,12 @@ from bundlewise.algorithms.extensible.placement import (
     FilterContext,
     apply_filters,
     least_resource_usage_with_weight,
-    version_key,
 )
 from bundlewise.config import Config
 from bundlewise.config.keys_extensible import EXTENSIBLE_LOAD_MANAGER
 from bundlewise.model.extensible import BrokerLoadData, BrokerLookupData
 from bundlewise.model.resources import ResourceUsage, SystemResources
+from bundlewise.model.semver import Version
 
 # LeastResourceUsageWithWeightTest#getContext
 CFG = Config().with_values(
@@ -105,7 +105,10 @@ def test_version_filter_keeps_the_newest_and_a_bad_version_disables_it():
     assert apply_filters(("a", "b", "c"), "x", FilterContext({}, lk, cfg)) == ("c",)
     lk["d"] = lookup(version="not-a-version")
     assert apply_filters(("a", "b", "c", "d"), "x", FilterContext({}, lk, cfg)) == ("a", "b", "c", "d")
-    assert version_key("1.0.0+b2") > version_key("1.0.0+b1") > version_key("1.0.0-rc.2")
+    v = Version.parse
+    assert (
+        v("1.0.0+b2").compare_build_aware(v("1.0.0+b1")) > 0 and v("1.0.0+b1").compare_build_aware(v("1.0.0-rc.2")) > 0
+    )
 
 
 def test_without_lookup_data_only_the_load_based_filter_applies():

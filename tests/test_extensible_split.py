@@ -1,4 +1,4 @@
-"""The extensible split strategy (spec §A6.2): priority order, consecutive hits, caps, ongoing splits."""
+"""The extensible split strategy: priority order, consecutive hits, caps, ongoing splits."""
 
 from __future__ import annotations
 

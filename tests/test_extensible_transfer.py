@@ -1,4 +1,4 @@
-"""TransferShedder (spec §A4) against the vectors of Pulsar's ``TransferShedderTest``.
+"""TransferShedder against the vectors of Pulsar's ``TransferShedderTest``.
 
 The Java fixture (``setupContext``): five brokers at CPU 2/4/6/80/90 %, each with two top bundles;
 every broker reports ``msgThroughputIn = 1`` and ``msgThroughputOut`` = the sum of its bundles.
@@ -16,9 +16,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bundlewise.algorithms.extensible.transfer_shedder import ShedResult, TransferShedder, jdiv
+from bundlewise.algorithms.extensible.transfer_shedder import ShedResult, TransferShedder
 from bundlewise.config import Config
 from bundlewise.model.extensible import parse_extensible_snapshot
+from bundlewise.model.javamath import java_div as jdiv
 
 NOW = 1_700_000_000_000
 JAVA_ORDER = ["broker4:8080", "broker1:8080", "broker2:8080", "broker5:8080", "broker3:8080"]

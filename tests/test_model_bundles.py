@@ -1,4 +1,4 @@
-"""Topic -> bundle hashing and bundle ranges (spec §1, §8; Pulsar NamespaceBundlesTest)."""
+"""Topic -> bundle hashing and bundle ranges (Pulsar NamespaceBundlesTest)."""
 
 from __future__ import annotations
 
@@ -90,7 +90,7 @@ def test_lookup_edges() -> None:
     assert nb.bundle_for_hash(0).lower == 0
     assert nb.bundle_for_hash(0x3FFFFFFF).upper == 0x40000000
     assert nb.bundle_for_hash(0x40000000).lower == 0x40000000
-    # The last range is closed: 0xffffffff belongs to it (contract §0).
+    # The last range is closed: 0xffffffff belongs to it (docs/model.md).
     assert nb.bundle_for_hash(0xFFFFFFFF).range_name == "0xc0000000_0xffffffff"
     # Bundles that do not start at 0: a hash below the first boundary is out of range (testFindBundle).
     partial = NamespaceBundles.of("t/ns", [0xA0000000, 0xB0000000, 0xFFFFFFFF])

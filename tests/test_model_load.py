@@ -1,4 +1,4 @@
-"""Load data model: float32 percents, weighted max usage, Pulsar's time averages (spec §3)."""
+"""Load data model: float32 percents, weighted max usage, Pulsar's time averages."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import pytest
 from bundlewise.algorithms.leader import LeaderBundleData
 from bundlewise.config import Config
 from bundlewise.model.errors import InputError
+from bundlewise.model.javamath import f32
 from bundlewise.model.load import (
     BundleData,
     LocalBrokerData,
@@ -16,7 +17,7 @@ from bundlewise.model.load import (
     TimeAverageBrokerData,
     TimeAverageMessageData,
 )
-from bundlewise.model.resources import ResourceUsage, ResourceWeights, SystemResources, f32
+from bundlewise.model.resources import ResourceUsage, ResourceWeights, SystemResources
 from bundlewise.model.snapshot import parse_modular_snapshot
 
 REAL_LOAD_REPORT = json.loads("""

@@ -1,4 +1,4 @@
-"""The full assignment flow of the modular load manager (spec §4.1): ModularPlacement.select_broker."""
+"""The full assignment flow of the modular load manager (``#selectBroker``): ModularPlacement.select_broker."""
 
 from __future__ import annotations
 

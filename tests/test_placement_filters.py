@@ -1,4 +1,4 @@
-"""The placement candidate pipeline (spec §4.1 steps 3-7): each filter, and that none mutates its input."""
+"""The placement candidate pipeline (``LoadManagerShared``): each filter, and that none mutates its input."""
 
 from __future__ import annotations
 
@@ -9,10 +9,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from bundlewise.algorithms.placement import filters
-from bundlewise.algorithms.placement.filters import BrokerFilterError, SemVer
+from bundlewise.algorithms.placement.filters import BrokerFilterError
 from bundlewise.config import Config
 from bundlewise.model.load import BrokerData, BundleData, LoadData, LocalBrokerData
 from bundlewise.model.resources import ResourceUsage, SystemResources
+from bundlewise.model.semver import InvalidVersion, Version
 
 NS = "t/ns"
 MLM = "org.apache.pulsar.broker.loadbalance.impl.ModularLoadManagerImpl"
@@ -94,7 +95,7 @@ def test_load_manager_class_filter() -> None:
 
 
 def test_semver_order() -> None:
-    v = SemVer.parse
+    v = Version.parse
     assert v("3.2.0").compare(v("3.10.0")) < 0
     assert v("3.2.0-SNAPSHOT").compare(v("3.2.0")) < 0
     assert v("1.0.0-alpha").compare(v("1.0.0-alpha.1")) < 0
@@ -103,7 +104,7 @@ def test_semver_order() -> None:
     assert v("1.0.0+b1").compare(v("1.0.0")) == 0  # equality ignores build metadata
     assert v("1.0.0").compare_build_aware(v("1.0.0+b1")) < 0
     for bad in ("3.2", "3.2.0.1", "v3.2.0", ""):
-        with pytest.raises(BrokerFilterError):
+        with pytest.raises(InvalidVersion):
             v(bad)
 
 

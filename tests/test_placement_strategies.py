@@ -1,4 +1,4 @@
-"""Placement strategies on hand-built LoadData (spec §4.2, §4.3, §4.5; Pulsar ModularLoadManagerStrategyTest)."""
+"""Placement strategies on hand-built LoadData (Pulsar ModularLoadManagerStrategyTest)."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 
 from bundlewise.algorithms.placement.least_long_term_message_rate import LeastLongTermMessageRate, long_term_score
 from bundlewise.algorithms.placement.least_resource_usage import LeastResourceUsageWithWeight
-from bundlewise.algorithms.placement.registry import make_placement_strategy
 from bundlewise.algorithms.placement.round_robin import MAX_INT, RoundRobinBrokerSelector
+from bundlewise.algorithms.registry import make_placement as make_placement_strategy
 from bundlewise.config import Config
 from bundlewise.model.errors import InputError
 from bundlewise.model.load import BrokerData, BundleData, LoadData, LocalBrokerData, TimeAverageBrokerData

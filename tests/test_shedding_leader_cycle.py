@@ -1,4 +1,4 @@
-"""The leader's shedding cycle (spec §5.1): grace period, guards, destinations, recently-unloaded memory."""
+"""The leader's shedding cycle (``#doLoadShedding``): grace period, guards, destinations, recently-unloaded memory."""
 
 from __future__ import annotations
 

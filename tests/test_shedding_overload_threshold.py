@@ -1,4 +1,4 @@
-"""OverloadShedder and ThresholdShedder on hand-built LoadData (spec §5.2, §5.3; Pulsar's shedder tests and docs)."""
+"""OverloadShedder and ThresholdShedder on hand-built LoadData (Pulsar's shedder tests and docs)."""
 
 from __future__ import annotations
 

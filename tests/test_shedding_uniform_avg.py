@@ -1,4 +1,4 @@
-"""UniformLoadShedder, AvgShedder (both halves) and the strategy registry (spec §5.4, §5.5, §4.4)."""
+"""UniformLoadShedder, AvgShedder (both halves) and the strategy registry."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from bundlewise.algorithms.registry import shedding_entry
 from bundlewise.algorithms.shedding.avg import AvgShedder
 from bundlewise.algorithms.shedding.overload import OverloadShedder
-from bundlewise.algorithms.shedding.registry import make_shedding_strategy
 from bundlewise.algorithms.shedding.threshold import ThresholdShedder
 from bundlewise.algorithms.shedding.uniform import UniformLoadShedder
 from bundlewise.config import Config
@@ -266,6 +266,10 @@ def test_no_strategy_unloads_a_bundle_twice_or_from_a_broker_that_does_not_own_i
 
 
 # -- registry -----------------------------------------------------------------------------------
+
+
+def make_shedding_strategy(name: str) -> object:
+    return shedding_entry(name).factory()
 
 
 @pytest.mark.parametrize("name", ["ThresholdShedder", "org.apache.pulsar.broker.loadbalance.impl.ThresholdShedder"])

@@ -212,6 +212,7 @@ def test_missing_cluster_file_and_unknown_strategy_exit_2(tmp_path: Path, capsys
     assert code == 2 and "unknown shedding strategy 'FooShedder'" in err and err.count("\n") == 1
 
 
+@pytest.mark.spark
 def test_trace_workload_through_the_pipeline(spark: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     trace = tmp_path / "trace.jsonl"
     rows = []

@@ -1,6 +1,6 @@
 """The simulator's ``[dispatch]`` section: consumers draining backlogs through the dispatch limiters.
 
-Timing model (``algorithms.throttling.dispatch``): a read is checked 0.1 ms after its trigger, takes
+Timing model (``sim.dispatcher``): a read is checked 0.1 ms after its trigger, takes
 1 ms (``read_latency``) and is charged at delivery; a throttled read is retried 1000 ms + 0.1 ms later.
 So one topic throttled at R msg/s (1 message per entry, R <= dispatcherMaxReadBatchSize) reads R
 entries at 0.1 ms and then once per 1001.2 ms: read ``k`` is delivered at ``1.1 + 1001.2·k`` ms.
@@ -60,15 +60,17 @@ def _reads_delivered_before(end_ms: float, first_ms: float, cycle_ms: float) -> 
     return 0 if end_ms <= first_ms else int(np.floor((end_ms - first_ms) / cycle_ms - 1e-12)) + 1
 
 
-def _slow_reads_of_topic_0(extra: str = "") -> str:
-    """A [dispatch] section: 100 ms reads, topic-0 with 10 permits and a backlog of 1,000,000 entries."""
+def _slow_reads_of_topic_0(extra: str = "", backlog_entries: int = 1_000_000) -> str:
+    """A [dispatch] section: 100 ms reads, topic-0 with 10 permits and a backlog of 1,000,000 messages."""
     return f"""
 [dispatch]
 read_latency = "100ms"
 [[dispatch.topics]]
-topic = "persistent://t/x/topic-0"
-receiver_queue_size = 10
-{extra}backlog = 1000000
+name = "persistent://t/x/topic-0"
+{extra}[[dispatch.topics.subscriptions]]
+name = "sub"
+consumers = [{{ receiverQueueSize = 10 }}]
+backlogEntries = {backlog_entries}
 """
 
 
@@ -82,9 +84,9 @@ def test_topic_limit_caps_dispatch_at_r_messages_a_second() -> None:
         _cluster("20m")
         + """
 [[dispatch.topics]]
-topic = "persistent://t/x/topic-0"
-backlog = 1000000
-dispatch_rate = { dispatchThrottlingRateInMsg = 50 }
+name = "persistent://t/x/topic-0"
+topicPolicies = { dispatchRate = { dispatchThrottlingRateInMsg = 50 } }
+subscriptions = [{ name = "sub", backlogEntries = 1000000 }]
 """
     )
     assert r.dispatch is not None
@@ -107,10 +109,10 @@ def test_dispatched_rate_is_the_topics_msg_rate_out() -> None:
             _cluster("3m")
             + """
 [[dispatch.topics]]
-topic = "persistent://t/x/topic-0"
-backlog = 1000000
-entry_bytes = 2000
-dispatch_rate = { dispatchThrottlingRateInMsg = 50 }
+name = "persistent://t/x/topic-0"
+entryBytes = 2000
+topicPolicies = { dispatchRate = { dispatchThrottlingRateInMsg = 50 } }
+subscriptions = [{ name = "sub", backlogEntries = 1000000 }]
 """
         ),
         "t.toml",
@@ -136,7 +138,7 @@ def test_without_limits_the_backlog_drains_at_the_consumers_permits() -> None:
 
 def test_batched_entries_count_messages_against_permits_and_limits() -> None:
     # 5 messages per entry, 10 permits, no precise flow control: 10 entries = 50 messages per read
-    r = _run(_cluster("1m") + _slow_reads_of_topic_0("messages_per_entry = 5\n"))
+    r = _run(_cluster("1m") + _slow_reads_of_topic_0("messagesPerEntry = 5\n", backlog_entries=200_000))
     assert r.dispatch is not None and r.dispatch.msgs[0, 0] == 5 * 5990
 
 
@@ -149,7 +151,7 @@ def test_two_topics_on_one_broker_share_its_broker_limit() -> None:
         + """
 [[dispatch.topics]]
 namespace = "t/y"
-backlog = 10000000
+subscriptions = [{ name = "sub", backlogEntries = 10000000 }]
 """
     )
     r = _run(shared + classic)
@@ -167,10 +169,10 @@ backlog = 10000000
         + """
 [[dispatch.topics]]
 namespace = "t/x"
-backlog = 10000000
+subscriptions = [{ name = "sub", backlogEntries = 10000000 }]
 [[dispatch.topics]]
 namespace = "t/y"
-backlog = 10000000
+subscriptions = [{ name = "sub", backlogEntries = 10000000 }]
 """
         + classic
     )
@@ -190,12 +192,12 @@ at = "5m"
 action = "remove"
 broker = "a"
 [[dispatch.topics]]
-topic = "persistent://t/x/topic-0"
-backlog = 10000000
-dispatch_rate = { dispatchThrottlingRateInMsg = 50 }
+name = "persistent://t/x/topic-0"
+topicPolicies = { dispatchRate = { dispatchThrottlingRateInMsg = 50 } }
+subscriptions = [{ name = "sub", backlogEntries = 10000000 }]
 [[dispatch.topics]]
-topic = "persistent://t/y/topic-0"
-backlog = 10000000
+name = "persistent://t/y/topic-0"
+subscriptions = [{ name = "sub", backlogEntries = 10000000 }]
 [balancer]
 dispatchThrottlingRateInMsg = 100
 dispatchRateLimiterFactoryClassName = "Classic"
@@ -224,9 +226,9 @@ at = "5m"
 action = "remove"
 broker = "a"
 [[dispatch.topics]]
-topic = "persistent://t/x/topic-0"
-backlog = 10000000
-dispatch_rate = { dispatchThrottlingRateInMsg = 50 }
+name = "persistent://t/x/topic-0"
+topicPolicies = { dispatchRate = { dispatchThrottlingRateInMsg = 50 } }
+subscriptions = [{ name = "sub", backlogEntries = 10000000 }]
 """
     )
     assert r.dispatch is not None
@@ -245,9 +247,9 @@ def test_published_messages_join_the_backlog() -> None:
         _cluster("5m").replace('topics = 1\nowner = "a"', 'topics = 1\nmsg_rate = 30\nowner = "a"')
         + """
 [[dispatch.topics]]
-topic = "persistent://t/x/topic-0"
-backlog = 1000
-dispatch_rate = { dispatchThrottlingRateInMsg = 20 }
+name = "persistent://t/x/topic-0"
+topicPolicies = { dispatchRate = { dispatchThrottlingRateInMsg = 20 } }
+subscriptions = [{ name = "sub", backlogEntries = 1000 }]
 """
     )
     r = _run(text)
@@ -296,18 +298,26 @@ def test_bundled_throttled_dispatch_scenario() -> None:
     ("section", "message"),
     [
         ("[dispatch]\nbogus = 1\n", "dispatch.bogus: unknown key"),
-        ("[[dispatch.topics]]\nbacklog = 5\n", "dispatch.topics[0]: expected exactly one of topic or namespace"),
         (
-            "[[dispatch.topics]]\nnamespace = 't/x'\nbacklog = -5\n",
-            "dispatch.topics[0].backlog: expected a whole number",
+            "[[dispatch.topics]]\nmessagesPerEntry = 5\n",
+            "dispatch.topics[0]: expected exactly one of name or namespace",
         ),
-        ("[[dispatch.topics]]\nnamespace = 't/x'\ntype = 'Fancy'\n", "dispatch.topics[0].type: expected one of"),
         (
-            "[[dispatch.topics]]\nnamespace = 't/x'\ndispatch_rate = { msgs = 5 }\n",
-            "dispatch.topics[0].dispatch_rate.msgs: unknown field",
+            "[[dispatch.topics]]\nnamespace = 't/x'\nsubscriptions = [{ name = 's', backlogEntries = -5 }]\n",
+            "dispatch.topics[0].subscriptions[0].backlogEntries: expected a number >= 0",
         ),
-        ("[[dispatch.topics]]\ntopic = 'persistent://t/x/nope'\n", "dispatch.topics[0].topic: expected a topic of the"),
+        (
+            "[[dispatch.topics]]\nnamespace = 't/x'\nsubscriptions = [{ name = 's', type = 'Fancy' }]\n",
+            "dispatch.topics[0].subscriptions[0].type: expected one of",
+        ),
+        (
+            "[[dispatch.topics]]\nnamespace = 't/x'\ntopicPolicies = { dispatchRate = { msgs = 5 } }\n",
+            "dispatch.topics[0].topicPolicies.dispatchRate.msgs: unknown field",
+        ),
+        ("[[dispatch.topics]]\nname = 'persistent://t/x/nope'\n", "dispatch.topics[0].name: expected a topic of the"),
         ("[[dispatch.topics]]\nnamespace = 'q/z'\n", "dispatch.topics[0].namespace: expected a namespace with topics"),
+        ("[[dispatch.topics]]\nnamespace = 't/x'\npartitions = 2\n", "dispatch.topics[0].partitions: not part of"),
+        ("[[dispatch.topics]]\nnamespace = 't/x'\nentryBytes = [1, 2]\n", "dispatch.topics[0].entryBytes: expected a"),
     ],
 )
 def test_bad_dispatch_section_exits_2_with_one_line(
@@ -319,3 +329,22 @@ def test_bad_dispatch_section_exits_2_with_one_line(
     out, err = capsys.readouterr()
     assert code == 2 and out == ""
     assert err.startswith(f"error: {f}: {message}") and err.count("\n") == 1, err
+
+
+def test_a_removed_topic_leaves_the_broker_dispatch() -> None:
+    from bundlewise.config import Config
+    from bundlewise.sim.dispatch_topics import SubscriptionSpec, TopicSpec
+    from bundlewise.sim.dispatcher import DispatchSimulation
+
+    cfg = Config().with_values({"dispatchThrottlingRatePerTopicInMsg": 10})
+    topics = [
+        TopicSpec(f"persistent://t/ns/{n}", subscriptions=(SubscriptionSpec("s", backlog_entries=100),)) for n in "xy"
+    ]
+    sim = DispatchSimulation(cfg, topics)
+    assert sim.step(1000).topics["persistent://t/ns/x"].msgs == 10
+    left = sim.remove_topic("persistent://t/ns/x")
+    assert left == {"s": 90}  # its backlog goes with it (to its next owner)
+    assert [d.partition.name for d in sim.dispatchers] == ["persistent://t/ns/y"]
+    later = sim.step(5000)
+    assert set(later.topics) == {"persistent://t/ns/y"} and later.broker.msgs == 40
+    assert set(sim.effective_limits()["topics"]) == {"persistent://t/ns/y"}

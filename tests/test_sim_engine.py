@@ -10,13 +10,15 @@ from hypothesis import strategies as st
 
 from bundlewise.config import Config
 from bundlewise.model.bundles import NamespaceBundles
+from bundlewise.model.durations import format_duration, parse_duration
 from bundlewise.model.errors import InputError
-from bundlewise.sim import cost, reporting
-from bundlewise.sim.clock import Clock, format_duration, parse_duration
+from bundlewise.sim import reporting
+from bundlewise.sim.clock import Clock
 from bundlewise.sim.cluster import Cluster
 from bundlewise.sim.metrics import Counters, settle_minutes
-from bundlewise.sim.scenario import BrokerSpec
-from bundlewise.sim.workload import TraceWorkload
+from bundlewise.traffic import cost
+from bundlewise.traffic.cost import BrokerSpec
+from bundlewise.traffic.trace import TraceWorkload
 
 
 @pytest.mark.parametrize(
@@ -68,14 +70,19 @@ def test_cost_model_follows_contract_formula() -> None:
     cl = _cluster(cores=4, nic=1000)
     # 10,000 msg/s in + 10,000 out, 10 MiB/s in + 10 MiB/s out
     u = cost.broker_usage(
-        cl, np.array([10_000.0, 0]), np.array([10_000.0, 0]), np.array([10 * 2**20, 0.0]), np.array([10 * 2**20, 0.0])
+        cl.capacity,
+        cl.up,
+        np.array([10_000.0, 0]),
+        np.array([10_000.0, 0]),
+        np.array([10 * 2**20, 0.0]),
+        np.array([10 * 2**20, 0.0]),
     )
     cores = 0.2 + 20_000 * 10e-6 + (20 * 2**20 / 1024) * 2e-6
     assert u.cpu_cores[0] == pytest.approx(cores)
     assert u.cpu[0] == pytest.approx(cores / 4)
     assert u.bandwidth_in[0] == pytest.approx(10 * 2**20 * 8 / 1e9)
     assert u.cpu[1] == 0.0  # b2 is down: no usage
-    res = cost.system_resources(cl, u, 0, 10 * 2**20, 10 * 2**20)
+    res = cost.system_resources(cl.capacity, u, 0, 10 * 2**20, 10 * 2**20)
     assert res.cpu.limit == 400.0 and res.cpu.usage == pytest.approx(cores * 100)
     assert res.bandwidth_in.limit == 1_000_000.0  # kbit/s
     assert res.bandwidth_in.percent_usage() == pytest.approx(u.bandwidth_in[0] * 100, rel=1e-6)
@@ -172,3 +179,28 @@ def test_trace_is_a_step_function_and_absent_topics_are_idle() -> None:
     assert wl.rates(59_999)[0].tolist() == [10.0, 20.0]
     assert wl.rates(60_000)[0].tolist() == [30.0, 0.0]  # b absent from the sample: idle
     assert wl.topics.consumers.tolist() == [3, 0]
+
+
+def test_trace_from_an_arrow_table_equals_the_trace_from_a_frame() -> None:
+    import pyarrow as pa
+
+    frame = pd.DataFrame(
+        {
+            "timestamp": [61_000, 1000, 1000, 61_000],
+            "topic": ["a", "persistent://x/y/b", "a", "a"],
+            "msgRateIn": [30.0, 20.0, 10.0, 31.0],
+            "msgRateOut": [0.0, 1.0, 2.0, 3.0],
+            "msgThroughputIn": [300.0, 200.0, 100.0, 310.0],
+            "msgThroughputOut": [0.0, 0.0, 0.0, 0.0],
+            "consumerCount": [3, 0, None, 1],
+        }
+    )
+    from_frame = TraceWorkload(frame, "t")
+    from_arrow = TraceWorkload(pa.Table.from_pandas(frame, preserve_index=False), "t")
+    for now in (0, 60_000, 120_000):
+        assert [r.tolist() for r in from_frame.rates(now)] == [r.tolist() for r in from_arrow.rates(now)]
+    # rows in (timestamp, topic) order: of two rows of one topic and time the later one holds
+    assert from_arrow.rates(60_000)[0].tolist() == [31.0, 0.0]
+    assert from_arrow.topics.consumers.tolist() == from_frame.topics.consumers.tolist() == [3, 0]
+    with pytest.raises(InputError, match="t: missing column 'msgRateIn'"):
+        TraceWorkload(pa.table({"timestamp": [1], "topic": ["a"]}), "t")

@@ -58,6 +58,7 @@ def test_bad_grid_value_exits_2_before_spark(capsys: pytest.CaptureFixture[str])
     assert code == 2 and "lowerBoundarySheddingEnabled: expected true or false" in err and err.count("\n") == 1
 
 
+@pytest.mark.spark
 def test_sweep_runs_each_point_as_a_spark_task(spark: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "sweep.parquet"
     code = main(

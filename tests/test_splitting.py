@@ -1,4 +1,4 @@
-"""The four split algorithms (WHERE) and the split conditions (WHEN), spec §2."""
+"""The four split algorithms (WHERE) and the split conditions (WHEN)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The classic RateLimiter (spec §B5) on a manual clock."""
+"""The classic RateLimiter on a manual clock."""
 
 from __future__ import annotations
 

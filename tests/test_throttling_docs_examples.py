@@ -1,25 +1,15 @@
 """The worked examples of Pulsar's "Message dispatch throttling" page, through the limiters and the
-dispatch simulation (seeds/pulsar-docs-message-dispatch-throttling.txt, spec Part B)."""
+dispatch simulation (the page's figures; docs/throttling.md)."""
 
 from __future__ import annotations
 
 import pytest
 
-from bundlewise.algorithms.throttling import (
-    ConsumerSpec,
-    DispatchRate,
-    DispatchRateLimiter,
-    DispatchSimulation,
-    EntryShape,
-    Level,
-    ManualClock,
-    Policies,
-    ReplicatorSpec,
-    SubscriptionSpec,
-    TopicSpec,
-)
+from bundlewise.algorithms.throttling import DispatchRate, DispatchRateLimiter, Level, ManualClock, Policies
 from bundlewise.algorithms.throttling.read_sizing import charge_delivery, size_read
 from bundlewise.config import Config
+from bundlewise.sim.dispatch_topics import ConsumerSpec, EntryShape, ReplicatorSpec, SubscriptionSpec, TopicSpec
+from bundlewise.sim.dispatcher import DispatchSimulation
 
 IMPLS = ["AsyncTokenBucket", "Classic"]
 T = "persistent://public/default/t"

@@ -1,4 +1,4 @@
-"""Policy resolution, -1/0 handling, lazy creation and policy changes (spec §B3, §B7)."""
+"""Policy resolution, -1/0 handling, lazy creation and policy changes (``PolicyHierarchyValue``)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The dispatcher's read sizing and quota charging (spec §B6)."""
+"""The dispatcher's read sizing and quota charging."""
 
 from __future__ import annotations
 

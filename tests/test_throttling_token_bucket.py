@@ -1,4 +1,4 @@
-"""PIP-322 AsyncTokenBucket (spec §B4) on a manual clock."""
+"""PIP-322 AsyncTokenBucket on a manual clock."""
 
 from __future__ import annotations
 

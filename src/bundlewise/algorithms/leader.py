@@ -1,19 +1,26 @@
-"""The leader's load-data bookkeeping (Pulsar ``ModularLoadManagerImpl#updateBundleData``).
+"""The modular leader's load-data bookkeeping (Pulsar ``ModularLoadManagerImpl#updateAll``/``#updateBundleData``).
 
 Each update feeds every bundle's latest sample (its owner's ``lastStats``) into that bundle's
-short- and long-term averages, starting a never-seen bundle from the default prior, drops bundles no
-broker reports any more, and recomputes each broker's ``TimeAverageBrokerData`` from its bundles.
-Inputs that carry the leader's view explicitly (``bundleData``, ``timeAverageData``) are used as is.
+short- and long-term averages (``BundleData#update``), starting a never-seen bundle from the default
+prior, drops bundles no broker reports any more, and recomputes each broker's
+``TimeAverageBrokerData`` from its bundles.  Inputs that carry the leader's view explicitly
+(``bundleData``, ``timeAverageData``) are used as is.
+
+``LeaderBundleData.refresh(load)`` is what a leader does with the brokers' reports it has read
+(``LoadData.brokers`` holding their ``LocalBrokerData``); ``apply(snapshot)`` the same for a recorded
+snapshot.  The simulator keeps these averages in arrays (``sim.leader``) and a test proves the two equal.
 """
 
 from __future__ import annotations
+
+from collections.abc import Collection
 
 from bundlewise.model.load import BundleData, LoadData, TimeAverageBrokerData
 from bundlewise.model.snapshot import ModularSnapshot
 
 
 class LeaderBundleData:
-    """Bundle data the leader maintains across steps when the input does not give it."""
+    """Bundle data the leader maintains across updates."""
 
     def __init__(self) -> None:
         self.bundle_data: dict[str, BundleData] = {}
@@ -28,13 +35,24 @@ class LeaderBundleData:
                 seen[bundle] = data
         self.bundle_data = seen
 
+    def refresh(self, load: LoadData, keep_time_averages: Collection[str] = ()) -> LoadData:
+        """One ``updateAll`` over ``load``'s reports: its bundle data and every broker's time averages
+        (except those of ``keep_time_averages``) recomputed; returns ``load``."""
+        self.update(load)
+        load.bundleData = {b: d.copy() for b, d in self.bundle_data.items()}
+        self.time_averages(load, keep_time_averages)
+        return load
+
+    @staticmethod
+    def time_averages(load: LoadData, keep: Collection[str] = ()) -> None:
+        """``TimeAverageBrokerData#reset`` of every broker not in ``keep``, from ``load.bundleData``."""
+        for name, broker in load.brokers.items():
+            if name not in keep:
+                broker.timeAverageData = TimeAverageBrokerData.of_bundles(broker.localData.bundles, load.bundleData)
+
     def apply(self, snap: ModularSnapshot) -> LoadData:
         """The snapshot's ``LoadData`` completed the way Pulsar's leader would hold it."""
-        load = snap.load
-        if not snap.bundle_data_given:
-            self.update(load)
-            load.bundleData = {b: d.copy() for b, d in self.bundle_data.items()}
-        for name, broker in load.brokers.items():
-            if name not in snap.time_average_given:
-                broker.timeAverageData = TimeAverageBrokerData.of_bundles(broker.localData.bundles, load.bundleData)
-        return load
+        if snap.bundle_data_given:
+            self.time_averages(snap.load, snap.time_average_given)
+            return snap.load
+        return self.refresh(snap.load, snap.time_average_given)

@@ -1,4 +1,4 @@
-"""The leader's shedding cycle (spec §5.1, Pulsar ``ModularLoadManagerImpl#doLoadShedding``).
+"""The leader's shedding cycle (Pulsar ``ModularLoadManagerImpl#doLoadShedding``).
 
 ``LeaderSheddingCycle.run(load, config, now)``, once per shedding interval:
 
@@ -9,7 +9,7 @@
 3. ``plan = strategy.find_bundles_for_unloading(load with that map, config, now)``.
 4. The plan is walked broker by broker (Pulsar iterates a broker -> bundles multimap), bundles in
    selection order.  A bundle is skipped when its namespace is in ``loadBalancerSheddingExcludedNamespaces``,
-   or when the destination chosen by the placement flow (§4.1 without preallocation) is absent or is the
+   or when the destination chosen by the placement flow (``ModularPlacement`` without preallocation) is absent or is the
    current owner.  Otherwise it is unloaded to that destination and ``recentlyUnloaded[bundle] = now``.
    Namespace isolation policies and anti-affinity groups are not part of the snapshot format: they are
    taken as "no policies", so those two checks always pass.
@@ -26,6 +26,7 @@ from dataclasses import dataclass, field, replace
 
 from bundlewise.algorithms.shedding.base import SheddingStrategy, Unload
 from bundlewise.config import Config
+from bundlewise.config.views import LeaderSettings
 from bundlewise.model.load import LoadData
 from bundlewise.model.names import bundle_namespace
 
@@ -33,24 +34,13 @@ ChooseDestination = Callable[[str, LoadData, Config], str | None]
 
 
 @dataclass(frozen=True, slots=True)
-class Skipped:
-    """A planned unload the leader did not carry out, and why."""
-
-    broker: str
-    bundle: str
-    reason: str
-
-    def to_json(self) -> dict[str, str]:
-        return {"broker": self.broker, "bundle": self.bundle, "reason": self.reason}
-
-
-@dataclass(frozen=True, slots=True)
 class CycleResult:
-    """One cycle: what the strategy planned, what was unloaded (with destinations), what was skipped."""
+    """One cycle: what the strategy planned, what was unloaded (with destinations), what was skipped
+    (``Skip`` decisions whose reason says why)."""
 
     planned: tuple[Unload, ...] = ()
     unloaded: tuple[Unload, ...] = ()
-    skipped: tuple[Skipped, ...] = ()
+    skipped: tuple[Unload, ...] = ()
     note: str | None = None  # why the cycle did not run, if it did not
     recently_unloaded: dict[str, int] = field(default_factory=dict)
 
@@ -72,7 +62,8 @@ class LeaderSheddingCycle:
         self.recently_unloaded: dict[str, int] = {}
 
     def run(self, load: LoadData, config: Config, now: int) -> CycleResult:
-        if not (config["loadBalancerEnabled"] and config["loadBalancerSheddingEnabled"]):
+        leader = config.view(LeaderSettings)
+        if not leader.shedding_active:
             return CycleResult(
                 note="shedding disabled (loadBalancerEnabled/loadBalancerSheddingEnabled)",
                 recently_unloaded=dict(self.recently_unloaded),
@@ -84,27 +75,26 @@ class LeaderSheddingCycle:
         recent = dict(load.recentlyUnloadedBundles)
         for bundle, at in self.recently_unloaded.items():
             recent[bundle] = max(at, recent.get(bundle, at))
-        cutoff = now - int(config["loadBalancerSheddingGracePeriodMinutes"]) * 60_000
+        cutoff = now - leader.grace_period_ms
         recent = {b: at for b, at in recent.items() if at >= cutoff}
         view = replace(load, recentlyUnloadedBundles=dict(recent))
         plan = self.strategy.find_bundles_for_unloading(view, config, now)
-        excluded = set(config["loadBalancerSheddingExcludedNamespaces"])
+        excluded = leader.excluded_namespaces
         unloaded: list[Unload] = []
-        skipped: list[Skipped] = []
+        skipped: list[Unload] = []
         for u in group_by_broker(plan):
             ns = bundle_namespace(u.bundle)
             if ns in excluded:
-                why = f"namespace {ns} is in loadBalancerSheddingExcludedNamespaces"
-                skipped.append(Skipped(u.broker, u.bundle, why))
+                skipped.append(u.skipped(f"namespace {ns} is in loadBalancerSheddingExcludedNamespaces"))
                 continue
             dest = self.choose_destination(u.bundle, view, config)
             if dest is None:
-                skipped.append(Skipped(u.broker, u.bundle, "no destination broker available"))
+                skipped.append(u.skipped("no destination broker available"))
                 continue
             if dest == u.broker:
-                skipped.append(Skipped(u.broker, u.bundle, f"destination {dest} is the current owner"))
+                skipped.append(u.skipped(f"destination {dest} is the current owner"))
                 continue
-            unloaded.append(Unload(u.broker, u.bundle, u.reason, destination=dest))
+            unloaded.append(u.to(dest))
             recent[u.bundle] = now
         self.strategy.on_unload_attempt_completed(plan)
         self.recently_unloaded = recent

@@ -1,4 +1,4 @@
-"""``bundlewise bundle``: which bundle serves each topic (contract §2)."""
+"""``bundlewise bundle``: which bundle serves each topic (docs/commands.md)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ import sys
 
 from bundlewise.cli.common import add_config_options, config_from_args
 from bundlewise.cli.inputs import emit
-from bundlewise.model.bundles import NamespaceBundles, initial_boundaries
+from bundlewise.config.views import SplitSettings
+from bundlewise.model.bundles import NamespaceBundles, initial_boundaries, parse_position
 from bundlewise.model.errors import InputError
 from bundlewise.model.hashing import crc32_hash
 from bundlewise.model.names import TopicName
@@ -16,11 +17,10 @@ from bundlewise.model.names import TopicName
 def parse_boundaries(text: str, where: str = "--boundaries") -> list[int]:
     out = []
     for part in text.split(","):
-        p = part.strip()
         try:
-            out.append(int(p, 16) if p[:2].lower() == "0x" else int(p, 10))
+            out.append(parse_position(part))
         except ValueError:
-            raise InputError(f"expected 0x-hex or decimal boundaries, got {p!r}", field=where) from None
+            raise InputError(f"expected 0x-hex or decimal boundaries, got {part.strip()!r}", field=where) from None
     return out
 
 
@@ -60,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
     if args.boundaries:
         boundaries = parse_boundaries(args.boundaries)
     else:
-        n = args.bundles if args.bundles is not None else int(config["defaultNumberOfNamespaceBundles"])
+        n = args.bundles if args.bundles is not None else config.view(SplitSettings).default_bundles
         try:
             boundaries = initial_boundaries(n)
         except InputError as e:

@@ -1,6 +1,6 @@
 """Reading the JSON inputs of the commands: one document, ``{"steps": [...]}`` or JSON Lines.
 
-Also the step clock of contract §0: a step without ``timestamp`` is at the previous one plus
+Also the step clock: a step without ``timestamp`` is at the previous one plus
 ``loadBalancerSheddingIntervalMinutes``, the first at 0; per-step ``config`` overrides accumulate.
 """
 
@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from bundlewise.config import Config
+from bundlewise.config.views import LeaderSettings
 from bundlewise.model.errors import InputError
 from bundlewise.model.snapshot import parse_timestamp
 
@@ -94,9 +95,14 @@ def iterate_steps(docs: list[Any], base: Config, source: str) -> Iterator[Step]:
             ts = parse_timestamp(doc.get("timestamp"), f"{where}.timestamp")
         except InputError as e:
             raise e.within(source) from None
-        interval_ms = int(config["loadBalancerSheddingIntervalMinutes"]) * 60_000
+        interval_ms = config.view(LeaderSettings).shedding_interval_ms
         now = ts if ts is not None else (0 if now is None else now + interval_ms)
         yield Step(i, ts, now, config, doc)
+
+
+def step_where(step: Step, docs: list[Any]) -> str:
+    """How errors name a step: ``steps[i]`` in a multi-step input, else ``snapshot``."""
+    return f"steps[{step.index}]" if len(docs) > 1 else "snapshot"
 
 
 def emit(obj: Any) -> None:

@@ -1,31 +1,24 @@
 """``bundlewise`` entry point: one sub-command per module, errors mapped to exit codes.
 
 Each command module exposes ``register(subparsers)`` that adds its parser and sets
-``func=run`` where ``run(args) -> int``.  Exit codes (contract §0): 0 success, 2 bad input or
-usage (one line ``error: ...`` on stderr), 1 internal error.
+``func=run`` where ``run(args) -> int``.  Exit codes (docs/commands.md): 0 success, 2 bad input or
+usage (one line ``error: ...`` on stderr), 1 internal error.  Commands needing an optional extra
+(Spark, Arrow, matplotlib) import it only when they run, and say which extra to install when it is
+missing (``cli.common.MissingExtra``).
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
 import sys
 from collections.abc import Sequence
 
 from bundlewise import __version__
+from bundlewise.cli import bundle, pipeline, place, shed, simulate, split, store, sweep, throttle
+from bundlewise.cli.common import MissingExtra
 from bundlewise.model.errors import InputError
 
-COMMAND_MODULES = (
-    "bundlewise.cli.bundle",
-    "bundlewise.cli.split",
-    "bundlewise.cli.place",
-    "bundlewise.cli.shed",
-    "bundlewise.cli.pipeline",
-    "bundlewise.cli.throttle",
-    "bundlewise.cli.simulate",
-    "bundlewise.cli.sweep",
-    "bundlewise.cli.store",
-)
+COMMAND_MODULES = (bundle, split, place, shed, pipeline, throttle, simulate, sweep, store)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -43,8 +36,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"bundlewise {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
-    for name in COMMAND_MODULES:
-        importlib.import_module(name).register(sub)
+    for module in COMMAND_MODULES:
+        module.register(sub)
     return parser
 
 
@@ -56,7 +49,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(e.code or 0)
     try:
         return int(args.func(args))
-    except InputError as e:
+    except (InputError, MissingExtra) as e:
         sys.stderr.write(f"error: {e}\n")
         return 2
     except BrokenPipeError:

@@ -1,4 +1,4 @@
-"""``bundlewise pipeline``: raw topic statistics → bundle and broker load on Spark (contract §7).
+"""``bundlewise pipeline``: raw topic statistics → bundle and broker load on Spark (docs/pipeline.md).
 
 Prints the run's summary as one JSON document on stdout; the one-screen human summary and the
 progress lines go to stderr.  PySpark is imported only when the command runs.
@@ -10,7 +10,8 @@ import argparse
 import json
 import sys
 
-from bundlewise.cli.common import add_config_options, config_from_args
+from bundlewise.cli.common import add_config_options, config_from_args, needs_extra
+from bundlewise.config.views import SplitSettings
 from bundlewise.model.errors import InputError
 
 FORMATS = ("trace", "topics-stats", "load-report", "prometheus")
@@ -63,21 +64,21 @@ def _progress(msg: str) -> None:
 
 def run(args: argparse.Namespace) -> int:
     config = config_from_args(args)
-    from bundlewise.pipeline.boundaries import Boundaries
+    with needs_extra("spark", "the pipeline"):
+        from bundlewise.pipeline import jobs
+        from bundlewise.pipeline.boundaries import Boundaries
+        from bundlewise.pipeline.session import get_session
 
-    n = args.bundles if args.bundles is not None else int(config["defaultNumberOfNamespaceBundles"])
+    n = args.bundles if args.bundles is not None else config.view(SplitSettings).default_bundles
     try:
         boundaries = Boundaries.of_count(n)
     except InputError as e:
         raise InputError(str(e), field="--bundles") from None
-    from bundlewise.pipeline import jobs
-
     if args.bundles_file:
         boundaries = jobs.read_bundles_file(args.bundles_file, boundaries)
     jobs.check_input(args.input)
-    from bundlewise.pipeline.session import get_session
-
-    spark = get_session(args.master)
+    with needs_extra("spark", "the pipeline"):
+        spark = get_session(args.master)
     summary = jobs.run_pipeline(
         spark,
         args.input,

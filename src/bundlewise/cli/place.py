@@ -1,42 +1,55 @@
-"""``bundlewise place`` (contract §4): placement strategies on recorded modular snapshots.
+"""``bundlewise place``: which broker a placement strategy picks, on recorded snapshots (docs/commands.md).
 
-Each step is a modular snapshot (contract §5) that also carries ``"bundle"`` (the bundle to place)
-and optionally ``"candidates"`` (an ordered broker list) and ``"nonPersistent"`` (the bundle holds
-non-persistent topics; default false).  With ``candidates`` only the strategy runs, on exactly that
-list (Pulsar's ``selectBroker(candidates, bundleData, loadData, conf)``); without it the load
-manager's full assignment flow runs (``ModularPlacement``: filters, overload re-check, preallocation
-into that step's snapshot).  ONE strategy instance and one ``random.Random(--seed)`` (default 0) serve every
-step, so round-robin position and history carry over.  Output, JSON Lines:
-``{"step": i, "selected": broker|null, "best": [...]}``.  ``--extensible`` hands §6 inputs to
-``bundlewise.cli.place_extensible``.
+Each step is a snapshot that also carries ``"bundle"`` (the bundle to place) and optionally
+``"candidates"`` (an ordered broker list) and ``"nonPersistent"`` (the bundle holds non-persistent
+topics; default false).
+
+* Modular (default): the strategy comes from the registry (``algorithms.registry``).  With ``candidates``
+  only the strategy runs, on exactly that list (Pulsar's ``selectBroker(candidates, bundleData,
+  loadData, conf)``); without them the load manager's full assignment flow runs (``ModularPlacement``:
+  filters, overload re-check, preallocation into that step's snapshot).
+* ``--extensible``: extensible snapshots and the extensible manager's ``LeastResourceUsageWithWeight``
+  (the only strategy it has): with ``candidates`` the strategy alone, without them the assignment flow
+  (available brokers, filter chain, then the strategy; round-robin for excluded namespaces).
+
+ONE strategy instance and one ``random.Random(--seed)`` (default 0) serve every step, so round-robin
+position and history carry over.  Output, JSON Lines, printed once every step is known good:
+``{"step": i, "selected": broker|null, "best": [...]}``.
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
 import random
 import sys
 from collections.abc import Mapping
 from typing import Any
 
+from bundlewise.algorithms.extensible.placement import ExtensiblePlacement, FilterContext
+from bundlewise.algorithms.families.extensible import PLACEMENT_NAME as EXTENSIBLE_PLACEMENT
 from bundlewise.algorithms.leader import LeaderBundleData
 from bundlewise.algorithms.placement.assignment import ModularPlacement
 from bundlewise.algorithms.placement.base import Selection
-from bundlewise.algorithms.placement.registry import PLACEMENT_NAMES, make_placement_strategy
-from bundlewise.cli.common import add_config_options, config_from_args
-from bundlewise.cli.inputs import Step, emit, iterate_steps, read_documents
+from bundlewise.algorithms.registry import make_placement, placement_names
+from bundlewise.cli.common import add_config_options, config_from_args, source_name
+from bundlewise.cli.inputs import Step, emit, iterate_steps, read_documents, step_where
+from bundlewise.config import Config
+from bundlewise.config.config import short_class_name
 from bundlewise.model.errors import InputError
+from bundlewise.model.extensible import parse_extensible_snapshot
 from bundlewise.model.load import BundleData
 from bundlewise.model.snapshot import parse_modular_snapshot
 
 STEP_KEYS = ("bundle", "candidates", "nonPersistent")
 
 DESCRIPTION = f"""\
-Choose a broker for a bundle as Pulsar's modular load manager would.
-Strategies: {", ".join(PLACEMENT_NAMES)} (short or org.apache.pulsar.broker.loadbalance.impl.<name>).
-INPUT: a snapshot (contract §5) with "bundle" and optional "candidates", {{"steps": [...]}} or JSON Lines.
+Choose a broker for a bundle as Pulsar's load manager would.
+Strategies: {", ".join(placement_names())} (short or org.apache.pulsar.broker.loadbalance.impl.<name>);
+with --extensible, the extensible load manager's {EXTENSIBLE_PLACEMENT}.
+INPUT: a snapshot with "bundle" and optional "candidates", {{"steps": [...]}} or JSON Lines.
 One line per step: {{"step": i, "selected": broker|null, "best": [brokers picked from at random]}}."""
+
+Row = tuple[int, str, Selection]
 
 
 def register(sub: Any) -> None:
@@ -53,14 +66,10 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--extensible",
         action="store_true",
-        help="extensible load manager input (contract §6) and its LeastResourceUsageWithWeight",
+        help=f"extensible load manager input (broker-load and top-bundles stores) and its {EXTENSIBLE_PLACEMENT}",
     )
     p.add_argument("input", metavar="INPUT", help="snapshot file (.json / .jsonl), - for stdin")
     p.set_defaults(func=run)
-
-
-def _where(step: Step, count: int) -> str:
-    return f"steps[{step.index}]" if count > 1 else "snapshot"
 
 
 def parse_step_request(doc: Mapping[str, Any], where: str) -> tuple[str, list[str] | None, bool]:
@@ -82,50 +91,67 @@ def parse_step_request(doc: Mapping[str, Any], where: str) -> tuple[str, list[st
     return bundle, candidates, non_persistent
 
 
-def _run_extensible(args: argparse.Namespace, config: Any, docs: list[Any], source: str) -> int:
-    try:
-        module = importlib.import_module("bundlewise.cli.place_extensible")
-    except ModuleNotFoundError as e:
-        if e.name not in ("bundlewise.cli.place_extensible", None):
-            raise
-        raise InputError("--extensible placement is not available in this build", field="--extensible") from None
-    return int(module.run_extensible(args, config, docs, source))
+def _modular_step(
+    step: Step, where: str, placement: ModularPlacement, leader: LeaderBundleData, rng: random.Random
+) -> Row:
+    bundle, candidates, non_persistent = parse_step_request(step.doc, where)
+    snapshot_doc = {k: v for k, v in step.doc.items() if k not in STEP_KEYS}
+    load = leader.apply(parse_modular_snapshot(snapshot_doc, where))
+    if candidates is not None:
+        data = load.bundleData.get(bundle) or BundleData.default()
+        return step.index, bundle, placement.strategy.select(candidates, bundle, data, load, step.config, rng)
+    return step.index, bundle, placement.select_broker(bundle, load, step.config, rng, non_persistent=non_persistent)
+
+
+def _extensible_step(step: Step, where: str, placement: ExtensiblePlacement, rng: random.Random) -> Row:
+    bundle, candidates, non_persistent = parse_step_request(step.doc, where)
+    doc = {k: v for k, v in step.doc.items() if k not in STEP_KEYS}
+    snap = parse_extensible_snapshot(doc, where, step.config.weights(), step.now)
+    ctx = FilterContext(snap.brokers, snap.lookup_data, step.config, non_persistent)
+    return step.index, bundle, placement.select(bundle, snap.available_brokers, ctx, rng, candidates)
+
+
+def place_rows(args: argparse.Namespace, config: Config, docs: list[Any], source: str) -> list[Row]:
+    """Every step's selection; an ``InputError`` in any step is raised before anything is printed."""
+    rng = random.Random(args.seed)
+    rows: list[Row] = []
+    if args.extensible:
+        if short_class_name(args.strategy) != EXTENSIBLE_PLACEMENT:
+            raise InputError(
+                f"the extensible load manager places with {EXTENSIBLE_PLACEMENT} only, got {args.strategy!r}",
+                field="--strategy",
+            )
+        extensible = ExtensiblePlacement()
+        for step in iterate_steps(docs, config, source):
+            try:
+                rows.append(_extensible_step(step, step_where(step, docs), extensible, rng))
+            except InputError as e:
+                raise e.within(source) from None
+        return rows
+    placement = ModularPlacement(make_placement(args.strategy))
+    leader = LeaderBundleData()
+    for step in iterate_steps(docs, config, source):
+        try:
+            rows.append(_modular_step(step, step_where(step, docs), placement, leader, rng))
+        except InputError as e:
+            raise e.within(source) from None
+    return rows
 
 
 def run(args: argparse.Namespace) -> int:
     config = config_from_args(args)
-    source = "<stdin>" if args.input == "-" else args.input
+    source = source_name(args.input)
     docs = read_documents(args.input)
-    if args.extensible:
-        return _run_extensible(args, config, docs, source)
-    strategy = make_placement_strategy(args.strategy)
-    placement = ModularPlacement(strategy)
-    rng = random.Random(args.seed)
-    leader = LeaderBundleData()
-    rows: list[tuple[int, str, Selection]] = []
-    for step in iterate_steps(docs, config, source):
-        where = _where(step, len(docs))
-        try:
-            bundle, candidates, non_persistent = parse_step_request(step.doc, where)
-            snapshot_doc = {k: v for k, v in step.doc.items() if k not in STEP_KEYS}
-            load = leader.apply(parse_modular_snapshot(snapshot_doc, where))
-            if candidates is not None:
-                data = load.bundleData.get(bundle) or BundleData.default()
-                selection = strategy.select(candidates, bundle, data, load, step.config, rng)
-            else:
-                selection = placement.select_broker(bundle, load, step.config, rng, non_persistent=non_persistent)
-        except InputError as e:
-            raise e.within(source) from None
-        if args.format == "json":
-            emit({"step": step.index, "selected": selection.selected, "best": list(selection.best)})
-        else:
-            rows.append((step.index, bundle, selection))
+    rows = place_rows(args, config, docs, source)
     if args.format == "table":
         write_table(rows)
+        return 0
+    for index, _, selection in rows:
+        emit({"step": index, "selected": selection.selected, "best": list(selection.best)})
     return 0
 
 
-def write_table(rows: list[tuple[int, str, Selection]]) -> None:
+def write_table(rows: list[Row]) -> None:
     header = ("step", "bundle", "selected", "best")
     lines = [(str(i), b, s.selected or "-", ", ".join(s.best) or "-") for i, b, s in rows]
     widths = [max(len(r[k]) for r in [header, *lines]) for k in range(3)]

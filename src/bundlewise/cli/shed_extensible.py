@@ -1,9 +1,9 @@
-"""``bundlewise shed --strategy TransferShedder`` (contract §4 on §6 inputs).
+"""The extensible side of ``bundlewise shed``: a strategy of the extensible family on extensible snapshots.
 
-ONE ``TransferShedder`` sees every step in order, so its consecutive hit count carries over; without
-``--plan-only`` the leader's ``UnloadScheduler`` wraps it (grace period, enabled/broker-count gate,
-recently unloaded bundles and brokers remembered for later steps, so cool-downs carry over too).
-Per step, JSON Lines::
+ONE ``ExtensibleFamily`` sees every step in order, so the strategy's consecutive hit count carries
+over; without ``--plan-only`` the leader's ``UnloadScheduler`` wraps it (grace period,
+enabled/broker-count gate, recently unloaded bundles and brokers remembered for later steps, so
+cool-downs carry over too).  Per step::
 
     {"step": i, "timestamp": ms|null, "unload": [{"broker", "bundle", "destination", "reason"}],
      "stats": {"avg", "std", "finalStd"} | null, "counters": {"Label.Reason": n}}
@@ -20,9 +20,10 @@ import math
 import sys
 from typing import Any
 
-from bundlewise.algorithms.extensible.transfer_shedder import ShedResult, TransferShedder
-from bundlewise.algorithms.extensible.unload_scheduler import UnloadScheduler
-from bundlewise.cli.inputs import emit, iterate_steps
+from bundlewise.algorithms.extensible.transfer_shedder import ShedResult
+from bundlewise.algorithms.families import ExtensibleFamily
+from bundlewise.algorithms.registry import SheddingEntry, make_family, shedding_entry
+from bundlewise.cli.inputs import emit, iterate_steps, step_where
 from bundlewise.config import Config
 from bundlewise.model.errors import InputError
 from bundlewise.model.extensible import parse_extensible_snapshot
@@ -44,23 +45,31 @@ def step_json(index: int, timestamp: int | None, result: ShedResult | None) -> d
     }
 
 
-def run_extensible(args: argparse.Namespace, config: Config, docs: list[Any], source: str) -> int:
-    scheduler = UnloadScheduler(TransferShedder())
-    table = getattr(args, "format", "json") == "table"
+def extensible_rows(
+    entry: SheddingEntry, plan_only: bool, config: Config, docs: list[Any], source: str
+) -> list[dict[str, Any]]:
+    """Every step's output; an ``InputError`` in any step is raised before anything is printed."""
+    family = make_family(entry, config)
+    assert isinstance(family, ExtensibleFamily)
+    rows = []
     for step in iterate_steps(docs, config, source):
-        where = f"steps[{step.index}]" if len(docs) > 1 else "snapshot"
         try:
-            snap = parse_extensible_snapshot(step.doc, where, step.config.weights(), step.now)
+            snap = parse_extensible_snapshot(step.doc, step_where(step, docs), step.config.weights(), step.now)
         except InputError as e:
             raise e.within(source) from None
-        if getattr(args, "plan_only", False):
-            result: ShedResult | None = scheduler.shedder.find_bundles_for_unloading(
-                snap, step.config, step.now, snap.recently_unloaded_bundles, snap.recently_unloaded_brokers
-            )
+        if plan_only:
+            result: ShedResult | None = family.plan(snap, step.config, step.now)
         else:
-            result = scheduler.run(snap, step.config, step.now)
-        out = step_json(step.index, step.timestamp, result)
-        if table:
+            result = family.shed(snap, step.config, step.now)
+        rows.append(step_json(step.index, step.timestamp, result))
+    return rows
+
+
+def run_extensible(args: argparse.Namespace, config: Config, docs: list[Any], source: str) -> int:
+    """``shed`` of an extensible strategy: every step computed, then printed (JSON Lines or a table)."""
+    rows = extensible_rows(shedding_entry(args.strategy), bool(args.plan_only), config, docs, source)
+    for out in rows:
+        if getattr(args, "format", "json") == "table":
             write_step_table(out)
         else:
             emit(out)

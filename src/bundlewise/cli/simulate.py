@@ -1,11 +1,12 @@
-"""``bundlewise simulate``: run a cluster scenario with each shedding strategy (contract §8).
+"""``bundlewise simulate``: run a cluster scenario with each shedding strategy (docs/simulator.md).
 
 ``bundlewise simulate [--cluster CLUSTER.toml] [--workload TRACE] [--strategy NAME …] [--out DIR]
 [--seed N] [--format json|table] [--config FILE] [--set KEY=VALUE]``
 
 * No ``--cluster``: the bundled ``default`` scenario (``--cluster NAME`` also accepts a bundled
   scenario's name, e.g. ``idle-broker``).  No ``--strategy``: the scenario's ``strategies`` list, else
-  every shedding strategy.
+  every shedding strategy of the registry.  Every strategy is resolved (and its family's configuration
+  checked) before the first run starts.
 * ``--workload``: a trace read through the Spark pipeline replaces the built-in generator.
 * ``--config``/``--set`` override the scenario's ``[balancer]`` keys.
 * stdout: ``summary.json``'s document (``--format json``, default) or the comparison table
@@ -19,12 +20,13 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from bundlewise.algorithms.registry import SheddingEntry, make_family, shedding_entry, shedding_names
 from bundlewise.cli.common import add_config_options
-from bundlewise.config import load_config
-from bundlewise.sim.families import shedding_strategy_names
+from bundlewise.cli.traces import read_trace, spark_session
+from bundlewise.config import Config, load_config
+from bundlewise.report.html import render_report
 from bundlewise.sim.run import comparison_table, simulate, summary, summary_json, write_outputs
 from bundlewise.sim.scenario import Scenario, bundled_names, bundled_scenario, load_scenario
-from bundlewise.sim.workload import TraceWorkload, read_trace
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -39,7 +41,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         metavar="CLUSTER.toml",
         help=f"scenario file or bundled name ({', '.join(bundled_names())}); default: default",
     )
-    p.add_argument("--workload", metavar="TRACE", help="topic-samples trace (Parquet, CSV, JSON Lines; contract §7)")
+    p.add_argument(
+        "--workload", metavar="TRACE", help="topic-samples trace (Parquet, CSV, JSON Lines; docs/formats.md)"
+    )
     p.add_argument(
         "--strategy",
         metavar="NAME",
@@ -82,6 +86,17 @@ def progress_bar(name: str) -> Callable[[int, int], None]:
     return update
 
 
+def resolve_strategies(names: list[str] | None, scenario: Scenario, config: Config) -> list[SheddingEntry]:
+    """The runs' strategies (``--strategy``, else the scenario's, else every registered one), each
+    resolved and its family made once with ``config`` so a bad name or a configuration Pulsar refuses
+    fails before any run; the families' warnings go to stderr."""
+    entries = [shedding_entry(n) for n in (names or scenario.strategies or shedding_names())]
+    for entry in entries:
+        for note in make_family(entry, config).notes:
+            sys.stderr.write(note + "\n")
+    return entries
+
+
 def run(args: argparse.Namespace) -> int:
     scenario = resolve_scenario(args.cluster).with_seed(args.seed)
     for w in scenario.warnings:
@@ -93,18 +108,13 @@ def run(args: argparse.Namespace) -> int:
         for w in warnings:
             sys.stderr.write(w + "\n")
         config = config.with_values(extra.explicit)
-    strategies = (
-        [s for group in args.strategy for s in group]
-        if args.strategy
-        else list(scenario.strategies or shedding_strategy_names())
-    )
-    trace = TraceWorkload(read_trace(args.workload), args.workload) if args.workload else None
+    names = [s for group in args.strategy for s in group] if args.strategy else None
+    strategies = resolve_strategies(names, scenario, config)
+    trace = read_trace(spark_session("local[2]"), args.workload) if args.workload else None
     results = simulate(scenario, strategies, trace, None if args.no_progress else progress_bar, config)
     doc = summary(scenario, results)
     table = comparison_table(doc)
     if args.out:
-        from bundlewise.report.html import render_report
-
         write_outputs(args.out, scenario, results, render_report(scenario, results, doc))
     if args.format == "table":
         sys.stdout.write(table)

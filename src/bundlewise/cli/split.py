@@ -1,21 +1,40 @@
-"""``bundlewise split`` (WHERE: the four algorithms) and ``bundlewise split-check`` (WHEN), contract §3."""
+"""``bundlewise split`` (WHERE: the four algorithms) and ``bundlewise split-check`` (WHEN), docs/commands.md.
+
+``split-check`` applies the split conditions to recorded snapshots, one step at a time:
+
+* modular snapshots: the leader's split detector (``BundleSplitterTask``) over its ``LoadData`` (the
+  leader's bookkeeping fills in bundle data the snapshot does not give);
+* ``--extensible``: every broker splits only its own bundles with its own split strategy
+  (``DefaultNamespaceBundleSplitStrategyImpl``; Pulsar runs one ``SplitScheduler`` per broker), kept
+  across steps so consecutive hits count.  A broker's bundle stats are its ``topBundles`` entry
+  (``lastStats``-shaped map, or a ``topBundlesLoadData`` list); ``splittingBundles`` (optional) lists
+  bundles already splitting; the scheduler's gate (``loadBalancerEnabled`` and
+  ``loadBalancerAutoBundleSplitEnabled``) applies.
+
+A namespace's bundle count is ``--bundle-counts`` when given for it, else the number of distinct bundles
+of the namespace in the snapshot.  Output, JSON Lines, printed once every step is known good:
+``{"step": i, "split": [{"bundle", "broker", "reasons"}]}``.
+"""
 
 from __future__ import annotations
 
 import argparse
-import importlib
-from typing import Any
 
+from bundlewise.algorithms.extensible.split_strategy import ExtensibleSplitStrategy
 from bundlewise.algorithms.leader import LeaderBundleData
 from bundlewise.algorithms.splitting.algorithms import ALGORITHMS, SplitRequest, TopicLoad, split_bundle
 from bundlewise.algorithms.splitting.detector import find_bundles_to_split
 from bundlewise.cli.bundle import parse_boundaries
-from bundlewise.cli.common import add_config_options, config_from_args
-from bundlewise.cli.inputs import emit, iterate_steps, read_documents, read_json
+from bundlewise.cli.common import add_config_options, config_from_args, source_name
+from bundlewise.cli.inputs import Step, emit, iterate_steps, read_documents, read_json, step_where
+from bundlewise.config.views import LeaderSettings
 from bundlewise.model import fields
 from bundlewise.model.bundles import Bundle
+from bundlewise.model.decisions import SplitDecision
 from bundlewise.model.errors import InputError
+from bundlewise.model.extensible import parse_extensible_snapshot
 from bundlewise.model.names import TopicName
+from bundlewise.model.names import bundle_namespace as namespace_of
 from bundlewise.model.snapshot import parse_modular_snapshot
 
 SPLIT_DESCRIPTION = """\
@@ -34,7 +53,7 @@ Apply Pulsar's automatic split conditions (BundleSplitterTask) to a recorded sna
 least 2 topics is split when its latest sample has more than loadBalancerNamespaceBundleMaxTopics topics
 or ...MaxSessions producers+consumers, or its long-term msg rate / throughput exceeds ...MaxMsgRate /
 ...MaxBandwidthMbytes, while the namespace stays below loadBalancerNamespaceMaximumBundles.
-INPUT: a snapshot (contract §5), {"steps": [...]} or JSON Lines; one line per step:
+INPUT: a modular snapshot (an extensible one with --extensible), {"steps": [...]} or JSON Lines; one line per step:
 {"step": i, "split": [{"bundle", "broker", "reasons"}]}."""
 
 
@@ -69,7 +88,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     c.add_argument(
         "--extensible",
         action="store_true",
-        help="the extensible load manager's split strategy on §6 snapshots (counts consecutive hits)",
+        help="the extensible load manager's split strategy on extensible snapshots (counts consecutive hits)",
     )
     c.add_argument(
         "--bundle-counts",
@@ -146,22 +165,48 @@ def parse_bundle_counts(text: str | None) -> dict[str, int] | None:
     return out
 
 
+def _extensible_step(
+    step: Step, where: str, given: dict[str, int], strategies: dict[str, ExtensibleSplitStrategy]
+) -> list[SplitDecision]:
+    snap = parse_extensible_snapshot(step.doc, where, step.config.weights(), step.now)
+    if not step.config.view(LeaderSettings).splitting_active:
+        return []
+    per_ns: dict[str, set[str]] = {}
+    for top in snap.top_bundles.values():
+        for b in top.topBundlesLoadData:
+            per_ns.setdefault(namespace_of(b.bundleName), set()).add(b.bundleName)
+
+    def count(ns: str) -> int:
+        return given[ns] if ns in given else len(per_ns.get(ns, ()))
+
+    decisions: list[SplitDecision] = []
+    for broker in [*snap.top_bundles, *(b for b in strategies if b not in snap.top_bundles)]:
+        top_data = snap.top_bundles.get(broker)
+        stats = top_data.stats_by_bundle() if top_data is not None else {}
+        strategy = strategies.setdefault(broker, ExtensibleSplitStrategy())
+        decisions += strategy.find_bundles_to_split(broker, stats, count, snap.splitting_bundles, step.config)
+    return decisions
+
+
 def run_split_check(args: argparse.Namespace) -> int:
     config = config_from_args(args)
     counts = parse_bundle_counts(args.bundle_counts)
-    args.bundle_counts = counts
-    source = "<stdin>" if args.input == "-" else args.input
+    source = source_name(args.input)
     docs = read_documents(args.input)
-    if args.extensible:
-        module: Any = importlib.import_module("bundlewise.cli.split_check_extensible")
-        return int(module.run_extensible(args, config, docs, source))
     leader = LeaderBundleData()
+    strategies: dict[str, ExtensibleSplitStrategy] = {}  # each broker's own, kept across steps
+    rows = []
     for step in iterate_steps(docs, config, source):
+        where = step_where(step, docs)
         try:
-            snap = parse_modular_snapshot(step.doc, f"steps[{step.index}]" if len(docs) > 1 else "snapshot")
+            if args.extensible:
+                decisions = _extensible_step(step, where, counts or {}, strategies)
+            else:
+                load = leader.apply(parse_modular_snapshot(step.doc, where))
+                decisions = find_bundles_to_split(load, step.config, counts)
         except InputError as e:
             raise e.within(source) from None
-        load = leader.apply(snap)
-        decisions = find_bundles_to_split(load, step.config, counts)
-        emit({"step": step.index, "split": [d.to_json() for d in decisions]})
+        rows.append({"step": step.index, "split": [d.to_json() for d in decisions]})
+    for row in rows:
+        emit(row)
     return 0

@@ -17,10 +17,10 @@ import json
 import sys
 from pathlib import Path
 
+from bundlewise.algorithms.registry import shedding_names
 from bundlewise.cli.simulate import resolve_scenario
-from bundlewise.sim.families import shedding_strategy_names
+from bundlewise.cli.traces import read_trace, spark_session
 from bundlewise.sim.sweep import DEFAULT_GRID, format_rows, parse_grid, rows_table, run_sweep, validate_points
-from bundlewise.sim.workload import TraceWorkload, read_trace
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -50,17 +50,15 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 def run(args: argparse.Namespace) -> int:
     scenario = resolve_scenario(args.cluster).with_seed(args.seed)
     strategies = (
-        [s for g in args.strategy for s in g]
-        if args.strategy
-        else list(scenario.strategies or shedding_strategy_names())
+        [s for g in args.strategy for s in g] if args.strategy else list(scenario.strategies or shedding_names())
     )
     points = parse_grid(args.grid if args.grid is not None else list(DEFAULT_GRID), strategies)
     validate_points(scenario, points)
-    from bundlewise.pipeline.session import get_session
-
-    trace = TraceWorkload(read_trace(args.workload), args.workload) if args.workload else None
-    sys.stderr.write(f"sweep: {len(points)} simulations of {scenario.name} as Spark tasks\n")
-    rows = run_sweep(get_session(args.master), scenario, points, trace)
+    spark = spark_session(args.master)  # the session of --master, also for reading the trace
+    trace = read_trace(spark, args.workload) if args.workload else None
+    master = spark.sparkContext.master
+    sys.stderr.write(f"sweep: {len(points)} simulations of {scenario.name} as Spark tasks on {master}\n")
+    rows = run_sweep(spark, scenario, points, trace)
     if args.out:
         import pyarrow.parquet as pq
 

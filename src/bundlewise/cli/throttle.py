@@ -1,10 +1,11 @@
 """``bundlewise throttle``: what Pulsar's dispatch throttling delivers, period by period.
 
-Reads a description of topics, their subscriptions' backlogs and the policies in force, runs
-:class:`bundlewise.algorithms.throttling.dispatch.DispatchSimulation` and prints the messages,
+Reads a description of topics, their subscriptions' backlogs and the policies in force (the topics in the
+dialect ``sim.dispatch_topics`` reads, shared with a scenario's ``[dispatch]``), runs
+``sim.dispatcher.DispatchSimulation`` and prints the messages,
 bytes and entries delivered in each period at every level (broker, topic partition,
 subscription, replicator), so an operator sees over-delivery before setting a limit.
-The input format is documented in ``docs/throttling.md`` and in ``--help``.
+The input format is documented in ``docs/formats.md`` and in ``--help``.
 """
 
 from __future__ import annotations
@@ -15,23 +16,13 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
-from bundlewise.algorithms.throttling.dispatch import (
-    SUBSCRIPTION_TYPES,
-    ConsumerSpec,
-    Delivered,
-    DispatchSimulation,
-    EntryShape,
-    ReplicatorSpec,
-    SubscriptionSpec,
-    TopicSpec,
-)
-from bundlewise.algorithms.throttling.policy import DispatchRate, Policies
 from bundlewise.cli.common import add_config_options, config_from_args
 from bundlewise.cli.inputs import read_json
 from bundlewise.config import Config, parse_assignments
 from bundlewise.model import fields
 from bundlewise.model.errors import InputError
-from bundlewise.model.names import full_topic_name
+from bundlewise.sim.dispatch_topics import check_keys, parse_topics
+from bundlewise.sim.dispatcher import Delivered, DispatchSimulation
 
 DESCRIPTION = """\
 Simulate Pulsar's message dispatch throttling on a subscription backlog and print what is delivered
@@ -72,20 +63,7 @@ Output (JSON): {"periodSeconds", "limits": effective limit and its source per le
 "replicators"}}], "total": {...}} where COUNTS = {"msgs", "bytes", "entries", "throttledReads"}."""
 
 TOP_KEYS = ("periods", "periodSeconds", "readLatencyMs", "schedulingDelayUs", "backloggedThreshold", "config", "topics")
-TOPIC_KEYS = (
-    "name",
-    "partitions",
-    "messagesPerEntry",
-    "entryBytes",
-    "publishEntriesPerSecond",
-    "topicPolicies",
-    "globalTopicPolicies",
-    "namespacePolicies",
-    "subscriptions",
-    "replicators",
-)
 MAX_PERIODS = 100_000
-MAX_PARTITIONS = 10_000
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -104,165 +82,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 # -- input -------------------------------------------------------------------------------------
 
 
-def _check_keys(d: Mapping[str, Any], allowed: tuple[str, ...], where: str) -> None:
-    for k in d:
-        if k not in allowed:
-            raise InputError(
-                f"unknown field, expected one of {', '.join(allowed)}", field=f"{where}.{k}" if where else k
-            )
-
-
-def _pattern(d: Mapping[str, Any], key: str, where: str, default: int) -> tuple[int, ...]:
-    value = d.get(key, default)
-    items = value if isinstance(value, list) else [value]
-    if not items:
-        raise InputError("expected a positive whole number or a non-empty list of them", field=f"{where}.{key}")
-    out = []
-    for v in items:
-        if isinstance(v, bool) or not isinstance(v, int | float) or v != int(v) or v < 1:
-            raise InputError(f"expected a positive whole number or a list of them, got {v!r}", field=f"{where}.{key}")
-        out.append(int(v))
-    return tuple(out)
-
-
-def _rate(d: Mapping[str, Any], key: str, where: str) -> DispatchRate | None:
-    value = d.get(key)
-    return None if value is None else DispatchRate.from_json(value, f"{where}.{key}")
-
-
-def _positive(d: Mapping[str, Any], key: str, where: str, default: int) -> int:
-    value = fields.integer(d, key, where, default)
-    if value < 1:
-        raise InputError(f"expected a whole number >= 1, got {value}", field=f"{where}.{key}")
-    return value
-
-
-def _consumers(value: Any, where: str) -> tuple[ConsumerSpec, ...]:
-    if value is None:
-        return (ConsumerSpec("consumer-0"),)
-    if isinstance(value, int) and not isinstance(value, bool):
-        if value < 1:
-            raise InputError(f"expected at least 1 consumer, got {value}", field=where)
-        return tuple(ConsumerSpec(f"consumer-{i}") for i in range(value))
-    if not isinstance(value, list) or not value:
-        raise InputError("expected a consumer count or a non-empty list of consumers", field=where)
-    out = []
-    for i, item in enumerate(value):
-        w = f"{where}[{i}]"
-        c = fields.obj(item, w)
-        _check_keys(c, ("name", "receiverQueueSize", "preciseDispatcherFlowControl", "writable"), w)
-        precise = c.get("preciseDispatcherFlowControl")
-        out.append(
-            ConsumerSpec(
-                name=fields.text(c, "name", w) or f"consumer-{i}",
-                receiver_queue_size=_positive(c, "receiverQueueSize", w, 1000),
-                precise=None if precise is None else fields.flag(c, "preciseDispatcherFlowControl", w, False),
-                writable=fields.flag(c, "writable", w, True),
-            )
-        )
-    return tuple(out)
-
-
-def _subscription(item: Any, where: str) -> SubscriptionSpec:
-    d = fields.obj(item, where)
-    _check_keys(d, ("name", "type", "backlogEntries", "consumers", "dispatchRate"), where)
-    name = fields.text(d, "name", where)
-    if not name:
-        raise InputError("expected a subscription name", field=f"{where}.name")
-    kind = fields.text(d, "type", where, "Shared") or "Shared"
-    if kind not in SUBSCRIPTION_TYPES:
-        raise InputError(f"expected one of {', '.join(SUBSCRIPTION_TYPES)}, got {kind!r}", field=f"{where}.type")
-    return SubscriptionSpec(
-        name,
-        _consumers(d.get("consumers"), f"{where}.consumers"),
-        kind,
-        fields.integer(d, "backlogEntries", where, 0),
-        _rate(d, "dispatchRate", where),
-    )
-
-
-def _replicator(item: Any, where: str) -> ReplicatorSpec:
-    d = fields.obj(item, where)
-    _check_keys(d, ("cluster", "producerPermits", "backlogEntries"), where)
-    cluster = fields.text(d, "cluster", where)
-    if not cluster:
-        raise InputError("expected the remote cluster name", field=f"{where}.cluster")
-    return ReplicatorSpec(
-        cluster, _positive(d, "producerPermits", where, 1000), fields.integer(d, "backlogEntries", where, 0)
-    )
-
-
-def _policies(d: Mapping[str, Any], where: str) -> Policies:
-    tp = fields.obj(d.get("topicPolicies") or {}, f"{where}.topicPolicies")
-    gp = fields.obj(d.get("globalTopicPolicies") or {}, f"{where}.globalTopicPolicies")
-    ns = fields.obj(d.get("namespacePolicies") or {}, f"{where}.namespacePolicies")
-    topic_keys = ("dispatchRate", "subscriptionDispatchRate", "replicatorDispatchRate")
-    _check_keys(tp, topic_keys, f"{where}.topicPolicies")
-    _check_keys(gp, topic_keys, f"{where}.globalTopicPolicies")
-    _check_keys(
-        ns,
-        ("topicDispatchRate", "clusterDispatchRate", "subscriptionDispatchRate", "replicatorDispatchRate"),
-        f"{where}.namespacePolicies",
-    )
-    w_tp, w_gp, w_ns = f"{where}.topicPolicies", f"{where}.globalTopicPolicies", f"{where}.namespacePolicies"
-    return Policies(
-        topic_local=_rate(tp, "dispatchRate", w_tp),
-        topic_global=_rate(gp, "dispatchRate", w_gp),
-        topic_subscription=_rate(tp, "subscriptionDispatchRate", w_tp) or _rate(gp, "subscriptionDispatchRate", w_gp),
-        topic_replicator=_rate(tp, "replicatorDispatchRate", w_tp) or _rate(gp, "replicatorDispatchRate", w_gp),
-        namespace_topic=_rate(ns, "topicDispatchRate", w_ns),
-        namespace_cluster=_rate(ns, "clusterDispatchRate", w_ns),
-        namespace_subscription=_rate(ns, "subscriptionDispatchRate", w_ns),
-        namespace_replicator=_rate(ns, "replicatorDispatchRate", w_ns),
-    )
-
-
-def _partitions(d: Mapping[str, Any], where: str) -> int:
-    value = fields.integer(d, "partitions", where, 0)
-    if value > MAX_PARTITIONS:
-        raise InputError(f"expected at most {MAX_PARTITIONS} partitions, got {value}", field=f"{where}.partitions")
-    return value
-
-
-def _list(d: Mapping[str, Any], key: str, where: str) -> list[Any]:
-    value = d.get(key) or []
-    if not isinstance(value, list):
-        raise InputError("expected a list", field=f"{where}.{key}")
-    return value
-
-
-def parse_topic(item: Any, where: str) -> TopicSpec:
-    d = fields.obj(item, where)
-    _check_keys(d, TOPIC_KEYS, where)
-    name = fields.text(d, "name", where)
-    if not name:
-        raise InputError("expected a topic name", field=f"{where}.name")
-    try:
-        full = full_topic_name(name)
-    except InputError as e:
-        raise InputError(str(e), field=f"{where}.name") from None
-    subs = [_subscription(s, f"{where}.subscriptions[{i}]") for i, s in enumerate(_list(d, "subscriptions", where))]
-    reps = [_replicator(r, f"{where}.replicators[{i}]") for i, r in enumerate(_list(d, "replicators", where))]
-    if not subs and not reps:
-        raise InputError("expected at least one subscription or replicator", field=f"{where}.subscriptions")
-    return TopicSpec(
-        name=full,
-        partitions=_partitions(d, where),
-        shape=EntryShape(_pattern(d, "messagesPerEntry", where, 1), _pattern(d, "entryBytes", where, 1024)),
-        publish_entries_per_second=fields.num(d, "publishEntriesPerSecond", where, 0.0),
-        subscriptions=tuple(subs),
-        replicators=tuple(reps),
-        policies=_policies(d, where),
-    )
-
-
 def parse_scenario(
     doc: Any, config: Config, overrides: Mapping[str, str], source: str
 ) -> tuple[DispatchSimulation, int, int]:
     """The simulation, the number of periods and the period length in ms described by ``doc``."""
     try:
         d = fields.obj(doc, "input")
-        _check_keys(d, TOP_KEYS, "")
+        check_keys(d, TOP_KEYS, "")
         if "topics" not in d:
             raise InputError("expected a list of topics", field="topics")
         raw_config = d.get("config")
@@ -273,19 +99,15 @@ def parse_scenario(
                 sys.stderr.write(w + "\n")
             if overrides:
                 config = config.with_values(overrides, "--set")
-        periods = _positive(d, "periods", "input", 10)
+        periods = fields.integer(d, "periods", "input", 10)
+        if periods < 1:
+            raise InputError(f"expected a whole number >= 1, got {periods}", field="input.periods")
         if periods > MAX_PERIODS:
             raise InputError(f"expected at most {MAX_PERIODS} periods, got {periods}", field="periods")
         period_ms = round(fields.num(d, "periodSeconds", "input", 1.0) * 1000)
         if period_ms < 1:
             raise InputError("expected a period of at least 0.001 s", field="periodSeconds")
-        topics_raw = d["topics"]
-        if not isinstance(topics_raw, list) or not topics_raw:
-            raise InputError("expected a non-empty list of topics", field="topics")
-        topics = [parse_topic(t, f"topics[{i}]") for i, t in enumerate(topics_raw)]
-        names = [n for t in topics for n in t.partition_names()]
-        if len(set(names)) != len(names):
-            raise InputError("expected distinct topic names", field="topics")
+        topics = parse_topics(d["topics"], "topics")
         sim = DispatchSimulation(
             config,
             topics,

@@ -1,4 +1,4 @@
-"""Configuration: Pulsar key names and defaults, loading and validation (contract §1).
+"""Configuration: Pulsar key names and defaults, loading and validation (docs/configuration.md).
 
 ``Config`` is an immutable mapping from every known key to its value (the default unless set).
 ``load_config`` reads ``broker.conf`` (Java properties), JSON or TOML; ``Config.with_values``

@@ -5,13 +5,14 @@ from __future__ import annotations
 import difflib
 import math
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import Any, Protocol, Self, TypeVar
 
 from bundlewise.config.keys import Key, registry
 from bundlewise.config.keys_extensible import EXTENSIBLE_KEYS
 from bundlewise.config.keys_modular import MODULAR_KEYS
 from bundlewise.config.keys_sim import SIM_KEYS
 from bundlewise.config.keys_throttling import THROTTLING_KEYS
+from bundlewise.config.views import ALL_VIEWS, LeaderSettings, PlacementSettings
 from bundlewise.model.errors import InputError
 from bundlewise.model.resources import ResourceWeights
 
@@ -70,6 +71,14 @@ def _coerce(key: Key, raw: Any, where: str) -> Any:
     return text
 
 
+class _View(Protocol):
+    @classmethod
+    def of(cls, config: Mapping[str, Any]) -> Self: ...
+
+
+V = TypeVar("V", bound=_View)
+
+
 def closest_key(name: str) -> str | None:
     match = difflib.get_close_matches(name, list(ALL_KEYS), n=1, cutoff=0.6)
     return match[0] if match else None
@@ -78,10 +87,11 @@ def closest_key(name: str) -> str | None:
 class Config(Mapping[str, Any]):
     """Every known key with its value; immutable, derive changed copies with ``with_values``."""
 
-    __slots__ = ("_values",)
+    __slots__ = ("_values", "_views")
 
     def __init__(self, values: Mapping[str, Any] | None = None) -> None:
         self._values: dict[str, Any] = dict(values or {})
+        self._views: dict[type, Any] = {}
 
     def __getitem__(self, name: str) -> Any:
         if name in self._values:
@@ -125,6 +135,20 @@ class Config(Mapping[str, Any]):
 
     # -- views -------------------------------------------------------------------------------
 
+    def view(self, kind: type[V]) -> V:
+        """The per-concern settings ``kind`` (``config.views``), built once per ``Config``."""
+        found = self._views.get(kind)
+        if found is None:
+            found = self._views[kind] = kind.of(self)
+        return found
+
+    def check(self) -> Config:
+        """Build every view once, so a key a view misspells fails now rather than mid-run."""
+        for kind in ALL_VIEWS:
+            self.view(kind)
+        self.weights()
+        return self
+
     def _bandwidth_weight(self, new: str, old: str) -> float:
         """Pulsar's getter: the new name if != 1.0, else the deprecated spelling if != 1.0, else 1.0."""
         if self[new] != 1.0:
@@ -134,27 +158,34 @@ class Config(Mapping[str, Any]):
         return 1.0
 
     def weights(self) -> ResourceWeights:
-        return ResourceWeights(
-            cpu=float(self["loadBalancerCPUResourceWeight"]),
-            direct_memory=float(self["loadBalancerDirectMemoryResourceWeight"]),
-            bandwidth_in=self._bandwidth_weight(
-                "loadBalancerBandwidthInResourceWeight", "loadBalancerBandwithInResourceWeight"
-            ),
-            bandwidth_out=self._bandwidth_weight(
-                "loadBalancerBandwidthOutResourceWeight", "loadBalancerBandwithOutResourceWeight"
-            ),
-            memory=float(self["loadBalancerMemoryResourceWeight"]),
-        )
+        """``loadBalancer*ResourceWeight`` (with Pulsar's getters for the deprecated spellings)."""
+        found = self._views.get(ResourceWeights)
+        if found is None:
+            found = self._views[ResourceWeights] = ResourceWeights(
+                cpu=float(self["loadBalancerCPUResourceWeight"]),
+                direct_memory=float(self["loadBalancerDirectMemoryResourceWeight"]),
+                bandwidth_in=self._bandwidth_weight(
+                    "loadBalancerBandwidthInResourceWeight", "loadBalancerBandwithInResourceWeight"
+                ),
+                bandwidth_out=self._bandwidth_weight(
+                    "loadBalancerBandwidthOutResourceWeight", "loadBalancerBandwithOutResourceWeight"
+                ),
+                memory=float(self["loadBalancerMemoryResourceWeight"]),
+            )
+        weights: ResourceWeights = found
+        return weights
 
     @property
     def overload_threshold(self) -> float:
         """``loadBalancerBrokerOverloadedThresholdPercentage`` as a fraction."""
-        return float(self["loadBalancerBrokerOverloadedThresholdPercentage"]) / 100.0
+        return self.view(PlacementSettings).overload_threshold
 
     @property
     def shedding_strategy(self) -> str:
-        return short_class_name(self["loadBalancerLoadSheddingStrategy"])
+        """The short name of ``loadBalancerLoadSheddingStrategy``."""
+        return short_class_name(self.view(LeaderSettings).shedding_strategy)
 
     @property
     def placement_strategy(self) -> str:
-        return short_class_name(self["loadBalancerLoadPlacementStrategy"])
+        """The short name of ``loadBalancerLoadPlacementStrategy``."""
+        return short_class_name(self.view(PlacementSettings).strategy)

@@ -1,4 +1,4 @@
-"""Keys of the extensible load manager (PIP-192 / PIP-220), spec Part A §A8, with Pulsar's defaults.
+"""Keys of the extensible load manager (PIP-192 / PIP-220), with Pulsar's ``ServiceConfiguration`` defaults.
 
 Keys the modular load manager shares (history percentage, weights, overload threshold, split
 thresholds, excluded namespaces, ...) live in ``keys_modular`` and are not repeated here.
@@ -17,7 +17,7 @@ EXTENSIBLE_KEYS: tuple[Key, ...] = (
         False,
         "bool",
         "",
-        "Extra logs; also makes TransferShedder count swapped-back traffic (spec A4.4 quirk)",
+        "Extra logs; also makes TransferShedder count swapped-back traffic (a quirk of TransferShedder)",
     ),
     Key(
         "loadBalanceSheddingDelayInSeconds",

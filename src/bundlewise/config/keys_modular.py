@@ -1,4 +1,4 @@
-"""Keys of the modular load manager, bundles and splitting (spec: modular §6)."""
+"""Keys of the modular load manager, bundles and splitting, with Pulsar's ``ServiceConfiguration`` defaults."""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""Keys of the cluster simulator (contract §8): not Pulsar settings, but set the same way; ``[balancer]``/``--set``."""
+"""Keys of the cluster simulator (docs/simulator.md): not Pulsar settings, but set the same way.
+
+A scenario's ``[balancer]``, ``--config`` and ``--set`` carry them.
+"""
 
 from __future__ import annotations
 

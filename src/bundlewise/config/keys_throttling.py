@@ -1,7 +1,7 @@
-"""Keys of message dispatch throttling (spec Part B §B2), Pulsar's ``ServiceConfiguration`` defaults.
+"""Keys of message dispatch throttling, with Pulsar's ``ServiceConfiguration`` defaults.
 
 Rates are per second (broker-derived rates always use a 1 s period).  0, the default, means no
-limit; negative values are accepted and mean the same (§B7).
+limit; negative values are accepted and mean the same (``DispatchRateImpl#normalize``).
 """
 
 from __future__ import annotations

@@ -54,7 +54,7 @@ def parse_config_text(text: str, source: str) -> dict[str, Any]:
 
 
 def load_config(path: str | None, overrides: Iterable[str] = (), warnings: list[str] | None = None) -> Config:
-    """``--config FILE`` then ``--set KEY=VALUE`` overrides, in that order."""
+    """``--config FILE`` then ``--set KEY=VALUE`` overrides, in that order; every view checked (``Config.check``)."""
     config = Config()
     if path is not None:
         try:
@@ -65,7 +65,7 @@ def load_config(path: str | None, overrides: Iterable[str] = (), warnings: list[
     assignments = parse_assignments(overrides)
     if assignments:
         config = config.with_values(assignments, "--set", warnings)
-    return config
+    return config.check()
 
 
 def parse_assignments(items: Iterable[str]) -> dict[str, str]:

@@ -1,6 +1,6 @@
 """Bundles: ranges of the topic hash, and a namespace's set of bundles.
 
-Pulsar rules followed (spec §1.4-1.8, §2.2):
+Pulsar rules followed (``NamespaceBundles``, ``NamespaceBundleFactory``, ``NamespaceBundle``):
 
 * A namespace's bundles are given by sorted boundaries ``p0 < p1 < ... < pn``; bundle i is
   ``[p_i, p_{i+1})`` and the last one is closed when it ends at ``0xffffffff``.
@@ -9,7 +9,7 @@ Pulsar rules followed (spec §1.4-1.8, §2.2):
 * ``N`` initial bundles: ``seg = 2**32 // N``, boundaries ``k * seg`` for k < N, then ``0xffffffff``.
 * Lookup binary-searches the boundaries.  A hash below ``p0`` (or above ``pn``) is out of range, as
   Pulsar's ``IndexOutOfBoundsException``.  A hash of exactly ``0xffffffff`` belongs to the closed
-  last bundle (contract §0); Pulsar's own lookup overruns its array there, a bug we do not copy.
+  last bundle (docs/model.md); Pulsar's own lookup overruns its array there, a bug we do not copy.
 * A bundle splits only if ``upper - lower > 1``; explicit split boundaries must lie strictly inside it.
 """
 
@@ -29,10 +29,16 @@ def format_range(lower: int, upper: int) -> str:
     return f"0x{lower:08x}_0x{upper:08x}"
 
 
-def _parse_bound(text: str, name: str) -> int:
+def parse_position(text: str) -> int:
+    """A hash position as Pulsar writes and reads one: ``0x``-hex (either case) or decimal; ``ValueError``
+    otherwise.  The one reader of bundle bounds, split positions and boundary lists."""
     t = text.strip()
+    return int(t[2:], 16) if t[:2] in ("0x", "0X") else int(t, 10)
+
+
+def _parse_bound(text: str, name: str) -> int:
     try:
-        value = int(t[2:], 16) if t[:2] in ("0x", "0X") else int(t, 10)
+        value = parse_position(text)
     except ValueError:
         raise InputError(f"bundle {name!r}: {text!r} is not a 0x-hex bound") from None
     if not FULL_LOWER_BOUND <= value <= FULL_UPPER_BOUND:

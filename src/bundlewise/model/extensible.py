@@ -1,6 +1,6 @@
-"""The extensible load manager's load data (PIP-192) and its snapshot (contract §6).
+"""The extensible load manager's load data (PIP-192) and its snapshot (docs/formats.md).
 
-``BrokerLoadData`` (spec §A2, Pulsar ``extensions/data/BrokerLoadData``):
+``BrokerLoadData`` (Pulsar ``extensions/data/BrokerLoadData``):
 
 * ``maxResourceUsage = max(cpu%, directMemory%, bandwidthIn%, bandwidthOut%) / 100`` -- unweighted,
   without memory: the model's ``SystemResources.max_usage``.
@@ -13,10 +13,10 @@
 * A fresh or cleared object has all usages ``(0, 0)``, ``maxResourceUsage = weightedMaxEMA = 1.0``,
   ``msgThroughputEMA = 0`` and ``updatedAt = reportedAt = 0``.
 
-``TopBundlesLoadData`` is a broker's top-k bundle list (ascending, smallest first, spec §A3.2);
-``BrokerLookupData`` the registry record the placement filters read (§A5.1).
+``TopBundlesLoadData`` is a broker's top-k bundle list (ascending, smallest first, ``TopKBundles``);
+``BrokerLookupData`` the registry record the placement filters read (``extensions/data/BrokerLookupData``).
 
-``parse_extensible_snapshot`` reads contract §6 and rejects modular-only shapes (a ``bundleData``
+``parse_extensible_snapshot`` reads an extensible snapshot and rejects modular-only shapes (a ``bundleData``
 map, or ``lastStats``/``bundles``/``timeAverageData`` inside a broker) as a mixed input.
 """
 
@@ -110,7 +110,8 @@ class BrokerLoadData:
     ) -> BrokerLoadData:
         """Read a broker's record; absent derived figures are computed as a first update would.
 
-        ``weightedMaxEMA``/``msgThroughputEMA``/``maxResourceUsage`` given are used as is (contract §6);
+        ``weightedMaxEMA``/``msgThroughputEMA``/``maxResourceUsage`` given are used as is (the brokers
+        reported them);
         absent, they are the instantaneous values with ``weights``.  ``updatedAt`` absent is
         ``default_updated_at`` (the step's clock: data as fresh as the snapshot).
         """
@@ -118,8 +119,8 @@ class BrokerLoadData:
         for k in MODULAR_BROKER_FIELDS:
             if k in d:
                 raise InputError(
-                    f"mixed modular/extensible snapshot: '{k}' is a modular LocalBrokerData field (contract §5), "
-                    "an extensible broker carries BrokerLoadData (contract §6)",
+                    f"mixed modular/extensible snapshot: '{k}' is a modular LocalBrokerData field, "
+                    "an extensible broker carries BrokerLoadData",
                     field=where,
                 )
         res = SystemResources.from_json(d, where)
@@ -188,7 +189,7 @@ class TopBundlesLoadData:
     @classmethod
     def from_json(cls, value: Any, where: str) -> TopBundlesLoadData:
         """``{"topBundlesLoadData": [{"bundleName", "stats"}, ...]}``, or a ``lastStats``-shaped map
-        ``{bundle: NamespaceBundleStats}`` (what ``split-check --extensible`` reads, contract §3)."""
+        ``{bundle: NamespaceBundleStats}`` (what ``split-check --extensible`` reads)."""
         d = fields.obj(value, where)
         if "topBundlesLoadData" in d:
             raw = d["topBundlesLoadData"]
@@ -212,7 +213,7 @@ class TopBundlesLoadData:
 
 @dataclass(frozen=True, slots=True)
 class BrokerLookupData:
-    """The registry record of a broker (the fields the placement filters read, spec §A5.1)."""
+    """The registry record of a broker (the fields the placement filters read)."""
 
     brokerVersion: str | None = None
     loadManagerClassName: str | None = None
@@ -234,7 +235,7 @@ class BrokerLookupData:
 
 @dataclass(slots=True)
 class ExtensibleSnapshot:
-    """One step of an extensible input (contract §6), in input order."""
+    """One step of an extensible input (docs/formats.md), in input order."""
 
     timestamp: int | None
     brokers: dict[str, BrokerLoadData]
@@ -255,7 +256,7 @@ def _time_map(d: Mapping[str, Any], key: str, where: str) -> dict[str, int]:
 def parse_extensible_snapshot(
     doc: Any, where: str = "snapshot", weights: ResourceWeights | None = None, now: int | None = None
 ) -> ExtensibleSnapshot:
-    """Contract §6 -> ``ExtensibleSnapshot``.
+    """An extensible snapshot (docs/formats.md) -> ``ExtensibleSnapshot``.
 
     ``weights`` compute an absent ``weightedMaxEMA`` (default: Pulsar's default weights); a broker
     without ``updatedAt`` counts as updated at ``now`` (else the snapshot's timestamp, else 0).
@@ -267,8 +268,7 @@ def parse_extensible_snapshot(
     for k in MODULAR_TOP_FIELDS:
         if k in d:
             raise InputError(
-                f"mixed modular/extensible snapshot: '{k}' belongs to a modular snapshot (contract §5), "
-                "not an extensible one (§6)",
+                f"mixed modular/extensible snapshot: '{k}' belongs to a modular snapshot, not an extensible one",
                 field=where,
             )
     timestamp = parse_timestamp(d.get("timestamp"), f"{where}.timestamp")

@@ -2,7 +2,7 @@
 
 Pulsar builds its ``NamespaceBundleFactory`` with Guava's ``Hashing.crc32()`` and widens the
 32-bit result with ``padToLong()`` (zero-extension), so the hash lies in ``[0, 2**32 - 1]``
-(spec §1.1).  ``zlib.crc32`` computes the same function.  Spark's native ``crc32`` is proven
+(Guava ``Hashing.crc32``).  ``zlib.crc32`` computes the same function.  Spark's native ``crc32`` is proven
 equal to this in tests/pipeline.
 """
 

@@ -1,4 +1,4 @@
-"""Pulsar's load data, with its JSON field names (spec §3).
+"""Pulsar's load data, with its JSON field names (``org.apache.pulsar.policies.data.loadbalancer``).
 
 * ``NamespaceBundleStats``: one bundle's latest sample, as a broker reports it in ``lastStats``.
 * ``TimeAverageMessageData``: ``numSamples = min(numSamples + 1, maxSamples)`` then

@@ -4,7 +4,7 @@
   ``non-persistent://`` likewise.
 * A name without a domain is persistent; a bare local name ``t`` lives in ``public/default``.
 * ``<base>-partition-<N>`` is partition N of ``<base>``; each partition is hashed under its own
-  full name (spec §1.2).
+  full name (``ConsistentHashingTopicBundleAssigner``).
 """
 
 from __future__ import annotations
@@ -106,7 +106,7 @@ def full_topic_name(text: str) -> str:
 def bundle_namespace(bundle: str) -> str:
     """``tenant/ns/0x..._0x...`` -> ``tenant/ns`` (Pulsar ``getNamespaceNameFromBundleName``).
 
-    A snapshot bundle key without ``/`` (e.g. ``bundle-1``, contract §0) has the empty namespace.
+    A snapshot bundle key without ``/`` (e.g. ``bundle-1``, docs/formats.md) has the empty namespace.
     """
     return bundle.rpartition("/")[0]
 

@@ -1,31 +1,22 @@
 """Resource usage and the broker's (weighted) max usage.
 
 * ``ResourceUsage.percent_usage`` is computed in 32-bit float exactly as Java's
-  ``(float) usage / (float) limit * 100`` and is 0 when ``limit <= 0`` (spec §3.1).
+  ``(float) usage / (float) limit * 100`` and is 0 when ``limit <= 0`` (``ResourceUsage#percentUsage``).
 * The weighted max usage of a broker is ``max_k(percent_k * weight_k) / 100`` over cpu,
   directMemory, bandwidthIn and bandwidthOut; the product is a double of the float percent.
-  Memory is no longer part of it (4-weight signature of the newest callers, spec §3.3).
+  Memory is no longer part of it (the 4-weight ``LocalBrokerData#getMaxResourceUsageWithWeight`` of the newest callers).
 * The unweighted max (OverloadShedder) takes the same four resources, unweighted.
 * No clamping: a usage above its limit counts above 1.0 (PR #18645 reverted the clamp).
 """
 
 from __future__ import annotations
 
-import struct
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from bundlewise.model import fields
-
-
-def f32(x: float) -> float:
-    """Round a double to the nearest IEEE-754 single, as a Java ``(float)`` cast does."""
-    try:
-        return float(struct.unpack("f", struct.pack("f", x))[0])
-    except OverflowError:
-        return float("inf") if x > 0 else float("-inf")
-
+from bundlewise.model.javamath import f32
 
 MIB = 1024 * 1024  # Pulsar's "MB" in load-balancer settings (LoadManagerShared.MIBI)
 

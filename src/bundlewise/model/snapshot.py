@@ -1,9 +1,9 @@
-"""A modular snapshot (contract §5): Pulsar's ``LoadData`` as JSON, one step of an input.
+"""A modular snapshot (docs/formats.md): Pulsar's ``LoadData`` as JSON, one step of an input.
 
 ``parse_modular_snapshot`` turns the JSON into ``LoadData`` and records what the input gave
 explicitly (``bundleData``, each broker's ``timeAverageData``) so the leader's bookkeeping can fill in
 the rest (see ``algorithms.leader``).  Checked here: ``brokers`` present, a bundle owned by one broker
-only, and no extensible-only fields (those belong to contract §6 inputs).
+only, and no extensible-only fields (those belong to extensible snapshots).
 """
 
 from __future__ import annotations
@@ -59,9 +59,7 @@ def parse_modular_snapshot(doc: Any, where: str = "snapshot") -> ModularSnapshot
         raise InputError("missing 'brokers' (a map of broker -> LocalBrokerData)", field=where)
     for k in EXTENSIBLE_TOP_FIELDS:
         if k in d:
-            raise InputError(
-                f"'{k}' belongs to an extensible snapshot (contract §6), not a modular one (§5)", field=where
-            )
+            raise InputError(f"'{k}' belongs to an extensible snapshot, not a modular one", field=where)
     brokers_raw = fields.obj(d["brokers"], f"{where}.brokers")
     brokers: dict[str, BrokerData] = {}
     owner: dict[str, str] = {}
@@ -71,9 +69,7 @@ def parse_modular_snapshot(doc: Any, where: str = "snapshot") -> ModularSnapshot
         rb = fields.obj(raw, bw)
         for k in EXTENSIBLE_BROKER_FIELDS:
             if k in rb:
-                raise InputError(
-                    f"'{k}' is a BrokerLoadData field of the extensible load manager (contract §6)", field=bw
-                )
+                raise InputError(f"'{k}' is a BrokerLoadData field of the extensible load manager", field=bw)
         local = LocalBrokerData.from_json(rb, bw)
         for b in local.bundles:
             if b in owner and owner[b] != name:

@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from bundlewise.model.bundles import initial_boundaries
+from bundlewise.model.bundles import initial_boundaries, parse_position
 from bundlewise.model.errors import InputError
 from bundlewise.model.hashing import FULL_LOWER_BOUND, FULL_UPPER_BOUND
 from bundlewise.model.names import NamespaceName
@@ -48,9 +48,8 @@ def _bound(value: Any, where: str) -> int:
     if isinstance(value, int):
         return value
     if isinstance(value, str):
-        t = value.strip()
         try:
-            return int(t[2:], 16) if t[:2].lower() == "0x" else int(t, 10)
+            return parse_position(value)
         except ValueError:
             pass
     raise InputError(f"expected an integer or 0x-hex boundary, got {value!r}", field=where)

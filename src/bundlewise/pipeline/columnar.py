@@ -7,7 +7,7 @@ of its row groups) per task, with pyarrow's vectorised reader.  Per fragment:
 * the task reads its row groups one at a time (memory stays at a row group's size, which matters on a VM
   where first-touching fresh memory is slow); the ``topic`` column is dictionary-encoded per row group and
   each *distinct* topic name is resolved by the model itself — ``TopicName.parse`` and
-  ``NamespaceBundles.bundle_for_hash`` of ``crc32_hash`` (spec §1.2, §1.4-1.5) — cached per worker process
+  ``NamespaceBundles.bundle_for_hash`` of ``crc32_hash`` — cached per worker process
   across fragments; a row group repeating the previous one's topics in the same order reuses its ids;
 * a row is **clean** when its timestamp is present and a usable number of ms (as ``ingest.validate_trace``
   reads it), every rate and count is present, finite and ≥ 0 (counts whole), and its topic is already its

@@ -7,23 +7,20 @@ bundles, and runs ``bundle_stage`` on them:
    ``NamespaceBundleStats`` sample per (timestamp, bundle): the sums, ``broker`` = the least reporting
    owner (null when none is known), ``sessions`` = producers + consumers;
 2. ``averages_frame``: Pulsar's ``TimeAverageMessageData`` recurrence over each bundle's samples in time
-   order (spec §3.4), with the model's own ``time_average_step`` applied to numpy arrays;
-3. ``split_reason_lists``: the conditions of ``BundleSplitterTask`` (spec §2.1) on every row at once,
-   proven equal to ``algorithms.splitting.conditions.split_reasons`` in tests.
+   order (``TimeAverageMessageData#update``), with the model's own ``time_average_step`` applied to numpy arrays;
+3. ``split_reason_lists``: the conditions of ``BundleSplitterTask`` on every row at once
+   (``algorithms.splitting.conditions.split_conditions``, proven equal to ``split_reasons`` in tests).
 """
 
 from __future__ import annotations
-
-from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from bundlewise.algorithms.splitting.conditions import REASONS
-from bundlewise.config import Config
+from bundlewise.algorithms.splitting.conditions import REASONS, split_conditions
+from bundlewise.config.views import SplitSettings
 from bundlewise.model.load import DEFAULT_STATS, NUM_LONG_SAMPLES, NUM_SHORT_SAMPLES, time_average_step
-from bundlewise.model.resources import MIB
 from bundlewise.pipeline import schemas
 
 SUMMED = (*schemas.SUM_FIELDS, "rows")
@@ -82,44 +79,19 @@ def averages_frame(pdf: pd.DataFrame) -> pd.DataFrame:
     return pdf
 
 
-@dataclass(frozen=True)
-class SplitThresholds:
-    """The four ``loadBalancerNamespaceBundleMax*`` settings as plain numbers (shipped to the tasks)."""
-
-    max_topics: int
-    max_sessions: int
-    max_msg_rate: float
-    max_bandwidth_bytes: float
-
-    @classmethod
-    def of(cls, config: Config) -> SplitThresholds:
-        return cls(
-            int(config["loadBalancerNamespaceBundleMaxTopics"]),
-            int(config["loadBalancerNamespaceBundleMaxSessions"]),
-            float(config["loadBalancerNamespaceBundleMaxMsgRate"]),
-            float(config["loadBalancerNamespaceBundleMaxBandwidthMbytes"] * MIB),
-        )
+SplitThresholds = SplitSettings
+"""The split settings shipped to the tasks (``config.views.SplitSettings``)."""
 
 
 def split_reason_lists(pdf: pd.DataFrame, limits: SplitThresholds) -> pa.ListArray:
-    """Per row, the split conditions met (``REASONS`` order; empty for fewer than 2 topics): the same
-    strict comparisons as ``split_reasons``, on the latest sample's topics and sessions and the long-term
-    rate and throughput (in + out)."""
+    """Per row, the split conditions met (``REASONS`` order; empty for fewer than 2 topics): the split
+    rule (``split_conditions``) on the latest sample's topics and sessions and the long-term rate and
+    throughput (in + out)."""
     topics = pdf["topics"].to_numpy()
     sessions = (pdf["producerCount"] + pdf["consumerCount"]).to_numpy()
     rate = (pdf["longTermMsgRateIn"] + pdf["longTermMsgRateOut"]).to_numpy()
     tput = (pdf["longTermMsgThroughputIn"] + pdf["longTermMsgThroughputOut"]).to_numpy()
-    met = (
-        np.column_stack(
-            [
-                topics > limits.max_topics,
-                (limits.max_sessions > 0) & (sessions > limits.max_sessions),
-                rate > limits.max_msg_rate,
-                tput > limits.max_bandwidth_bytes,
-            ]
-        )
-        & (topics >= 2)[:, None]
-    )
+    met = split_conditions(topics, sessions, rate, tput, limits)
     offsets = np.r_[0, np.cumsum(met.sum(axis=1))].astype(np.int32)
     values = np.asarray(REASONS, dtype=object)[np.nonzero(met)[1]]  # row-major: each row's reasons in order
     return pa.ListArray.from_arrays(pa.array(offsets), pa.array(values, pa.string()))

@@ -1,6 +1,6 @@
 """The schemas of the pipeline's tables (docs/pipeline.md describes every column).
 
-* ``TOPIC_SAMPLES``: the one canonical input table every format is read into (contract §7): one row
+* ``TOPIC_SAMPLES``: the one canonical input table every format is read into (docs/formats.md): one row
   per (timestamp, topic) — or, for load reports, per (timestamp, bundle) with ``topic`` null and
   ``topics`` the bundle's topic count.  ``bundle`` is set when the input carries the owning bundle
   (broker-stats/topics dumps, load reports); ``broker`` when it carries the owner.
@@ -26,7 +26,7 @@ RATE_FIELDS = ("msgRateIn", "msgRateOut", "msgThroughputIn", "msgThroughputOut")
 COUNT_FIELDS = ("producerCount", "consumerCount")
 NUMBER_FIELDS = (*RATE_FIELDS, *COUNT_FIELDS)
 TRACE_COLUMNS = ("timestamp", "topic", *NUMBER_FIELDS, "broker")
-"""The columns of a canonical trace (contract §7)."""
+"""The columns of a canonical trace (docs/formats.md)."""
 SUM_FIELDS = (*RATE_FIELDS, "topics", *COUNT_FIELDS)
 """The summed columns of the partial bundle sums (beside ``rows``, the input rows summed)."""
 

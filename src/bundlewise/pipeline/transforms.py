@@ -2,19 +2,20 @@
 
 1. ``with_topic_names``: the full name and namespace of a topic as the model's ``TopicName`` reads it,
    with native string functions (proven equal to ``TopicName.parse`` in tests); its hash is Spark's native
-   ``crc32`` over the UTF-8 full name, proven equal to ``model.hashing.crc32_hash`` (spec §1.1-1.2).
+   ``crc32`` over the UTF-8 full name, proven equal to ``model.hashing.crc32_hash``.
 2. ``resolve``: hash → bundle by the namespace's boundaries, bundle i = ``[p_i, p_{i+1})``, the last closed
-   at 0xffffffff (spec §1.4-1.5; a carried bundle wins); unusable rows go to the rejects.  Measured on this
+   at 0xffffffff (``NamespaceBundles#findBundle``; a carried bundle wins); unusable rows go to the rejects.
+   Measured on this
    2-core machine, a native CRC-32 per row (2.6 s per 10M rows with the scan) costs far less than finding the
    distinct topics (10 s) or a broadcast join back, so names are resolved per row with native functions.
 3. ``partial_bundle_sums``: per (timestamp, bundle, broker) sums — a hash aggregation of numbers only.
 4. ``bundle_load``: one shuffle by bundle, then per task (``frames.bundle_stage``, Arrow and numpy): one
    ``NamespaceBundleStats`` sample per (timestamp, bundle), the short-term (10) and long-term (1000)
    ``TimeAverageMessageData`` over each bundle's samples in time order with Pulsar's recurrence
-   (``model.load.time_average_step``) starting from ``DEFAULT_STATS`` (spec §3.4), and the split reasons of
-   ``BundleSplitterTask`` (spec §2.1), proven equal to ``algorithms.splitting.conditions.split_reasons``.
+   (``model.load.time_average_step``) starting from ``DEFAULT_STATS`` (``BundleData``), and the split reasons of
+   ``BundleSplitterTask``, proven equal to ``algorithms.splitting.conditions.split_reasons``.
 5. ``broker_load``: per (timestamp, broker), when the owner is known: totals and the eight sums of
-   ``TimeAverageBrokerData`` (spec §3.5).
+   ``TimeAverageBrokerData``.
 6. ``split_candidates``: the rows with reasons, with the namespace cap.
 """
 
@@ -28,6 +29,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import to_arrow_schema
 
 from bundlewise.config import Config
+from bundlewise.config.views import SplitSettings
 from bundlewise.model.bundles import initial_boundaries
 from bundlewise.model.hashing import FULL_UPPER_BOUND
 from bundlewise.pipeline import frames, keyed, schemas
@@ -100,7 +102,7 @@ def _hex8(c: Column) -> Column:
 
 
 def bundle_name(namespace: Column, lower: Column, upper: Column) -> Column:
-    """``tenant/ns/0xllllllll_0xuuuuuuuu`` (spec §1.6)."""
+    """``tenant/ns/0xllllllll_0xuuuuuuuu`` (``NamespaceBundle#toString``)."""
     return F.concat(namespace, F.lit("/0x"), _hex8(lower), F.lit("_0x"), _hex8(upper))
 
 
@@ -109,7 +111,7 @@ def _array(bounds: tuple[int, ...]) -> Column:
 
 
 def bundle_range(namespace: Column, h: Column, boundaries: Boundaries) -> tuple[Column, Column]:
-    """``(lower, upper)`` of the bundle holding hash ``h`` (null outside the boundaries; spec §1.4-1.5).
+    """``(lower, upper)`` of the bundle holding hash ``h`` (null outside the boundaries).
 
     Equal bundles (``--bundles N``) use arithmetic, ``min(h // seg, N - 1)``; other boundaries a search of the
     namespace's boundary array.
@@ -222,7 +224,7 @@ def broker_load(bundle_load: DataFrame) -> DataFrame:
 
 
 def split_candidates(bundle_load: DataFrame, config: Config, counts: Boundaries | None = None) -> DataFrame:
-    """The rows of ``bundle_load`` with split ``reasons``, with the namespace cap (spec §2.1).
+    """The rows of ``bundle_load`` with split ``reasons``, with the namespace cap (``BundleSplitterTask``).
 
     ``bundleCount`` is the namespace's current bundle count: from ``counts`` (the boundaries the bundles were
     cut by) when given, else the number of distinct bundles of the namespace in the data at that time.
@@ -243,7 +245,7 @@ def split_candidates(bundle_load: DataFrame, config: Config, counts: Boundaries 
         candidates = candidates.withColumn("bundleCount", count)
     order = Window.partitionBy("timestamp", "namespace").orderBy(F.col("broker").asc_nulls_last(), "bundle")
     accepted = F.row_number().over(order) - 1
-    cap = config["loadBalancerNamespaceMaximumBundles"]
+    cap = config.view(SplitSettings).max_bundles
     return candidates.select(
         "timestamp",
         "namespace",

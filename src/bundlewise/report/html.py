@@ -18,7 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from bundlewise.sim.clock import format_duration
+from bundlewise.config.views import PlacementSettings
+from bundlewise.model.durations import format_duration
 from bundlewise.sim.engine import RunResult
 from bundlewise.sim.run import metric_keys
 from bundlewise.sim.scenario import Scenario
@@ -90,8 +91,8 @@ def _strategy_figure(r: RunResult, overload: float) -> str:
     ax.grid(alpha=0.3)
     if len(ever) <= 12:
         ax.legend(fontsize=7, ncol=4, loc="upper left")
-    unload_t = np.array([d["time_ms"] for d in r.decisions if d["type"] == "unload"], dtype=float)
-    split_t = np.array([d["time_ms"] for d in r.decisions if d["type"] == "split"], dtype=float)
+    unload_t = np.array([d.time_ms for d in r.decisions if d.type == "unload"], dtype=float)
+    split_t = np.array([d.time_ms for d in r.decisions if d.type == "split"], dtype=float)
     span = float(r.times[-1] + (r.times[1] - r.times[0] if len(r.times) > 1 else 60_000))
     bins = np.linspace(0, span, min(60, max(2, len(r.times))) + 1)
     width = (bins[1] - bins[0]) / 3_600_000
@@ -203,7 +204,7 @@ th.k{text-align:left;font-weight:normal;font-family:monospace}img{max-width:100%
 
 def render_report(scenario: Scenario, results: Sequence[RunResult], doc: dict[str, Any]) -> str:
     """The whole page as a string."""
-    overload = scenario.config.overload_threshold
+    overload = scenario.config.view(PlacementSettings).overload_threshold
     brokers = len(scenario.brokers)
     parts = [
         "<!DOCTYPE html><html><head><meta charset='utf-8'>",
@@ -226,7 +227,7 @@ def render_report(scenario: Scenario, results: Sequence[RunResult], doc: dict[st
             f"<img alt='dispatch' src='data:image/png;base64,{_dispatch_figure(results, scenario.step)}'>",
         ]
     for r in results:
-        counts = {k: sum(1 for d in r.decisions if d["type"] == k) for k in ("assignment", "unload", "split")}
+        counts = {k: sum(1 for d in r.decisions if d.type == k) for k in ("assignment", "unload", "split")}
         parts += [
             f"<h2>{html.escape(r.strategy)}</h2>",
             f"<p class='note'>{counts['unload']} unloads, {counts['split']} splits, "

@@ -1,14 +1,14 @@
 """The simulated cluster: brokers, namespaces' bundles, topics and who owns what.
 
 * Brokers occupy fixed slots (every broker ever known, in scenario order); ``up[i]`` says whether
-  slot ``i`` is running.  Capacity is per slot (``cpu_cores``, ``nic_mbps`` and the cost model).
+  slot ``i`` is running.  Capacity is per slot (``capacity``: ``traffic.cost.Capacities``).
 * Bundles live in an append-only table (id → name, namespace, range, owner, alive); a split kills the
   parent and appends its children, so ids stay valid for the whole run.
 * Topics are the unit of load.  Each topic has its CRC-32 hash (``model.hashing``, the one hash) and a
   namespace; ``topic_bundle[t]`` is the id of the bundle serving it, found with ``np.searchsorted`` on the
   namespace's boundaries (the same rule as ``NamespaceBundles.bundle_for_hash``: half-open ranges, the
   last one closed at ``0xffffffff``).  After a split only that namespace's topics are re-mapped.
-* Ownership: ``owner[b]`` is a broker slot or -1 (unowned: assigned at the next lookup, spec §4.1).
+* Ownership: ``owner[b]`` is a broker slot or -1 (unowned: assigned at the next lookup).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import numpy as np
 
 from bundlewise.model.bundles import Bundle, NamespaceBundles
 from bundlewise.model.hashing import crc32_hash
-from bundlewise.sim.scenario import BrokerSpec
+from bundlewise.traffic.cost import BrokerSpec, Capacities
 
 UNOWNED = -1
 
@@ -40,11 +40,7 @@ class Cluster:
         self.brokers = list(brokers)
         self.names = [b.name for b in self.brokers]
         self.index = {n: i for i, n in enumerate(self.names)}
-        self.cpu_cores = np.array([b.cpu_cores for b in brokers], dtype=float)
-        self.nic_mbps = np.array([b.nic_mbps for b in brokers], dtype=float)
-        self.cpu_base = np.array([b.cpu_base_cores for b in brokers], dtype=float)
-        self.us_per_msg = np.array([b.cpu_us_per_msg for b in brokers], dtype=float)
-        self.us_per_kib = np.array([b.cpu_us_per_kib for b in brokers], dtype=float)
+        self.capacity = Capacities.of(self.brokers)
         self.up = np.zeros(len(brokers), dtype=bool)
         for n in initial:
             self.up[self.index[n]] = True

@@ -1,12 +1,12 @@
 """Consumers draining backlogs through the dispatch rate limiters, inside the cluster simulation.
 
-Built only when the scenario has a ``[dispatch]`` section (``dispatch_spec.py``); without one the
+Built only when the scenario has a ``[dispatch]`` section (``sim.dispatch_spec``); without one the
 engine never touches this module, so its runs are unchanged.
 
-**Model** (spec Part B; the dispatch itself is ``algorithms.throttling.dispatch.DispatchSimulation``):
+**Model** (the dispatch of one broker is ``sim.dispatcher.DispatchSimulation``):
 
 * One ``DispatchSimulation`` per running broker: its broker-level limiter
-  (``dispatchThrottlingRateIn{Msg,Byte}``, §B1) is shared by every dispatch topic that broker owns.
+  (``dispatchThrottlingRateIn{Msg,Byte}``) is shared by every dispatch topic that broker owns.
   A broker that stops loses its simulation; when it comes back it starts with a fresh one.
 * Each dispatch topic is loaded on the broker that owns its bundle.  Every tick ``[now, now + step)``
   the engine calls :meth:`ClusterDispatch.advance` after the lookups: a topic whose owner changed
@@ -14,7 +14,7 @@ engine never touches this module, so its runs are unchanged.
   **closed** on the old owner and **loaded** on the new one ``unloadBlipSeconds`` later.  Loading
   creates new dispatchers and new topic/subscription limiters, lazily, with full buckets
   (``initializeDispatchRateLimiterIfNeeded`` on the new ``PersistentTopic``; a PIP-322 bucket starts
-  with ``initialTokens = rate``, §B4).  The debt a topic ran up stays behind in the old broker's
+  with ``initialTokens = rate``).  The debt a topic ran up stays behind in the old broker's
   broker-level bucket, and the new broker's broker-level quota applies from then on.  The cursors are
   persistent, so every subscription keeps its backlog; reads in flight at the close were never
   delivered and are read again on the new owner.
@@ -32,61 +32,26 @@ the backlog (messages) of the topics the broker owns at the end of the tick.
 
 from __future__ import annotations
 
-import math
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from bundlewise.algorithms.throttling.dispatch import (
-    ConsumerSpec,
-    DispatchSimulation,
-    EntryShape,
-    SubscriptionSpec,
-    TopicSpec,
-)
-from bundlewise.algorithms.throttling.policy import Policies
+from bundlewise.config import Config
+from bundlewise.config.views import LeaderSettings
 from bundlewise.model.errors import InputError
 from bundlewise.sim.cluster import UNOWNED, Cluster
-from bundlewise.sim.dispatch_spec import DispatchEntry, DispatchSpec
+from bundlewise.sim.dispatch_spec import DEFAULT_SUBSCRIPTIONS, DispatchSpec
+from bundlewise.sim.dispatch_topics import TopicEntry, TopicSpec
+from bundlewise.sim.dispatcher import DispatchSimulation
 
-DEFAULTS = DispatchEntry(
-    topic=None,
-    namespace=None,
-    subscriptions=("sub",),
-    type="Shared",
-    consumers=1,
-    receiver_queue_size=1000,
-    messages_per_entry=1,
-    entry_bytes=1024,
-    backlog=0,
-)
 Rates = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 
 
-def _pick(*values: Any) -> Any:
-    return next(v for v in values if v is not None)
-
-
-def topic_spec(name: str, ns_entry: DispatchEntry | None, topic_entry: DispatchEntry | None) -> TopicSpec:
-    """Merge a topic's entries (topic entry > namespace entry > defaults); rates become policies."""
-    chain = [e for e in (topic_entry, ns_entry) if e is not None] + [DEFAULTS]
-
-    def get(attr: str) -> Any:
-        return _pick(*(getattr(e, attr) for e in chain))
-
-    mpe = int(get("messages_per_entry"))
-    backlog_entries = math.ceil(int(get("backlog")) / mpe)
-    consumers = tuple(ConsumerSpec(f"c{k + 1}", int(get("receiver_queue_size"))) for k in range(get("consumers")))
-    subs = tuple(SubscriptionSpec(s, consumers, get("type"), backlog_entries) for s in get("subscriptions"))
-    policies = Policies(
-        topic_local=topic_entry.dispatch_rate if topic_entry else None,
-        topic_subscription=topic_entry.subscription_dispatch_rate if topic_entry else None,
-        namespace_topic=ns_entry.dispatch_rate if ns_entry else None,
-        namespace_subscription=ns_entry.subscription_dispatch_rate if ns_entry else None,
-    )
-    return TopicSpec(name, 0, EntryShape((mpe,), (int(get("entry_bytes")),)), 0.0, subs, (), policies)
+def topic_spec(name: str, ns_entry: TopicEntry | None, topic_entry: TopicEntry | None) -> TopicSpec:
+    """The topic's description: its own table first, then its namespace's, then the defaults."""
+    chain = [e for e in (topic_entry, ns_entry) if e is not None]
+    return TopicEntry.resolve(name, chain, DEFAULT_SUBSCRIPTIONS)
 
 
 @dataclass
@@ -105,23 +70,23 @@ class ClusterDispatch:
     """The dispatch of every ``[dispatch]`` topic across the cluster's brokers; see the module docstring."""
 
     def __init__(
-        self, spec: DispatchSpec, cluster: Cluster, config: Mapping[str, Any], ticks: int, step_ms: int, blip_ms: int
+        self, spec: DispatchSpec, cluster: Cluster, config: Config, ticks: int, step_ms: int, blip_ms: int
     ) -> None:
         self.cluster, self.config, self.step_ms, self.blip_ms = cluster, config, step_ms, blip_ms
         self.latency_ms = spec.read_latency_ms
-        self.auto_unload = bool(config["loadBalancerAutoUnloadSplitBundlesEnabled"])
+        self.auto_unload = config.view(LeaderSettings).unload_split_children
         index = {n: i for i, n in enumerate(cluster.topic_names)}
         ns_names = [nb.namespace for nb in cluster.ns_bundles]
-        ns_entry: dict[int, DispatchEntry] = {}
-        topic_entry: dict[int, DispatchEntry] = {}
+        ns_entry: dict[int, TopicEntry] = {}
+        topic_entry: dict[int, TopicEntry] = {}
         for i, e in enumerate(spec.entries):
             where = f"dispatch.topics[{i}]."
-            if e.topic is not None:
-                if e.topic not in index:
+            if e.name is not None:
+                if e.name not in index:
                     raise InputError(
-                        f"expected a topic of the workload, got {e.topic!r}", source=spec.source, field=f"{where}topic"
+                        f"expected a topic of the workload, got {e.name!r}", source=spec.source, field=f"{where}name"
                     )
-                topic_entry[index[e.topic]] = e
+                topic_entry[index[e.name]] = e
             else:
                 k = ns_names.index(e.namespace) if e.namespace in ns_names else -1
                 found = np.flatnonzero(cluster.topic_ns == k) if k >= 0 else np.zeros(0, dtype=np.int64)

@@ -1,25 +1,25 @@
 """The time-stepped simulation: observe → decide → apply, on Pulsar's intervals counted in ticks.
 
-Each tick at ``now`` (contract §8; spec sections in brackets):
+Each tick at ``now`` (docs/simulator.md; the ``ModularLoadManagerImpl`` methods followed in brackets):
 
 1. **Events**: ``add`` starts a broker; ``remove`` stops it for good; ``restart`` stops it and brings it
    back *empty* after ``down_for``.  A stopped broker's bundles become unowned and its report leaves the
    leader's view at once (ephemeral node).
-2. **Lookups** [§4.1]: every unowned bundle (after a broker stopped, or a split with auto-unload) is
-   assigned by the family's placement, with preallocation; each is one assignment.
+2. **Lookups** [``#selectBrokerForAssignment``]: every unowned bundle (after a broker stopped, or a split
+   with auto-unload) is assigned by the family's placement, with preallocation; each is one assignment.
 3. **Observe**: topic rates from the workload are summed per bundle (``np.bincount`` over
    ``topic_bundle``) and per broker (over ``owner``); the cost model turns them into usage and the
    true load (``cost``).
-4. **Reports** [§3.3]: brokers whose change passes the report-update rules write a new
+4. **Reports** [``#needBrokerDataUpdate``]: brokers whose change passes the report-update rules write a new
    ``LocalBrokerData`` (built with ``LocalBrokerData.of_stats`` from their bundles' stats).
-5. **Leader update** [§3.4, §2.1–2.2]: if any broker wrote (``updateAll``), or the leader's periodic
+5. **Leader update** [``#updateAll``, ``#checkNamespaceBundleSplit``]: if any broker wrote, or the leader's periodic
    bundle-data write is due (every ``loadBalancerResourceQuotaUpdateIntervalMinutes``), the leader samples
    the bundle data; after an ``updateAll`` it runs the split check; a split bundle's children stay with
    its owner, or — with ``loadBalancerAutoUnloadSplitBundlesEnabled`` — are unloaded and looked up at
    the next tick.
    (Before the split check, the family ``observe``s every running broker's live measurements — the extensible
    family's reporters need them; the modular family reads only written reports.)
-6. **Shedding** [§5.1] every ``loadBalancerSheddingIntervalMinutes``: the family's cycle; each move
+6. **Shedding** [``#doLoadShedding``] every ``loadBalancerSheddingIntervalMinutes``: the family's cycle; each move
    takes effect at once (the bundle is owned by the destination from the next tick) and costs each of
    its topics an ``unloadBlipSeconds`` blip.
 7. **Record** the tick (true load, reported load, bundles per broker) for the metrics and the timeline.
@@ -42,20 +42,24 @@ from typing import Any
 
 import numpy as np
 
+from bundlewise.algorithms.registry import SheddingEntry, make_family
 from bundlewise.algorithms.splitting.algorithms import SplitRequest, TopicLoad, resolve_algorithm_name, split_bundle
 from bundlewise.config import Config
+from bundlewise.config.views import LeaderSettings, PlacementSettings, SimSettings, SplitSettings
 from bundlewise.model.bundles import NamespaceBundles
+from bundlewise.model.decisions import Decision, Logged, SplitDecision
 from bundlewise.model.load import LocalBrokerData, NamespaceBundleStats
 from bundlewise.model.resources import SystemResources
-from bundlewise.sim import cost, reporting
-from bundlewise.sim.clock import Clock, format_duration
+from bundlewise.sim import reporting
+from bundlewise.sim.adapters import make_manager
+from bundlewise.sim.clock import Clock
 from bundlewise.sim.cluster import UNOWNED, Cluster
 from bundlewise.sim.dispatch import ClusterDispatch, DispatchRecord, dispatch_metrics
-from bundlewise.sim.families import Family, make_family
 from bundlewise.sim.leader import LeaderView
 from bundlewise.sim.metrics import Counters, summarise
 from bundlewise.sim.scenario import Scenario
-from bundlewise.sim.workload import Workload
+from bundlewise.traffic import cost
+from bundlewise.traffic.workload import Workload
 
 Progress = Callable[[int, int], None]
 
@@ -72,7 +76,7 @@ class RunResult:
     reported_load: np.ndarray
     bundles: np.ndarray
     up: np.ndarray
-    decisions: list[dict[str, Any]] = field(default_factory=list)
+    decisions: list[Logged] = field(default_factory=list)
     events: list[dict[str, Any]] = field(default_factory=list)
     dispatch: DispatchRecord | None = None  # only with a [dispatch] section
 
@@ -81,7 +85,7 @@ def build_cluster(scenario: Scenario, workload: Workload, config: Config) -> Clu
     """The starting cluster: namespaces of the scenario (plus any only the workload names), bundles dealt
     round-robin over the starting brokers, or all to a namespace's ``owner``."""
     specs = {n.name: n for n in scenario.namespaces}
-    default_n = int(config["defaultNumberOfNamespaceBundles"])
+    default_n = config.view(SplitSettings).default_bundles
     ns_bundles = [
         NamespaceBundles.initial(ns, specs[ns].bundles if ns in specs else default_n) for ns in workload.namespaces
     ]
@@ -116,11 +120,11 @@ class _View:
         slots = len(cl.names)
         self._nb = np.bincount(cl.owner[owned], minlength=slots)
         self._nt = np.bincount(cl.owner[owned], weights=topics[owned], minlength=slots)
-        self._stats: dict[str, dict[str, NamespaceBundleStats]] = {}
 
     def resources(self, broker: str) -> SystemResources:
-        slot = self._e.cluster.index[broker]
-        return cost.system_resources(self._e.cluster, self._u, slot, float(self._pk[slot, 2]), float(self._pk[slot, 3]))
+        cl = self._e.cluster
+        slot = cl.index[broker]
+        return cost.system_resources(cl.capacity, self._u, slot, float(self._pk[slot, 2]), float(self._pk[slot, 3]))
 
     def totals(self, broker: str) -> tuple[float, float, float, float]:
         r = self._pk[self._e.cluster.index[broker]]
@@ -131,11 +135,6 @@ class _View:
 
     def topics(self, broker: str) -> int:
         return int(self._nt[self._e.cluster.index[broker]])
-
-    def stats(self, broker: str) -> dict[str, NamespaceBundleStats]:
-        if broker not in self._stats:
-            self._stats[broker] = self.stats_of(self.owned_ids(broker))
-        return self._stats[broker]
 
     def owned_ids(self, broker: str) -> np.ndarray:
         """Bundle ids the broker owns now, in id order (bundles split off since this tick's
@@ -150,6 +149,12 @@ class _View:
         topics, producers, consumers = self._e._bundle_counts()
         return self._pb, topics[:n], (producers + consumers)[:n]
 
+    def bundle_namespaces(self) -> tuple[np.ndarray, list[str]]:
+        """Per bundle id measured this tick: the namespace index, and the namespaces' names."""
+        cl = self._e.cluster
+        index = np.asarray(cl.bundle_ns[: len(self._pb)], dtype=np.int64)
+        return index, [nb.namespace for nb in cl.ns_bundles]
+
     def stats_of(self, ids: np.ndarray) -> dict[str, NamespaceBundleStats]:
         return self._e.bundle_stats(ids, self._pb)
 
@@ -161,22 +166,23 @@ class Engine:
         self,
         scenario: Scenario,
         workload: Workload,
-        strategy: str,
+        strategy: str | SheddingEntry,
         config: Config | None = None,
         progress: Progress | None = None,
     ) -> None:
         self.scenario = scenario
         self.config = config if config is not None else scenario.config
         self.workload = workload
-        self.family: Family = make_family(strategy, self.config)
+        self.family = make_family(strategy, self.config)
         self.strategy = self.family.name
         self.clock = Clock(scenario.step, scenario.duration)
         self.cluster = build_cluster(scenario, workload, self.config)
         self.leader = LeaderView(self.cluster)
+        self.manager = make_manager(self.family, self.leader)
         self.rng = random.Random(scenario.seed)
         self.jitter_rng = np.random.default_rng([scenario.seed, 1])
         self.counters = Counters()
-        self.decisions: list[dict[str, Any]] = []
+        self.decisions: list[Logged] = []
         self.event_log: list[dict[str, Any]] = []
         self.progress = progress
         n = len(self.cluster.names)
@@ -193,7 +199,7 @@ class Engine:
         self.pending: list[tuple[int, str, str]] = [(e.at, e.action, e.broker) for e in scenario.events]
         self.pending += [(e.at + e.down_for, "return", e.broker) for e in scenario.events if e.action == "restart"]
         self.pending.sort(key=lambda p: p[0])
-        self.blip = float(self.config["unloadBlipSeconds"])
+        self.blip = self.config.view(SimSettings).unload_blip_seconds
         self._bundle_cache: tuple[int, np.ndarray, np.ndarray, np.ndarray] | None = None
         self._rates: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] = (np.zeros(0),) * 4
         self.dispatch: ClusterDispatch | None = None
@@ -209,18 +215,8 @@ class Engine:
 
     # -- decisions -------------------------------------------------------------------------------
 
-    def _decide(self, kind: str, **fields: Any) -> None:
-        now = self.clock.now
-        self.decisions.append(
-            {
-                "strategy": self.strategy,
-                "tick": self.clock.tick,
-                "time_ms": now,
-                "time": format_duration(now),
-                "type": kind,
-                **fields,
-            }
-        )
+    def _log(self, decision: Decision, **measured: Any) -> None:
+        self.decisions.append(Logged(self.strategy, self.clock.tick, self.clock.now, decision, **measured))
 
     # -- 1. events -------------------------------------------------------------------------------
 
@@ -245,13 +241,12 @@ class Engine:
         cl = self.cluster
         unowned = np.flatnonzero(cl.alive & (cl.owner == UNOWNED))
         for bid in unowned:
-            name = cl.bundle_names[bid]
-            broker, reason = self.family.assign(name, self.leader.load, self.config, self.rng)
-            if broker is None:
+            assignment = self.manager.assign(cl.bundle_names[bid], self.config, self.rng)
+            if assignment.broker is None:
                 continue
-            cl.owner[bid] = cl.index[broker]
+            cl.owner[bid] = cl.index[assignment.broker]
             self.counters.assignments += 1
-            self._decide("assignment", bundle=name, broker=broker, reason=reason)
+            self._log(assignment)
 
     # -- 3. observe ------------------------------------------------------------------------------
 
@@ -285,7 +280,8 @@ class Engine:
             [np.bincount(owner, weights=per_bundle[owned, k], minlength=slots) for k in range(4)], axis=1
         )
         usage = cost.broker_usage(
-            cl,
+            cl.capacity,
+            cl.up,
             per_broker[:, 0],
             per_broker[:, 1],
             per_broker[:, 2],
@@ -310,12 +306,12 @@ class Engine:
             return False
         topics, producers, consumers = self._bundle_counts()
         weights = self.config.weights()
-        lm_class = str(self.config["loadManagerClassName"])
+        lm_class = self.config.view(PlacementSettings).load_manager_class
         for slot in writers:
             ids = np.flatnonzero(owned & (cl.owner == slot))
             stats = self.bundle_stats(ids, per_bundle)
             resources = cost.system_resources(
-                cl, usage, int(slot), float(per_broker[slot, 2]), float(per_broker[slot, 3])
+                cl.capacity, usage, int(slot), float(per_broker[slot, 2]), float(per_broker[slot, 3])
             )
             report = LocalBrokerData.of_stats(
                 resources, stats, brokerVersionString="3.2.0", loadManagerClassName=lm_class
@@ -356,12 +352,11 @@ class Engine:
 
     # -- 5. splits -------------------------------------------------------------------------------
 
-    def _splits(self, changed: bool, per_bundle: np.ndarray) -> None:
+    def _splits(self, changed: bool) -> None:
         cl = self.cluster
-        load = self.leader.split_load(self.config) if changed else self.leader.load
-        decisions = self.family.find_splits(load, self.config, cl.bundles_per_namespace(), changed, self.clock.now)
+        decisions = self.manager.splits(self.config, cl.bundles_per_namespace(), changed, self.clock.now)
         algorithm = resolve_algorithm_name(None, self.config)
-        auto_unload = bool(self.config["loadBalancerAutoUnloadSplitBundlesEnabled"])
+        auto_unload = self.config.view(LeaderSettings).unload_split_children
         for d in decisions:
             bid = cl.bundle_id.get(d.bundle)
             if bid is None or not cl.alive[bid] or cl.owner[bid] == UNOWNED:
@@ -384,40 +379,15 @@ class Engine:
                 continue
             boundaries, _ = result
             owner = cl.names[int(cl.owner[bid])]
-            why = self._split_why(bid, d.reasons, per_bundle)
             children = cl.split(bid, boundaries)
             self.leader.forget_bundle(bid)
             self.counters.splits += 1
             if auto_unload:
                 cl.owner[children] = UNOWNED
                 self.counters.topic_unavailable_seconds += len(tids) * self.blip
-            self._decide(
-                "split",
-                bundle=d.bundle,
-                broker=owner,
-                algorithm=algorithm,
-                children=[cl.bundle_names[c] for c in children],
-                reason=why + ("; children unloaded" if auto_unload else ""),
-            )
-
-    def _split_why(self, bid: int, reasons: tuple[str, ...], per_bundle: np.ndarray) -> str:
-        """The reasons with their figures: the modular detector compares the leader's long-term averages
-        (spec §2.1), the extensible strategy the broker's live stats (A6.2)."""
-        lv, cfg = self.leader, self.config
-        if self.strategy == "TransferShedder":
-            r = per_bundle[bid]
-            lt, term = np.array([r[2], r[3], r[0], r[1]]), "live"
-        else:
-            lt = lv.long[bid] if bid < len(lv.has) and lv.has[bid] else np.zeros(4)
-            term = "long-term"
-        figures = {
-            "Topics": f"{int(lv.topics[bid])} topics > {cfg['loadBalancerNamespaceBundleMaxTopics']}",
-            "Sessions": f"{int(lv.sessions[bid])} sessions > {cfg['loadBalancerNamespaceBundleMaxSessions']}",
-            "MsgRate": f"{term} {lt[2] + lt[3]:,.0f} msg/s > {cfg['loadBalancerNamespaceBundleMaxMsgRate']:,}",
-            "Bandwidth": f"{term} {(lt[0] + lt[1]) / 2**20:,.1f} MB/s > "
-            f"{cfg['loadBalancerNamespaceBundleMaxBandwidthMbytes']} MB/s",
-        }
-        return "split: " + "; ".join(f"{r} ({figures[r]})" if r in figures else r for r in reasons)
+            kids = tuple(cl.bundle_names[c] for c in children)
+            done = SplitDecision(d.bundle, owner, d.reasons, d.detail, d.label, algorithm, kids)  # split by its owner
+            self._log(done, note="; children unloaded" if auto_unload else "")
 
     # -- 6. shedding -----------------------------------------------------------------------------
 
@@ -425,24 +395,16 @@ class Engine:
         cl = self.cluster
         now = self.clock.now
         topics, _, _ = self._bundle_counts()
-        for m in self.family.shed(self.leader.load, self.config, now, self.rng):
+        for m in self.manager.shed(self.config, now, self.rng):
             bid = cl.bundle_id.get(m.bundle)
-            dest = cl.index.get(m.destination)
+            dest = cl.index.get(m.destination) if m.destination is not None else None
             if bid is None or dest is None or not cl.alive[bid] or not cl.up[dest]:
                 continue
             tput = float(per_bundle[bid, 2] + per_bundle[bid, 3])
             flap = self.counters.unload(m.bundle, now, tput, int(topics[bid]), self.blip)
             cl.owner[bid] = dest
-            self.family.moved(m.source, m.destination)
-            self._decide(
-                "unload",
-                bundle=m.bundle,
-                broker=m.source,
-                destination=m.destination,
-                throughput=tput,
-                flap=flap,
-                reason=m.reason,
-            )
+            self.manager.moved(m.broker, cl.names[dest])
+            self._log(m, throughput=tput, flap=flap)
 
     # -- the loop --------------------------------------------------------------------------------
 
@@ -456,8 +418,8 @@ class Engine:
         reported = np.full((ticks, slots), np.nan)
         up = np.zeros((ticks, slots), dtype=bool)
         weights = self.config.weights()
-        shed_every = float(self.config["loadBalancerSheddingIntervalMinutes"]) * 60_000
-        quota_every = float(self.config["loadBalancerResourceQuotaUpdateIntervalMinutes"]) * 60_000
+        leader = self.config.view(LeaderSettings)
+        shed_every, quota_every = leader.shedding_interval_ms, leader.bundle_data_interval_ms
         for tick in range(ticks):
             self.clock.tick = tick
             now = self.clock.now
@@ -469,10 +431,10 @@ class Engine:
             quota_due = now - self.last_quota_write >= quota_every  # the leader's periodic bundle-data write
             if quota_due:
                 self.last_quota_write = now
-            if changed or quota_due:  # ... and updateAll on a report change (spec §3.4)
+            if changed or quota_due:  # ... and updateAll on a report change (``#updateAll``)
                 self.leader.update_bundle_data()
-            self.family.observe(_View(self, per_bundle, per_broker, usage), self.config, now)
-            self._splits(changed, per_bundle)
+            self.manager.observe(_View(self, per_bundle, per_broker, usage), self.config, now)
+            self._splits(changed)
             if self.last_shed is None or now - self.last_shed >= shed_every:
                 self.last_shed = now
                 self._shed(per_bundle)
@@ -490,7 +452,7 @@ class Engine:
             true_load,
             up,
             self.clock.step_ms,
-            self.config.overload_threshold,
+            self.config.view(PlacementSettings).overload_threshold,
             starts,
             self.counters,
             time.perf_counter() - started,

@@ -1,23 +1,27 @@
-"""The extensible load manager's family: TransferShedder + its placement + its split strategy (spec A3–A6).
+"""The extensible load manager in the simulator: brokers' reporters emulated into the stores its family reads.
 
-What differs from the modular family, and how the simulator drives it:
+``ExtensibleFamily`` (its shedding strategy, its placement, each broker's split strategy) reads the broker-load
+store, the top-bundles store and the registered brokers.  This adapter produces them from the engine's
+arrays, as the brokers' reporters would (Pulsar's ``BrokerLoadDataReporter``, ``TopBundleLoadDataReporter``):
 
-* **Reporting** (A3.1–A3.2): every tick each running broker's ``BrokerLoadReporter`` updates its local
-  ``BrokerLoadData`` (EMAs of weighted max usage and throughput, history
-  ``loadBalancerHistoryResourcePercentage``) and pushes it to the broker-load store when its own 10 % /
-  15-minute rule says so.  Top-k bundles (``TopBundlesReporter``) are refreshed from the broker's live
-  bundle stats when the leader reads them (each shedding cycle) — the store holds the latest pushed top-k.
-  A broker that stops leaves both stores (its registry entry is ephemeral).
-* **Tombstones** (A3.1): after a move the source's and destination's reporters are cleared and their
-  store entries removed, so the leader sees fresh EMAs (TransferShedder then waits for ``NoLoadData``
-  to clear, and the source's cool-down ``loadBalanceSheddingDelayInSeconds``).
-* **Shedding** (A4): ``UnloadScheduler`` (grace period, recently unloaded bundles and brokers) around
-  ``TransferShedder``; a decision's destination (transfer mode) is used as is, otherwise the
-  extensible placement picks one.
-* **Assignment** (A5): ``ExtensiblePlacement`` (filters + LeastResourceUsageWithWeight) over the
-  running brokers and the store.
-* **Splits** (A6): every ``loadBalancerSplitIntervalMinutes`` each broker's own
-  ``ExtensibleSplitStrategy`` (hit counts) over its live bundle stats.
+* **Reporting**: every tick each running broker's ``BrokerLoadReporter`` updates its local
+  ``BrokerLoadData`` (EMAs of weighted max usage and throughput) and pushes it to the broker-load store
+  when the report rule says so.  Top-k bundles are refreshed from the broker's live bundle stats when
+  the leader reads them (each shedding cycle): the store holds the latest pushed top-k.  A broker that
+  stops leaves both stores (its registry entry is ephemeral).
+* **Top-k prefilter**: only bundles that can be in a broker's top-k are turned into stats objects: the
+  eligible ones (``top_bundle_eligible``: traffic, not a system or excluded namespace), and among them
+  those whose first sort key (``round(msgThroughputIn / 1e5)``) is at least the k-th largest.  That is a
+  superset of the top-k, so ``top_k_bundles`` over it gives the same result (a test proves it).
+* **Tombstones**: after a move the source's and destination's reporters are cleared and their store
+  entries removed, so the leader sees fresh EMAs (the strategy then waits for ``NoLoadData`` to
+  clear, and the source's cool-down ``loadBalanceSheddingDelayInSeconds``).
+* **Shedding**: the family's cycle on the stores; a decision without a destination (no transfer) is
+  assigned at once by the family's placement among the other brokers (the lookup that follows an unload).
+* **Assignment**: the family's placement over the running brokers and the store.
+* **Splits**: every ``loadBalancerSplitIntervalMinutes`` each broker's own split strategy over its live
+  bundle stats, cut down to the bundles meeting a split condition (``split_conditions``; a bundle that
+  meets none only loses its hit counter, exactly as when it is absent).
 """
 
 from __future__ import annotations
@@ -27,26 +31,41 @@ from collections.abc import Callable, Mapping
 
 import numpy as np
 
-from bundlewise.algorithms.extensible.placement import ExtensiblePlacement, FilterContext
-from bundlewise.algorithms.extensible.reporting import BrokerLoadReporter, TopBundlesReporter
-from bundlewise.algorithms.extensible.split_strategy import ExtensibleSplitStrategy
-from bundlewise.algorithms.extensible.unload_scheduler import UnloadScheduler
-from bundlewise.algorithms.splitting.detector import SplitDecision
+from bundlewise.algorithms.extensible.reporting import BrokerLoadReporter, TopBundlesReporter, namespace_reportable
+from bundlewise.algorithms.families import ExtensibleFamily
+from bundlewise.algorithms.splitting.conditions import split_conditions
 from bundlewise.config import Config
+from bundlewise.config.views import LeaderSettings, ReportSettings, SplitSettings
+from bundlewise.model.decisions import Assignment, SplitDecision, Unload
 from bundlewise.model.extensible import BrokerLoadData, ExtensibleSnapshot, TopBundlesLoadData
-from bundlewise.model.load import LoadData, NamespaceBundleStats
-from bundlewise.sim.families import Move, TickView
+from bundlewise.model.load import NamespaceBundleStats
+from bundlewise.sim.view import TickView
 
 
-class ExtensibleFamily:
-    name = "TransferShedder"
+def java_round_array(x: np.ndarray) -> np.ndarray:
+    """``model.javamath.java_round`` on an array of finite values."""
+    low = np.floor(x)
+    rounded: np.ndarray = low + (x - low >= 0.5)
+    return rounded
 
-    def __init__(self, config: Config) -> None:
-        self.scheduler = UnloadScheduler()
-        self.placement = ExtensiblePlacement()
+
+def top_k_candidates(ids: np.ndarray, first_key: np.ndarray, eligible: np.ndarray, k: int) -> np.ndarray:
+    """The ids (in order) that can be among the top ``k``: eligible, first key at least the k-th largest."""
+    ids = ids[eligible[ids]]
+    if 0 < k < len(ids):
+        kth = np.partition(first_key[ids], len(ids) - k)[len(ids) - k]
+        ids = ids[first_key[ids] >= kth]
+    return ids
+
+
+class ExtensibleManager:
+    """Reporters, stores and split timing of the simulated extensible load manager."""
+
+    def __init__(self, family: ExtensibleFamily) -> None:
+        self.family = family
+        self.name = family.name
         self.reporters: dict[str, BrokerLoadReporter] = {}
         self.top_reporters: dict[str, TopBundlesReporter] = {}
-        self.splitters: dict[str, ExtensibleSplitStrategy] = {}
         self.store: dict[str, BrokerLoadData] = {}
         self.top_store: dict[str, TopBundlesLoadData] = {}
         self.view: TickView | None = None
@@ -71,101 +90,83 @@ class ExtensibleFamily:
             if pushed is not None:
                 self.store[name] = pushed
 
-    def _refresh_top_bundles(self, config: Config, now: int) -> None:
-        """Each broker's top-k; only bundles that can be in it are turned into stats objects.
-
-        The top-k order's first key is ``round(msgThroughputIn / 1e5)``, so every bundle of the top-k has
-        a first key at least the k-th largest first key: those bundles (in id order) are a superset of
-        the top-k, and ``top_k_bundles`` over them gives the same result as over all.
-        """
-        assert self.view is not None
-        k = int(config["loadBalancerMaxNumberOfBundlesInBundleLoadReport"])
-        rates, _, _ = self.view.bundle_table()
-        key1 = np.floor(rates[:, 2] / 1e5 + 0.5)
-        for name in self.view.brokers:
-            ids = self.view.owned_ids(name)
-            if 0 < k < len(ids):
-                kth = np.partition(key1[ids], len(ids) - k)[len(ids) - k]
-                ids = ids[key1[ids] >= kth]
+    def _refresh_top_bundles(self, view: TickView, config: Config, now: int) -> None:
+        """Each broker's top-k, from the prefiltered bundles (module docstring)."""
+        k = config.view(ReportSettings).top_bundles
+        rates, _, _ = view.bundle_table()
+        ns_index, ns_names = view.bundle_namespaces()
+        reportable = np.array([namespace_reportable(ns, config) for ns in ns_names], dtype=bool)
+        eligible = (rates[:, 2] + rates[:, 3] != 0) & reportable[ns_index]
+        first_key = java_round_array(rates[:, 2] / 1e5)
+        for name in view.brokers:
+            ids = top_k_candidates(view.owned_ids(name), first_key, eligible, k)
             reporter = self.top_reporters.setdefault(name, TopBundlesReporter())
-            top = reporter.tick(self.view.stats_of(ids), now, config)
+            top = reporter.tick(view.stats_of(ids), now, config)
             if top is not None:
                 self.top_store[name] = top
 
     def moved(self, source: str, destination: str) -> None:
-        """Tombstone both ends of an ownership change (A3.1)."""
+        """Tombstone both ends of an ownership change."""
         for b in (source, destination):
             if b in self.reporters:
                 self.reporters[b].clear()
             self.store.pop(b, None)
 
-    # -- decisions -------------------------------------------------------------------------------
+    # -- what the family reads -------------------------------------------------------------------
 
-    def _ordered_store(self) -> dict[str, BrokerLoadData]:
-        order = self.view.brokers if self.view is not None else []
-        return {b: self.store[b] for b in order if b in self.store}
-
-    def assign(self, bundle: str, load: LoadData, config: Config, rng: random.Random) -> tuple[str | None, str]:
-        available = self.view.brokers if self.view is not None else list(load.brokers)
-        ctx = FilterContext(self._ordered_store(), None, config)
-        sel = self.placement.select(bundle, available, ctx, rng)
-        if sel.selected is None:
-            return None, "no available broker"
-        among = f" among {len(sel.best)}" if len(sel.best) > 1 else ""
-        return sel.selected, f"lookup of an unowned bundle: LeastResourceUsageWithWeight picked {sel.selected}{among}"
-
-    def shed(self, load: LoadData, config: Config, now: int, rng: random.Random) -> list[Move]:
-        if self.view is None:
-            return []
-        self._refresh_top_bundles(config, now)
-        available = tuple(self.view.brokers)
-        snapshot = ExtensibleSnapshot(
+    def snapshot(self, now: int, with_top_bundles: bool = False) -> ExtensibleSnapshot:
+        """The stores and the registered brokers, in slot order."""
+        available = tuple(self.view.brokers) if self.view is not None else ()
+        return ExtensibleSnapshot(
             timestamp=now,
-            brokers=self._ordered_store(),
-            top_bundles={b: self.top_store[b] for b in available if b in self.top_store},
+            brokers={b: self.store[b] for b in available if b in self.store},
+            top_bundles={b: self.top_store[b] for b in available if b in self.top_store} if with_top_bundles else {},
             available_brokers=available,
             lookup_data=None,
             recently_unloaded_bundles={},
             recently_unloaded_brokers={},
         )
-        result = self.scheduler.run(snapshot, config, now)
+
+    # -- decisions -------------------------------------------------------------------------------
+
+    def assign(self, bundle: str, config: Config, rng: random.Random) -> Assignment:
+        return self.family.assign(bundle, self.snapshot(0), config, rng)
+
+    def shed(self, config: Config, now: int, rng: random.Random) -> list[Unload]:
+        if self.view is None:
+            return []
+        self._refresh_top_bundles(self.view, config, now)
+        snapshot = self.snapshot(now, with_top_bundles=True)
+        result = self.family.shed(snapshot, config, now)
         if result is None:
             return []
         moves = []
-        ctx = FilterContext(snapshot.brokers, None, config)
         for d in result.decisions:
             dest = d.destination
             if dest is None:
-                dest = self.placement.select(d.bundle, [b for b in available if b != d.broker], ctx, rng).selected
+                dest = self.family.assign(d.bundle, snapshot, config, rng, exclude=(d.broker,)).broker
             if dest is None or dest == d.broker:
                 continue
-            moves.append(Move(d.bundle, d.broker, dest, d.reason))
+            moves.append(d.to(dest))
         return moves
 
-    def find_splits(
-        self, load: LoadData, config: Config, counts: dict[str, int], reports_changed: bool, now: int
-    ) -> list[SplitDecision]:
-        if self.view is None or not config["loadBalancerAutoBundleSplitEnabled"]:
+    def splits(self, config: Config, counts: dict[str, int], reports_changed: bool, now: int) -> list[SplitDecision]:
+        view = self.view
+        if view is None or not config.view(LeaderSettings).splitting_active:
             return []
-        every = float(config["loadBalancerSplitIntervalMinutes"]) * 60_000
+        every = config.view(LeaderSettings).split_interval_ms
         if self.last_split is not None and now - self.last_split < every:
             return []
         self.last_split = now
         out: list[SplitDecision] = []
         count: Callable[[str], int] = lambda ns: counts.get(ns, 0)  # noqa: E731
-        rates, topics, sessions = self.view.bundle_table()
-        max_sessions = int(config["loadBalancerNamespaceBundleMaxSessions"])
-        maybe = (topics >= 2) & (
-            (topics > int(config["loadBalancerNamespaceBundleMaxTopics"]))
-            | ((sessions > max_sessions) if max_sessions > 0 else False)
-            | (rates[:, 0] + rates[:, 1] >= float(config["loadBalancerNamespaceBundleMaxMsgRate"]))
-            | (rates[:, 2] + rates[:, 3] >= float(config["loadBalancerNamespaceBundleMaxBandwidthMbytes"]) * 2**20)
+        rates, topics, sessions = view.bundle_table()
+        met = split_conditions(
+            topics, sessions, rates[:, 0] + rates[:, 1], rates[:, 2] + rates[:, 3], config.view(SplitSettings)
         )
-        for name in self.view.brokers:
-            # bundles meeting no condition only lose their hit counter, as when they are absent
-            ids = self.view.owned_ids(name)
-            stats: Mapping[str, NamespaceBundleStats] = self.view.stats_of(ids[maybe[ids]])
-            splitter = self.splitters.setdefault(name, ExtensibleSplitStrategy())
-            for d in splitter.find_bundles_to_split(name, stats, count, (), config):
-                out.append(SplitDecision(d.bundle, d.broker, (str(d.reason),)))
+        maybe = np.asarray(met.any(axis=1), dtype=bool)
+        for name in view.brokers:
+            ids = view.owned_ids(name)
+            stats: Mapping[str, NamespaceBundleStats] = view.stats_of(ids[maybe[ids]])
+            out += self.family.broker_splits(name, stats, count, (), config)
         return out

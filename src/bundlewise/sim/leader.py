@@ -1,8 +1,10 @@
-"""The leader's view of a simulated cluster: written load reports and the bundle data (spec §3.3–3.6).
+"""The leader's view of a simulated cluster: written load reports and the bundle data.
+
+Pulsar ``ModularLoadManagerImpl#updateAll``:
 
 * Each broker's last *written* ``LocalBrokerData`` (``reporting.needs_update`` decides when it writes);
   a broker that goes down disappears from the view at once (its metadata-store node is ephemeral).
-* Bundle data (spec §3.4): on every ``updateAll`` — any tick where some broker wrote — every bundle that
+* Bundle data (``#updateBundleData``): on every ``updateAll`` — any tick where some broker wrote — every bundle that
   appears in a written report is sampled once into its short-term (10) and long-term (1000) averages with
   Pulsar's recurrence (``model.load.time_average_step``, applied to numpy arrays), starting a never-seen
   bundle from the default prior (50 msg/s, 50000 B/s in and out); bundles no report mentions are
@@ -10,7 +12,7 @@
 * ``load`` is the ``LoadData`` the strategies read.  Its ``bundleData`` is ``LazyBundleData``, a mapping
   that builds ``BundleData`` objects from the arrays only for the bundles a strategy looks at, so a
   cycle over 10,000 bundles does not build 10,000 objects.
-* Preallocations (spec §4.1 step 10) are pruned when the broker reports the bundle or no longer owns it.
+* Preallocations (``#selectBrokerForAssignment``) are pruned when the broker reports the bundle or no longer owns it.
 """
 
 from __future__ import annotations
@@ -21,7 +23,9 @@ from typing import Any
 
 import numpy as np
 
+from bundlewise.algorithms.splitting.conditions import split_conditions
 from bundlewise.config import Config
+from bundlewise.config.views import SplitSettings
 from bundlewise.model.load import (
     DEFAULT_MESSAGE_RATE,
     DEFAULT_MESSAGE_THROUGHPUT,
@@ -35,7 +39,6 @@ from bundlewise.model.load import (
     TimeAverageMessageData,
     time_average_step,
 )
-from bundlewise.model.resources import MIB
 from bundlewise.sim.cluster import Cluster
 
 # column order of the average arrays = TimeAverageMessageData's fields
@@ -227,24 +230,17 @@ class LeaderView:
         """``load`` with each broker's ``lastStats`` cut down to bundles that may meet a split condition.
 
         The split detector (``algorithms.splitting.detector``) decides; this only skips, with one
-        vectorised pass, the bundles that cannot pass any of its conditions (fewer than 2 topics, or
-        topics, sessions, long-term rate and throughput all at or below their limits), so the detector
-        need not visit 10,000 bundles per ``updateAll``.  The result is the detector's on the full data.
+        vectorised pass of the split rule (``split_conditions``), the bundles that meet none of its
+        conditions, so the detector need not visit 10,000 bundles per ``updateAll``.  The result is the
+        detector's on the full data (a test proves it).
         """
         self._grow()
         rep = self.rep_owner >= 0
         lt = np.where(self.has[:, None], self.long, 0.0)
-        max_sessions = int(config["loadBalancerNamespaceBundleMaxSessions"])
-        maybe = (
-            rep
-            & (self.topics >= 2)
-            & (
-                (self.topics > int(config["loadBalancerNamespaceBundleMaxTopics"]))
-                | ((self.sessions > max_sessions) if max_sessions > 0 else False)
-                | (lt[:, 2] + lt[:, 3] >= float(config["loadBalancerNamespaceBundleMaxMsgRate"]))
-                | (lt[:, 0] + lt[:, 1] >= float(config["loadBalancerNamespaceBundleMaxBandwidthMbytes"]) * MIB)
-            )
+        met = split_conditions(
+            self.topics, self.sessions, lt[:, 2] + lt[:, 3], lt[:, 0] + lt[:, 1], config.view(SplitSettings)
         )
+        maybe = rep & met.any(axis=1)
         names = self.cluster.bundle_names
         keep = {names[i] for i in np.flatnonzero(maybe)}
         brokers = {}
@@ -255,7 +251,7 @@ class LeaderView:
         return LoadData(brokers, self.load.bundleData, self.load.recentlyUnloadedBundles)
 
     def forget_bundle(self, bid: int) -> None:
-        """A split parent: remove its data from the leader (spec §2.2 step 2)."""
+        """A split parent: remove its data from the leader (``#checkNamespaceBundleSplit``)."""
         self._grow()
         self.has[bid] = False
         self.rep_owner[bid] = -1

@@ -1,4 +1,4 @@
-"""The METRICS of contract §8, computed from one run's per-tick record.
+"""The metrics of ``summary.json`` (docs/simulator.md), computed from one run's per-tick record.
 
 Per tick, over the brokers that are up (ticks with no broker up are skipped):
 

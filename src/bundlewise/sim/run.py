@@ -1,4 +1,4 @@
-"""Run a scenario with several strategies and write the outputs of contract §8.
+"""Run a scenario with several strategies and write the outputs of ``simulate --out`` (docs/formats.md).
 
 * ``simulate(scenario, strategies, trace=None, progress=None)`` runs one ``Engine`` per strategy on the
   same workload (a fresh generator with the scenario's seed each time, or the same trace), so the
@@ -21,13 +21,15 @@ from typing import Any
 
 import numpy as np
 
+from bundlewise.algorithms.registry import SheddingEntry
 from bundlewise.config import Config
 from bundlewise.model.errors import InputError
 from bundlewise.sim.dispatch import DISPATCH_METRIC_KEYS
 from bundlewise.sim.engine import Engine, RunResult
 from bundlewise.sim.metrics import METRIC_KEYS
 from bundlewise.sim.scenario import Scenario
-from bundlewise.sim.workload import GeneratedWorkload, TraceWorkload, Workload
+from bundlewise.traffic.trace import TraceWorkload
+from bundlewise.traffic.workload import GeneratedWorkload, Workload
 
 ProgressFactory = Callable[[str], Callable[[int, int], None]]
 
@@ -40,7 +42,7 @@ def make_workload(scenario: Scenario, trace: TraceWorkload | None) -> Workload:
 
 def simulate(
     scenario: Scenario,
-    strategies: Sequence[str],
+    strategies: Sequence[str | SheddingEntry],
     trace: TraceWorkload | None = None,
     progress: ProgressFactory | None = None,
     config: Config | None = None,
@@ -48,10 +50,13 @@ def simulate(
     """One run per strategy; strategy names may repeat only once each."""
     results = []
     seen: set[str] = set()
-    for name in strategies:
-        engine = Engine(scenario, make_workload(scenario, trace), name, config, progress(name) if progress else None)
+    for strategy in strategies:
+        label = strategy if isinstance(strategy, str) else strategy.name
+        engine = Engine(
+            scenario, make_workload(scenario, trace), strategy, config, progress(label) if progress else None
+        )
         if engine.strategy in seen:
-            raise InputError(f"strategy {name!r} given twice", field="--strategy")
+            raise InputError(f"strategy {engine.strategy!r} given twice", field="--strategy")
         seen.add(engine.strategy)
         results.append(engine.run())
     return results
@@ -165,7 +170,7 @@ def write_outputs(
     with paths["decisions.jsonl"].open("w", encoding="utf-8") as fh:
         for r in results:
             for d in r.decisions:
-                fh.write(json.dumps(d) + "\n")
+                fh.write(json.dumps(d.to_json()) + "\n")
     if report_html is not None:
         paths["report.html"].write_text(report_html, encoding="utf-8")
     else:

@@ -1,6 +1,6 @@
-"""``CLUSTER.toml``: the cluster, its events, the balancer settings and the built-in workload (contract §8).
+"""``CLUSTER.toml``: the cluster, its events, the balancer settings and the built-in workload (docs/simulator.md).
 
-Every key is optional except ``[[brokers]]``.  Beyond the contract's keys (``duration``, ``step``,
+Every key is optional except ``[[brokers]]``.  Beyond the core keys (``duration``, ``step``,
 ``seed``, ``[broker_defaults]``, ``[[brokers]]``, ``[[namespaces]]``, ``[[events]]``, ``[balancer]``)
 a scenario may carry:
 
@@ -25,46 +25,19 @@ Errors are one-line ``InputError``s naming the file and the field.
 from __future__ import annotations
 
 import tomllib
-from dataclasses import dataclass, field, fields, replace
-from importlib import resources
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TextIO
 
 from bundlewise.config import Config
+from bundlewise.model.durations import parse_duration
 from bundlewise.model.errors import InputError
 from bundlewise.model.names import NamespaceName
-from bundlewise.sim.clock import parse_duration
 from bundlewise.sim.dispatch_spec import DispatchSpec, parse_dispatch
+from bundlewise.traffic.cost import BROKER_DEFAULTS, BROKER_FIELDS, BrokerSpec
+from bundlewise.traffic.workload import Burst, NamespaceSpec, WorkloadSpec
 
 ACTIONS = ("add", "remove", "restart")
-
-
-@dataclass(frozen=True, slots=True)
-class BrokerSpec:
-    name: str
-    cpu_cores: float = 8.0
-    nic_mbps: float = 10000.0
-    cpu_base_cores: float = 0.2
-    cpu_us_per_msg: float = 10.0
-    cpu_us_per_kib: float = 2.0
-
-
-BROKER_FIELDS = ("cpu_cores", "nic_mbps", "cpu_base_cores", "cpu_us_per_msg", "cpu_us_per_kib")
-BROKER_DEFAULTS: dict[str, float] = {f.name: float(f.default) for f in fields(BrokerSpec) if f.name in BROKER_FIELDS}  # type: ignore[arg-type]
-
-
-@dataclass(frozen=True, slots=True)
-class NamespaceSpec:
-    name: str
-    bundles: int = 4
-    topics: int = 0
-    msg_rate: float = 0.0
-    fanout: float = 1.0
-    msg_size: float = 1024.0
-    zipf: float = 0.0
-    producers: int = 1
-    consumers: int = 1
-    owner: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,23 +46,6 @@ class Event:
     action: str
     broker: str
     down_for: int = 60_000  # ms, restart only
-
-
-@dataclass(frozen=True, slots=True)
-class Burst:
-    namespace: str
-    at: int
-    duration: int
-    factor: float
-
-
-@dataclass(frozen=True, slots=True)
-class WorkloadSpec:
-    diurnal_amplitude: float = 0.0
-    diurnal_period: int = 86_400_000
-    noise: float = 0.0
-    cpu_jitter: float = 0.0
-    bursts: tuple[Burst, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -279,7 +235,7 @@ def parse_scenario(doc: dict[str, Any], source: str) -> Scenario:
     )
     balancer = r.table(doc, "balancer", "")
     warnings: list[str] = []
-    config = Config().with_values(balancer, source=f"{source}: balancer", warnings=warnings)
+    config = Config().with_values(balancer, source=f"{source}: balancer", warnings=warnings).check()
     strategies = doc.get("strategies", [])
     if not isinstance(strategies, list) or not all(isinstance(s, str) for s in strategies):
         raise r.err("strategies", "a list of shedding strategy names", strategies)
@@ -302,7 +258,7 @@ def parse_scenario(doc: dict[str, Any], source: str) -> Scenario:
 
 
 def load_scenario(path: str | Path, stdin: TextIO | None = None) -> Scenario:
-    """Read and parse a ``CLUSTER.toml`` file (``-``: ``stdin``, contract §0)."""
+    """Read and parse a ``CLUSTER.toml`` file (``-``: ``stdin``)."""
     source = str(path)
     try:
         text = stdin.read() if source == "-" and stdin is not None else Path(path).read_text(encoding="utf-8")
@@ -317,19 +273,21 @@ def load_scenario(path: str | Path, stdin: TextIO | None = None) -> Scenario:
     return parse_scenario(doc, source)
 
 
+SCENARIOS = Path(__file__).resolve().parent.parent / "scenarios"
+"""The scenarios shipped with the package (package data ``bundlewise/scenarios/*.toml``)."""
+
+
 def bundled_names() -> list[str]:
-    """The scenarios shipped in ``bundlewise/scenarios`` (package data), by file stem."""
-    root = resources.files("bundlewise") / "scenarios"
-    return sorted(p.name[:-5] for p in root.iterdir() if p.name.endswith(".toml"))
+    """The bundled scenarios, by file stem."""
+    return sorted(p.stem for p in SCENARIOS.glob("*.toml"))
 
 
 def bundled_scenario(name: str = "default") -> Scenario:
     """A bundled scenario by name (``default``, ``idle-broker``, ...)."""
-    root = resources.files("bundlewise") / "scenarios"
-    res = root / f"{name}.toml"
-    if not res.is_file():
+    path = SCENARIOS / f"{name}.toml"
+    if name not in bundled_names():
         raise InputError(
             f"no bundled scenario {name!r}; expected one of {', '.join(bundled_names())}", field="--cluster"
         )
-    doc = tomllib.loads(res.read_text(encoding="utf-8"))
+    doc = tomllib.loads(path.read_text(encoding="utf-8"))
     return parse_scenario(doc, f"{name}.toml")

@@ -2,11 +2,13 @@
 
 A grid is a list of axes ``KEY=V1,V2,…``: ``strategy`` (shedding strategy names) or any configuration
 key (values coerced and validated like ``--set``).  Its points are the Cartesian product, first axis
-outermost.  ``run_sweep`` ships ``(scenario, workload trace or None, point)`` to the executors with
-``sc.parallelize(points, len(points)).map(run_point)`` — ``run_point`` is a plain module-level function
-over picklable values, importable on the workers — and collects one row per point: the point's settings
-followed by every METRIC.  ``run_point`` is deterministic, so a sweep's table (``wall_seconds`` aside)
-does not depend on how Spark schedules it.
+outermost.  ``validate_points`` checks every value and resolves every strategy name in the registry on
+the driver, before any task starts.  ``run_sweep`` runs one Spark task per point: the tasks
+``(scenario, workload trace or None, point, strategy entry)`` travel in the mapped function's closure
+(Spark serialises it with cloudpickle), so a worker needs no registry lookup of its own -- a strategy
+registered in the driver's process runs on the workers too -- and each task calls ``run_point``.  One row
+per point: the point's settings followed by every METRIC.  ``run_point`` is deterministic, so a sweep's
+table (``wall_seconds`` aside) does not depend on how Spark schedules it.
 """
 
 from __future__ import annotations
@@ -15,13 +17,14 @@ import itertools
 from collections.abc import Sequence
 from typing import Any
 
+from bundlewise.algorithms.registry import SheddingEntry, shedding_entry
 from bundlewise.config import ALL_KEYS
 from bundlewise.model.errors import InputError
 from bundlewise.sim.engine import Engine
 from bundlewise.sim.metrics import METRIC_KEYS
 from bundlewise.sim.run import make_workload
 from bundlewise.sim.scenario import Scenario
-from bundlewise.sim.workload import TraceWorkload
+from bundlewise.traffic.trace import TraceWorkload
 
 Point = dict[str, str]
 DEFAULT_GRID = ("loadBalancerBrokerThresholdShedderPercentage=5,10,20", "loadBalancerHistoryResourcePercentage=0.5,0.9")
@@ -47,29 +50,35 @@ def parse_grid(axes: Sequence[str], strategies: Sequence[str]) -> list[Point]:
     return [dict(zip(keys, combo, strict=True)) for combo in itertools.product(*(v for _, v in parsed))]
 
 
-def run_point(task: tuple[Scenario, TraceWorkload | None, Point]) -> dict[str, Any]:
+Task = tuple[Scenario, TraceWorkload | None, Point, SheddingEntry]
+
+
+def run_point(task: Task) -> dict[str, Any]:
     """One simulation of a grid point (runs on a Spark executor)."""
-    scenario, trace, point = task
+    scenario, trace, point, entry = task
     settings = {k: v for k, v in point.items() if k != "strategy"}
     config = scenario.config.with_values(settings, source="--grid")
-    result = Engine(scenario, make_workload(scenario, trace), point["strategy"], config).run()
+    result = Engine(scenario, make_workload(scenario, trace), entry, config).run()
     return {**point, **{k: result.metrics[k] for k in METRIC_KEYS}}
 
 
-def validate_points(scenario: Scenario, points: Sequence[Point]) -> None:
-    """Reject bad values on the driver, before any task starts."""
+def validate_points(scenario: Scenario, points: Sequence[Point]) -> list[SheddingEntry]:
+    """Reject bad values and unknown strategies on the driver, before any task starts; the points' entries."""
+    entries = []
     for p in points:
         scenario.config.with_values({k: v for k, v in p.items() if k != "strategy"}, source="--grid")
+        entries.append(shedding_entry(p["strategy"], field="--grid"))
+    return entries
 
 
 def run_sweep(
     spark: Any, scenario: Scenario, points: Sequence[Point], trace: TraceWorkload | None = None
 ) -> list[dict[str, Any]]:
     """Every point as a Spark task; rows in grid order."""
-    validate_points(scenario, points)
-    tasks = [(scenario, trace, p) for p in points]
-    rdd = spark.sparkContext.parallelize(tasks, max(1, len(tasks)))
-    rows: list[dict[str, Any]] = rdd.map(run_point).collect()
+    entries = validate_points(scenario, points)
+    tasks: list[Task] = [(scenario, trace, p, e) for p, e in zip(points, entries, strict=True)]
+    indices = spark.sparkContext.parallelize(range(len(tasks)), max(1, len(tasks)))
+    rows: list[dict[str, Any]] = indices.map(lambda i: run_point(tasks[i])).collect()
     return rows
 
 

@@ -1,42 +1,47 @@
-"""Broker selection of the extensible load manager (spec §A5, ``ExtensibleLoadManagerImpl#selectAsync``).
+"""Broker selection of the extensible load manager (Pulsar ``ExtensibleLoadManagerImpl#selectAsync``).
 
-Filter chain (§A5.1), each filter returning a NEW candidate tuple (input order kept):
+Filter chain (``ExtensibleLoadManagerImpl`` builds it from ``extensions/filter/*``), each filter
+returning a NEW candidate tuple (input order kept):
 
 1. load-manager class: keep brokers whose registered ``loadManagerClassName`` equals ours (a missing
    one is removed);
 2. max topics: drop brokers with ``topics >= loadBalancerBrokerMaxTopics`` (no load data: kept);
-3. version (only with ``preferLaterVersions``): keep the brokers of the highest semantic version;
-   a missing or invalid version makes the filter fail;
-4. anti-affinity group: acts only for namespaces with a group -- none in a §6 snapshot;
-5. isolation: without a policy (none in a §6 snapshot) the shared brokers that support the bundle's
+3. version (only with ``preferLaterVersions``): keep the brokers whose version equals the newest
+   (``model.semver``: newest in build-aware order, equality ignoring build metadata); a missing or
+   invalid version makes the filter fail;
+4. anti-affinity group: acts only for namespaces with a group -- none in an extensible snapshot;
+5. isolation: without a policy (none in an extensible snapshot) the shared brokers that support the bundle's
    topic kind (``nonPersistentTopicsEnabled`` for a bundle with non-persistent topics, else
    ``persistentTopicsEnabled``; shedding assumes persistent).
 
 A filter that fails is ignored (Pulsar logs the error and keeps whatever the filters left). Filters
 reading the registry need ``lookupData``; without it they have nothing to compare and pass all.
 
-Strategy (§A5.2, extensions ``LeastResourceUsageWithWeight``): ``avg`` of ``weightedMaxEMA`` over the
+Strategy (``extensions.strategy.LeastResourceUsageWithWeight``): ``avg`` of ``weightedMaxEMA`` over the
 candidates with load data; ``best`` = those with ``EMA + diff <= avg`` (``diff`` =
 ``loadBalancerAverageResourceUsageDifferenceThresholdPercentage/100``); when ``best`` is empty, all
 candidates (also those without data); the pick is uniformly random over ``best`` with the given rng.
-Bundles of ``loadBalancerSheddingExcludedNamespaces`` are placed round-robin instead (PIP-380).
+Bundles of ``loadBalancerSheddingExcludedNamespaces`` are placed round-robin instead (PIP-380), by the
+modular ``RoundRobinBrokerSelector``, which Pulsar's ``RoundRobinBrokerSelectionStrategy`` wraps.
 """
 
 from __future__ import annotations
 
 import random
-import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from bundlewise.algorithms.placement.base import Selection
+from bundlewise.algorithms.placement.round_robin import RoundRobinBrokerSelector
 from bundlewise.config import Config
 from bundlewise.config.keys_extensible import EXTENSIBLE_LOAD_MANAGER
+from bundlewise.config.views import PlacementSettings
 from bundlewise.model.extensible import BrokerLoadData, BrokerLookupData
+from bundlewise.model.load import BundleData, LoadData
 from bundlewise.model.names import bundle_namespace as namespace_of
+from bundlewise.model.semver import InvalidVersion, Version, latest
 
 Candidates = tuple[str, ...]
-_SEMVER = re.compile(r"^(\d+)\.(\d+)\.(\d+)(?:-([0-9A-Za-z.-]+))?(?:\+([0-9A-Za-z.-]+))?$")
 
 
 class FilterError(Exception):
@@ -55,7 +60,8 @@ class FilterContext:
 
 def expected_load_manager_class(config: Config) -> str:
     """Our own class: the configured one when set explicitly, else the extensible load manager."""
-    return str(config.explicit.get("loadManagerClassName", EXTENSIBLE_LOAD_MANAGER))
+    explicit = config.view(PlacementSettings).explicit_load_manager_class
+    return EXTENSIBLE_LOAD_MANAGER if explicit is None else explicit
 
 
 def _lookup(ctx: FilterContext, broker: str) -> BrokerLookupData:
@@ -71,35 +77,32 @@ def load_manager_class_filter(c: Candidates, bundle: str, ctx: FilterContext) ->
 
 
 def max_topic_count_filter(c: Candidates, bundle: str, ctx: FilterContext) -> Candidates:
-    limit = int(ctx.config["loadBalancerBrokerMaxTopics"])
+    limit = ctx.config.view(PlacementSettings).max_topics
     return tuple(b for b in c if b not in ctx.load or ctx.load[b].topics < limit)
 
 
-def version_key(text: str | None) -> tuple[object, ...]:
-    """Semantic-version order: a pre-release sorts below its release, build metadata counts."""
-    m = _SEMVER.match(text or "")
-    if m is None:
-        raise FilterError(f"bad broker version {text!r}")
-    pre, build = m.group(4), m.group(5)
-
-    def ids(s: str | None) -> tuple[tuple[int, int | str], ...]:
-        return tuple((0, int(p)) if p.isdigit() else (1, p) for p in (s or "").split(".") if p)
-
-    return (int(m.group(1)), int(m.group(2)), int(m.group(3)), pre is None, ids(pre), ids(build))
+def _version(ctx: FilterContext, broker: str) -> Version:
+    text = _lookup(ctx, broker).brokerVersion
+    if not text:
+        raise FilterError(f"no version string in the lookup data of broker {broker!r}")
+    try:
+        return Version.parse(text)
+    except InvalidVersion as e:
+        raise FilterError(str(e)) from None
 
 
 def version_filter(c: Candidates, bundle: str, ctx: FilterContext) -> Candidates:
-    if not ctx.config["preferLaterVersions"] or not c:
+    if not ctx.config.view(PlacementSettings).prefer_later_versions or not c:
         return c
     if ctx.lookup is None:
         raise FilterError("no broker versions (lookupData) to compare")
-    keys = {b: version_key(_lookup(ctx, b).brokerVersion) for b in c}
-    top = max(keys.values())
-    return tuple(b for b in c if keys[b] == top)
+    versions = {b: _version(ctx, b) for b in c}
+    newest = latest(list(versions.values()))
+    return tuple(b for b in c if versions[b] == newest)
 
 
 def anti_affinity_filter(c: Candidates, bundle: str, ctx: FilterContext) -> Candidates:
-    return c  # no namespace of a §6 snapshot has an anti-affinity group
+    return c  # no namespace of an extensible snapshot has an anti-affinity group
 
 
 def isolation_filter(c: Candidates, bundle: str, ctx: FilterContext) -> Candidates:
@@ -111,6 +114,8 @@ def isolation_filter(c: Candidates, bundle: str, ctx: FilterContext) -> Candidat
 
 
 Filter = Callable[[Candidates, str, FilterContext], Candidates]
+_NO_DATA = BundleData.default()
+_NO_LOAD = LoadData()  # the round-robin selector reads neither
 FILTER_CHAIN: tuple[Filter, ...] = (
     load_manager_class_filter,
     max_topic_count_filter,
@@ -139,7 +144,7 @@ def least_resource_usage_with_weight(
     best: list[str] = []
     if with_data:
         avg = sum(load[b].weightedMaxEMA for b in with_data) / len(with_data)
-        diff = float(config["loadBalancerAverageResourceUsageDifferenceThresholdPercentage"]) / 100.0
+        diff = config.view(PlacementSettings).usage_difference
         best = [b for b in with_data if load[b].weightedMaxEMA + diff <= avg]
     if not best:
         best = list(candidates)
@@ -147,27 +152,10 @@ def least_resource_usage_with_weight(
 
 
 @dataclass(slots=True)
-class RoundRobin:
-    """``RoundRobinBrokerSelector``: ``counter mod |C|`` with post-increment over a cached copy of C."""
-
-    counter: int = 0
-    cache: list[str] = field(default_factory=list)
-
-    def select(self, candidates: Sequence[str]) -> Selection:
-        if not candidates:
-            return Selection.none()
-        index = self.counter % len(candidates)
-        if len(self.cache) != len(candidates) or self.cache[index] not in candidates:
-            self.cache = list(candidates)
-        self.counter = (self.counter + 1) % 2**31
-        return Selection(self.cache[index], (self.cache[index],))
-
-
-@dataclass(slots=True)
 class ExtensiblePlacement:
     """The assignment flow: filters, then LeastResourceUsageWithWeight (round-robin for excluded namespaces)."""
 
-    round_robin: RoundRobin = field(default_factory=RoundRobin)
+    round_robin: RoundRobinBrokerSelector = field(default_factory=RoundRobinBrokerSelector)
 
     def select(
         self,
@@ -179,6 +167,6 @@ class ExtensiblePlacement:
     ) -> Selection:
         """Without ``candidates`` the full flow; with them, the strategy alone on exactly that list."""
         pool = tuple(candidates) if candidates is not None else apply_filters(available, bundle, ctx)
-        if namespace_of(bundle) in set(ctx.config["loadBalancerSheddingExcludedNamespaces"]):
-            return self.round_robin.select(pool)
+        if namespace_of(bundle) in ctx.config.view(PlacementSettings).excluded_namespaces:
+            return self.round_robin.select(pool, bundle, _NO_DATA, _NO_LOAD, ctx.config, rng)
         return least_resource_usage_with_weight(pool, ctx.load, ctx.config, rng)

@@ -1,59 +1,43 @@
-"""What the extensible load manager's reporters push, and when (spec §A3).
+"""What the extensible load manager's reporters push, and when (Pulsar ``extensions/reporter/*``).
 
-Broker load (``BrokerLoadDataReporter#needBrokerDataUpdate``): a non-forced tick pushes when
-``now - reportedAt > loadBalancerReportUpdateMaxIntervalMinutes`` or when the largest change since
-the last push exceeds ``loadBalancerReportUpdateThresholdPercentage`` (10 %), the change being the
-max of ``100*|last.maxResourceUsage - local.maxResourceUsage|`` and the percent changes of total
-message rate, total throughput and bundle count.  ``pc(old, new)`` is 0 when both are 0, +inf when
-only ``old`` is 0, else ``100*|old-new|/old``.  The local EMAs advance on every tick regardless.
+Broker load (``BrokerLoadDataReporter#needBrokerDataUpdate``): a non-forced tick pushes by the report
+rule both load managers share (``algorithms.reporting``), comparing ``maxResourceUsage``: 15 minutes
+since the last push, or a change above 10 %.  The local EMAs advance on every tick regardless.
 
 Top bundles (``TopKBundles#update``): bundles with zero throughput, of a system namespace
 (``pulsar/system``...), of an excluded namespace, or (unless
 ``loadBalancerSheddingBundlesWithPoliciesEnabled``) of a namespace with isolation or anti-affinity
-policies are left out; the k largest by ``NamespaceBundleStats#compareTo`` (throughput in and out
-at a 1e5 B/s resolution, message rate at 100, topics+sessions at 500, cache at 1e5, each rounded as
-Java's ``Math.round``/integer division) are emitted in ASCENDING order.  Ties keep input order among
-themselves before the reversal (Java's map order is unspecified; ours is the input's).
+policies are left out (``top_bundle_eligible``); the k largest by ``NamespaceBundleStats#compareTo``
+(``bundle_sort_key``: throughput in and out at a 1e5 B/s resolution, message rate at 100,
+topics+sessions at 500, cache at 1e5, each rounded as Java's ``Math.round``/integer division) are
+emitted in ASCENDING order.  Ties keep input order among themselves before the reversal (Java's map
+order is unspecified; ours is the input's).
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 
+from bundlewise.algorithms.reporting import ReportFigures, needs_report
 from bundlewise.config import Config
+from bundlewise.config.views import ReportSettings, TransferSettings
 from bundlewise.model.extensible import BrokerLoadData, BundleLoadData, TopBundlesLoadData
+from bundlewise.model.javamath import java_round
 from bundlewise.model.load import NamespaceBundleStats
 from bundlewise.model.names import bundle_namespace as namespace_of
 from bundlewise.model.names import is_system_namespace
 from bundlewise.model.resources import SystemResources
 
 
-def percent_change(old: float, new: float) -> float:
-    if old == 0:
-        return 0.0 if new == 0 else math.inf
-    return 100.0 * abs(old - new) / old
-
-
-def max_change(last: BrokerLoadData, local: BrokerLoadData) -> float:
-    """The largest change, in percent, between the last pushed record and the local one."""
-    return max(
-        100.0 * abs(last.maxResourceUsage - local.maxResourceUsage),
-        percent_change(last.msg_rate, local.msg_rate),
-        percent_change(last.msg_throughput, local.msg_throughput),
-        percent_change(float(last.bundleCount), float(local.bundleCount)),
-    )
+def _figures(data: BrokerLoadData) -> ReportFigures:
+    return ReportFigures(data.msg_rate, data.msg_throughput, float(data.bundleCount), data.maxResourceUsage)
 
 
 def needs_broker_report(last: BrokerLoadData | None, local: BrokerLoadData, now: int, config: Config) -> bool:
     """``needBrokerDataUpdate``: 15 minutes since the last push, or a change above 10 %."""
-    max_age_ms = int(config["loadBalancerReportUpdateMaxIntervalMinutes"]) * 60_000
-    if now - local.reportedAt > max_age_ms:
-        return True
-    if last is None:
-        return True
-    return max_change(last, local) > float(config["loadBalancerReportUpdateThresholdPercentage"])
+    previous = None if last is None else _figures(last)
+    return needs_report(previous, _figures(local), now - local.reportedAt, config.view(ReportSettings))
 
 
 @dataclass(slots=True)
@@ -89,7 +73,7 @@ class BrokerLoadReporter:
             bundle_count,
             topics,
             config.weights(),
-            float(config["loadBalancerHistoryResourcePercentage"]),
+            config.view(ReportSettings).history,
             now,
         )
         if not (force or needs_broker_report(self.last, self.local, now, config)):
@@ -102,19 +86,35 @@ class BrokerLoadReporter:
         self.local = self.local.cleared()
 
 
-def _java_round(x: float) -> int:
-    return math.floor(x + 0.5)
-
-
 def bundle_sort_key(s: NamespaceBundleStats) -> tuple[int, int, int, int, int]:
     """``NamespaceBundleStats#compareTo`` as a sort key (resolutions of apache PR #24772)."""
     return (
-        _java_round(s.msgThroughputIn / 1e5),
-        _java_round(s.msgThroughputOut / 1e5),
-        _java_round((s.msgRateIn + s.msgRateOut) / 100),
+        java_round(s.msgThroughputIn / 1e5),
+        java_round(s.msgThroughputOut / 1e5),
+        java_round((s.msgRateIn + s.msgRateOut) / 100),
         (s.topics + s.producerCount + s.consumerCount) // 500,
         s.cacheSize // 100_000,
     )
+
+
+def namespace_reportable(
+    namespace: str, config: Config, has_policies: Callable[[str], bool] = lambda ns: False
+) -> bool:
+    """Whether ``TopKBundles#update`` may report bundles of ``namespace``: not a system namespace, not
+    excluded from shedding, and (unless allowed) without isolation or anti-affinity policies."""
+    settings = config.view(TransferSettings)
+    if is_system_namespace(namespace) or namespace in settings.excluded_namespaces:
+        return False
+    return settings.bundles_with_policies or not has_policies(namespace)
+
+
+def top_bundle_eligible(
+    bundle: str, stats: NamespaceBundleStats, config: Config, has_policies: Callable[[str], bool] = lambda ns: False
+) -> bool:
+    """Whether ``TopKBundles#update`` may report the bundle: it has traffic and a reportable namespace."""
+    if stats.msgThroughputIn + stats.msgThroughputOut == 0:
+        return False
+    return namespace_reportable(namespace_of(bundle), config, has_policies)
 
 
 def top_k_bundles(
@@ -124,16 +124,7 @@ def top_k_bundles(
     has_policies: Callable[[str], bool] = lambda namespace: False,
 ) -> TopBundlesLoadData:
     """``TopKBundles#update``: the ``k`` largest eligible bundles, smallest first."""
-    excluded = set(config["loadBalancerSheddingExcludedNamespaces"])
-    with_policies = bool(config["loadBalancerSheddingBundlesWithPoliciesEnabled"])
-    eligible = []
-    for bundle, s in stats.items():
-        ns = namespace_of(bundle)
-        if s.msgThroughputIn + s.msgThroughputOut == 0 or is_system_namespace(ns) or ns in excluded:
-            continue
-        if not with_policies and has_policies(ns):
-            continue
-        eligible.append(BundleLoadData(bundle, s))
+    eligible = [BundleLoadData(b, s) for b, s in stats.items() if top_bundle_eligible(b, s, config, has_policies)]
     if k <= 0 or not eligible:
         return TopBundlesLoadData()
     largest = sorted(eligible, key=lambda b: bundle_sort_key(b.stats), reverse=True)[:k]
@@ -153,4 +144,4 @@ class TopBundlesReporter:
         if not fresh and not force:
             return None
         self.last_stats_timestamp = stats_timestamp
-        return top_k_bundles(stats, int(config["loadBalancerMaxNumberOfBundlesInBundleLoadReport"]), config)
+        return top_k_bundles(stats, config.view(ReportSettings).top_bundles, config)

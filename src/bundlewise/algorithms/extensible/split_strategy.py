@@ -1,13 +1,12 @@
-"""The extensible split strategy (spec §A6.2, ``DefaultNamespaceBundleSplitStrategyImpl#findBundlesToSplit``).
+"""The extensible split strategy (Pulsar ``DefaultNamespaceBundleSplitStrategyImpl#findBundlesToSplit``).
 
 Each broker runs its own instance over the stats of the bundles it owns, once per split cycle:
 
 1. forget the hit counters of bundles no longer reported;
 2. for each bundle in map order: skip it with fewer than 2 topics; a range that cannot split
    (``upper - lower <= 1``) counts ``Failure.Unknown``;
-3. the FIRST condition met, in Pulsar's priority order: ``topics > MaxTopics`` -> ``Topics``;
-   ``MaxSessions > 0 and producers + consumers > MaxSessions`` -> ``Sessions``; ``msgRateIn + Out >
-   MaxMsgRate`` -> ``MsgRate``; ``throughputIn + Out > MaxBandwidthMbytes * 2^20`` -> ``Bandwidth``;
+3. the FIRST condition met of the split rule both load managers share (``algorithms.splitting.conditions``:
+   ``Topics``, ``Sessions``, ``MsgRate``, ``Bandwidth``, on the broker's live stats);
 4. a condition met increments the bundle's hit counter, none removes it; while
    ``hits <= loadBalancerNamespaceBundleSplitConditionHitCountThreshold`` (3) the bundle waits;
 5. skip when ``bundleCount(namespace) + splits already chosen this cycle >= loadBalancerNamespaceMaximumBundles``;
@@ -22,36 +21,19 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 
+from bundlewise.algorithms.splitting.conditions import describe, split_reasons
 from bundlewise.config import Config
+from bundlewise.config.views import SplitSettings
 from bundlewise.model.bundles import Bundle
+from bundlewise.model.decisions import SplitDecision, SplitReason
 from bundlewise.model.errors import InputError
 from bundlewise.model.load import NamespaceBundleStats
-from bundlewise.model.resources import MIB
 
 
-@dataclass(frozen=True, slots=True)
-class SplitDecision:
-    bundle: str
-    broker: str
-    reason: str
-
-    def to_json(self) -> dict[str, object]:
-        return {"bundle": self.bundle, "broker": self.broker, "reasons": [self.reason]}
-
-
-def split_reason(stats: NamespaceBundleStats, config: Config) -> str | None:
-    """The first split condition the bundle meets, in Pulsar's order, or None."""
-    max_sessions = int(config["loadBalancerNamespaceBundleMaxSessions"])
-    if stats.topics > int(config["loadBalancerNamespaceBundleMaxTopics"]):
-        return "Topics"
-    if max_sessions > 0 and stats.producerCount + stats.consumerCount > max_sessions:
-        return "Sessions"
-    if stats.msgRateIn + stats.msgRateOut > int(config["loadBalancerNamespaceBundleMaxMsgRate"]):
-        return "MsgRate"
-    max_bytes = int(config["loadBalancerNamespaceBundleMaxBandwidthMbytes"]) * MIB
-    if stats.msgThroughputIn + stats.msgThroughputOut > max_bytes:
-        return "Bandwidth"
-    return None
+def split_reason(stats: NamespaceBundleStats, config: Config) -> SplitReason | None:
+    """The first split condition the bundle's live stats meet, in Pulsar's order, or None."""
+    met = split_reasons(stats, stats.total_rate, stats.total_throughput, config)
+    return met[0] if met else None
 
 
 def _overlaps_splitting(bundle: Bundle, splitting: Collection[Bundle]) -> bool:
@@ -77,9 +59,8 @@ class ExtensibleSplitStrategy:
         splitting: Collection[str],
         config: Config,
     ) -> list[SplitDecision]:
-        threshold = int(config["loadBalancerNamespaceBundleSplitConditionHitCountThreshold"])
-        max_bundles = int(config["loadBalancerNamespaceMaximumBundles"])
-        max_splits = int(config["loadBalancerMaxNumberOfBundlesToSplitPerCycle"])
+        settings = config.view(SplitSettings)
+        threshold, max_bundles, max_splits = settings.hit_threshold, settings.max_bundles, settings.max_splits_per_cycle
         self.failures = 0
         for gone in [b for b in self.hits if b not in bundle_stats]:
             del self.hits[gone]
@@ -110,7 +91,8 @@ class ExtensibleSplitStrategy:
                 continue
             if _overlaps_splitting(bundle, in_split):
                 continue
-            decisions.append(SplitDecision(name, broker, reason))
+            why = describe((reason,), stats, stats.total_rate, stats.total_throughput, config, "live")
+            decisions.append(SplitDecision(name, broker, (reason,), why))
             chosen[ns] = chosen.get(ns, 0) + 1
             del self.hits[name]
             if len(decisions) >= max_splits:

@@ -1,20 +1,20 @@
-"""TransferShedder: the extensible load manager's shedding strategy (PIP-220; spec §A4).
+"""TransferShedder: the extensible load manager's shedding strategy (PIP-220; Pulsar ``TransferShedder``).
 
 One call (``find_bundles_for_unloading``) is one unload cycle of the leader:
 
-1. Statistics (§A4.2). All load records sorted ascending by ``weightedMaxEMA`` (stable; stale ones
+1. Statistics (``#updateStats``). All load records sorted ascending by ``weightedMaxEMA`` (stable; stale ones
    too, a Pulsar quirk). Walking the records in store order: one older than
    ``loadBalancerBrokerLoadDataTTLInSeconds`` is left out (pending reason ``OutDatedData``); a broker
    in ``recentlyUnloadedBrokers`` whose ``updatedAt - unloadedAt < loadBalanceSheddingDelayInSeconds``
    stops the cycle with ``Skip.CoolDown`` (an older entry is forgotten); no record counted:
    ``Skip.NoBrokers`` (or ``OutDatedData``); an available broker without a record: ``Skip.NoLoadData``.
    ``avg`` and population ``std`` of the loads.
-2. Trigger (§A4.3): ``std > target`` or the least-loaded broker under-loaded (``EMA < avg*m`` or
+2. Trigger (``#findBundlesForUnloading``): ``std > target`` or the least-loaded broker under-loaded (``EMA < avg*m`` or
    ``msgThroughputEMA < m * that of the most-loaded``, ``m = min(0.5, max(0, target/2))``) or the
    most-loaded overloaded (``EMA > overloadedThreshold`` and ``EMA > avg + target``) counts a hit,
    else the counter resets; while ``hits <= loadBalancerSheddingConditionHitCountThreshold``:
    ``Skip.HitCount``. A cycle with decisions resets the counter.
-3. Pairing (§A4.4): while fewer than ``loadBalancerMaxNumberOfBrokerSheddingPerCycle`` brokers were
+3. Pairing (the main loop): while fewer than ``loadBalancerMaxNumberOfBrokerSheddingPerCycle`` brokers were
    shed and ``minIdx < maxIdx``: reason ``Overloaded`` (std above target), else ``Underloaded``,
    else ``Overloaded`` (outlier), else stop. The max broker is popped, the min broker peeked.
    ``offloadThroughput = maxT * ((maxLoad - minLoad)/2) / maxLoad``. Missing/empty top bundles count
@@ -28,48 +28,26 @@ One call (``find_bundles_for_unloading``) is one unload cycle of the leader:
 4. No decision: ``Skip.NoLoadData`` if any empty, else ``Skip.NoBundles`` if any few, else
    ``Skip.HitCount``. Decisions are counted as ``Success.<reason>`` (what UnloadManager records).
 
-Arithmetic follows Java doubles: division by zero gives +-inf/NaN, ``Math.max`` propagates NaN and
-``Math.sqrt`` of a negative is NaN (never raised). Transferability (§A4.5) runs the placement filter
-chain (no isolation or anti-affinity policy exists in a §6 snapshot, so the policy gate passes).
+Arithmetic follows Java doubles (``model.javamath``): division by zero gives +-inf/NaN, ``Math.max``
+propagates NaN and ``Math.sqrt`` of a negative is NaN (never raised). Transferability (``#isTransferable``)
+runs the placement filter chain (no isolation or anti-affinity policy exists in an extensible snapshot,
+so the policy gate passes).
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from bundlewise.algorithms.extensible.placement import FilterContext, apply_filters
-from bundlewise.algorithms.shedding.base import Unload
 from bundlewise.config import Config
+from bundlewise.config.views import TransferSettings
+from bundlewise.model.decisions import Label, Unload, UnloadReason, counter_key
 from bundlewise.model.extensible import BrokerLoadData, BundleLoadData, ExtensibleSnapshot
+from bundlewise.model.javamath import java_div, java_max, java_sqrt
 from bundlewise.model.names import bundle_namespace as namespace_of
 
-SUCCESS, SKIP, FAILURE = "Success", "Skip", "Failure"
-OVERLOADED, UNDERLOADED = "Overloaded", "Underloaded"
-HIT_COUNT, NO_BUNDLES, COOL_DOWN = "HitCount", "NoBundles", "CoolDown"
-OUTDATED_DATA, NO_LOAD_DATA, NO_BROKERS, ADMIN, UNKNOWN = "OutDatedData", "NoLoadData", "NoBrokers", "Admin", "Unknown"
 SWAP_STOP_RATIO = 0.75
-
-
-def jdiv(a: float, b: float) -> float:
-    """Java double division: x/0 is +-inf, 0/0 and nan/0 are NaN."""
-    if b != 0:
-        return a / b
-    if a == 0 or math.isnan(a):
-        return math.nan
-    return math.copysign(math.inf, a) * math.copysign(1.0, b)
-
-
-def jmax(a: float, b: float) -> float:
-    """Java ``Math.max``: NaN if either is NaN."""
-    if math.isnan(a) or math.isnan(b):
-        return math.nan
-    return max(a, b)
-
-
-def jsqrt(x: float) -> float:
-    return math.sqrt(x) if x >= 0 else math.nan
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,10 +77,10 @@ class _Stats:
 
     def offload(self, max_load: float, min_load: float, adjusted: float) -> None:
         self.sq_sum -= max_load * max_load + min_load * min_load
-        maxd = jmax(0.0, max_load - adjusted)
+        maxd = java_max(0.0, max_load - adjusted)
         mind = min_load + adjusted
         self.sq_sum += maxd * maxd + mind * mind
-        self.std = jsqrt(abs(self.sq_sum / self.n - self.avg * self.avg))
+        self.std = java_sqrt(abs(self.sq_sum / self.n - self.avg * self.avg))
         self.shed += 1
         self.min_idx += 1
 
@@ -127,33 +105,33 @@ class TransferShedder:
         stats.max_idx = len(stats.sorted_brokers) - 1
         skip, forgotten = self._update_stats(stats, snapshot, config, now, recently_unloaded_brokers)
         if skip is not None:
-            return ShedResult((), {f"{SKIP}.{skip}": 1}, 0.0, 0.0, 0.0, forgotten)
+            return ShedResult((), {counter_key(Label.SKIP, skip): 1}, 0.0, 0.0, 0.0, forgotten)
         avg, std = stats.avg, stats.std
 
         def done(decisions: Sequence[Unload], counters: dict[str, int]) -> ShedResult:
             return ShedResult(tuple(decisions), counters, avg, std, stats.std, forgotten)
 
-        target = float(config["loadBalancerBrokerLoadTargetStd"])
+        settings = config.view(TransferSettings)
+        target = settings.target_std
         if (
             stats.std > target
             or self._under_loaded(stats, stats.sorted_brokers[stats.min_idx], loads, target)
-            or self._over_loaded(stats, stats.sorted_brokers[stats.max_idx], loads, config)
+            or self._over_loaded(stats, stats.sorted_brokers[stats.max_idx], loads, settings)
         ):
             self.hit_count += 1
         else:
             self.hit_count = 0
-        if self.hit_count <= int(config["loadBalancerSheddingConditionHitCountThreshold"]):
-            return done((), {f"{SKIP}.{HIT_COUNT}": 1})
+        if self.hit_count <= settings.hit_count_threshold:
+            return done((), {counter_key(Label.SKIP, UnloadReason.HIT_COUNT): 1})
 
         decisions, empty, few = self._shed(stats, snapshot, config, recently_unloaded_bundles)
         if not decisions:
-            reason = NO_LOAD_DATA if empty else NO_BUNDLES if few else HIT_COUNT
-            return done((), {f"{SKIP}.{reason}": 1})
+            reason = UnloadReason.NO_LOAD_DATA if empty else UnloadReason.NO_BUNDLES if few else UnloadReason.HIT_COUNT
+            return done((), {counter_key(Label.SKIP, reason): 1})
         self.hit_count = 0
         counters: dict[str, int] = {}
         for d in decisions:
-            key = f"{SUCCESS}.{d.reason}"
-            counters[key] = counters.get(key, 0) + 1
+            counters[d.counter] = counters.get(d.counter, 0) + 1
         return done(decisions, counters)
 
     # -- statistics --------------------------------------------------------------------------
@@ -161,35 +139,35 @@ class TransferShedder:
     @staticmethod
     def _update_stats(
         stats: _Stats, snapshot: ExtensibleSnapshot, config: Config, now: int, recent_brokers: Mapping[str, int]
-    ) -> tuple[str | None, tuple[str, ...]]:
-        ttl_ms = int(config["loadBalancerBrokerLoadDataTTLInSeconds"]) * 1000
-        delay_ms = int(config["loadBalanceSheddingDelayInSeconds"]) * 1000
+    ) -> tuple[UnloadReason | None, tuple[str, ...]]:
+        settings = config.view(TransferSettings)
+        ttl_ms, delay_ms = settings.data_ttl_ms, settings.shedding_delay_ms
         missing = set(snapshot.available_brokers)
-        reason: str | None = None
+        reason: UnloadReason | None = None
         forgotten: list[str] = []
         total = sq = 0.0
         n = 0
         for broker, data in snapshot.brokers.items():
             missing.discard(broker)
             if now - data.updatedAt > ttl_ms:
-                reason = OUTDATED_DATA
+                reason = UnloadReason.OUTDATED_DATA
                 continue
             if broker in recent_brokers:
                 if data.updatedAt - recent_brokers[broker] < delay_ms:
-                    return COOL_DOWN, tuple(forgotten)
+                    return UnloadReason.COOL_DOWN, tuple(forgotten)
                 forgotten.append(broker)
             load = data.weightedMaxEMA
             total += load
             sq += load * load
             n += 1
         if n == 0:
-            return reason or NO_BROKERS, tuple(forgotten)
+            return reason or UnloadReason.NO_BROKERS, tuple(forgotten)
         if missing:
-            return NO_LOAD_DATA, tuple(forgotten)
+            return UnloadReason.NO_LOAD_DATA, tuple(forgotten)
         stats.n = n
         stats.avg = total / n
         stats.sq_sum = sq
-        stats.std = jsqrt(sq / n - stats.avg * stats.avg)
+        stats.std = java_sqrt(sq / n - stats.avg * stats.avg)
         return None, tuple(forgotten)
 
     @staticmethod
@@ -202,10 +180,11 @@ class TransferShedder:
         return data.msgThroughputEMA < top.msgThroughputEMA * m
 
     @staticmethod
-    def _over_loaded(stats: _Stats, broker: str, loads: Mapping[str, BrokerLoadData], config: Config) -> bool:
+    def _over_loaded(
+        stats: _Stats, broker: str, loads: Mapping[str, BrokerLoadData], settings: TransferSettings
+    ) -> bool:
         load = loads[broker].weightedMaxEMA
-        threshold = float(config["loadBalancerBrokerOverloadedThresholdPercentage"]) / 100.0
-        return load > threshold and load > stats.avg + float(config["loadBalancerBrokerLoadTargetStd"])
+        return load > settings.overload_threshold and load > stats.avg + settings.target_std
 
     # -- the main loop -----------------------------------------------------------------------
 
@@ -217,12 +196,10 @@ class TransferShedder:
         recent_bundles: Mapping[str, int],
     ) -> tuple[list[Unload], int, int]:
         loads = snapshot.brokers
-        target = float(config["loadBalancerBrokerLoadTargetStd"])
-        transfer = bool(config["loadBalancerTransferEnabled"])
-        debug = bool(config["loadBalancerDebugModeEnabled"])
-        max_shed = int(config["loadBalancerMaxNumberOfBrokerSheddingPerCycle"])
-        excluded = set(config["loadBalancerSheddingExcludedNamespaces"])
-        # No policy in a §6 snapshot makes the filters bundle-dependent: run the chain once per cycle.
+        settings = config.view(TransferSettings)
+        target, transfer, debug = settings.target_std, settings.transfer_enabled, settings.debug_mode
+        max_shed, excluded = settings.max_brokers_per_cycle, settings.excluded_namespaces
+        # No policy in an extensible snapshot makes the filters bundle-dependent: run the chain once per cycle.
         survivors = frozenset(
             apply_filters(snapshot.available_brokers, "", FilterContext(loads, snapshot.lookup_data, config))
         )
@@ -239,11 +216,11 @@ class TransferShedder:
         empty = few = 0
         while stats.shed < max_shed and stats.min_idx < stats.max_idx:
             if stats.std > target:
-                reason = OVERLOADED
+                reason = UnloadReason.OVERLOADED
             elif self._under_loaded(stats, stats.sorted_brokers[stats.min_idx], loads, target):
-                reason = UNDERLOADED
-            elif self._over_loaded(stats, stats.sorted_brokers[stats.max_idx], loads, config):
-                reason = OVERLOADED
+                reason = UnloadReason.UNDERLOADED
+            elif self._over_loaded(stats, stats.sorted_brokers[stats.max_idx], loads, settings):
+                reason = UnloadReason.OVERLOADED
             else:
                 break
             max_b = stats.sorted_brokers[stats.max_idx]
@@ -251,7 +228,7 @@ class TransferShedder:
             min_b = stats.sorted_brokers[stats.min_idx]
             max_load, min_load = loads[max_b].weightedMaxEMA, loads[min_b].weightedMaxEMA
             max_t, min_t = loads[max_b].msg_throughput, loads[min_b].msg_throughput
-            offload_t = jdiv(max_t * ((max_load - min_load) / 2), max_load)
+            offload_t = java_div(max_t * ((max_load - min_load) / 2), max_load)
             top = snapshot.top_bundles.get(max_b)
             if top is None or len(top) == 0:
                 empty += 1
@@ -295,13 +272,13 @@ class TransferShedder:
                     decisions.extend(swaps)
                     if swaps and debug:
                         gained += swap_t
-                    decisions.append(Unload(max_b, bundle, reason, min_b))
+                    decisions.append(Unload.of(max_b, bundle, reason, min_b))
                 else:
-                    decisions.append(Unload(max_b, bundle, reason, None))
+                    decisions.append(Unload.of(max_b, bundle, reason))
                 marked += bt
                 remaining -= 1
             if marked > 0:
-                stats.offload(max_load, min_load, jdiv((marked - gained) * max_load, max_t))
+                stats.offload(max_load, min_load, java_div((marked - gained) * max_load, max_t))
             else:
                 few += 1
         return decisions, empty, few
@@ -314,7 +291,7 @@ class TransferShedder:
         max_t: float,
         min_b: str,
         max_b: str,
-        reason: str,
+        reason: UnloadReason,
         transferable: Callable[[str, str], bool],
     ) -> tuple[bool, list[Unload], float]:
         """Pull bundles from the min broker (the iterator persists) until both sides balance."""
@@ -327,7 +304,7 @@ class TransferShedder:
             if xt == 0:
                 continue
             if max_new + xt < max_t and min_new - xt < max_t:
-                swaps.append(Unload(min_b, x.bundleName, reason, max_b))
+                swaps.append(Unload.of(min_b, x.bundleName, reason, max_b))
                 max_new += xt
                 min_new -= xt
                 swap_t += xt

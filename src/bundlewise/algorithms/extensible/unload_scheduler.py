@@ -1,4 +1,4 @@
-"""The leader's unload cycle around TransferShedder (spec §A4.1, ``UnloadScheduler#execute``).
+"""The leader's unload cycle around TransferShedder (Pulsar ``UnloadScheduler#execute``).
 
 * A cycle runs only when ``loadBalancerEnabled`` and ``loadBalancerSheddingEnabled`` and more than one
   broker is available; otherwise the strategy is not called at all.
@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 from bundlewise.algorithms.extensible.transfer_shedder import ShedResult, TransferShedder
 from bundlewise.config import Config
+from bundlewise.config.views import LeaderSettings
 from bundlewise.model.extensible import ExtensibleSnapshot
 
 
@@ -31,11 +32,10 @@ class UnloadScheduler:
         """One cycle; ``None`` when the cycle does not run (disabled, or at most one broker)."""
         self.recently_unloaded_bundles.update(snapshot.recently_unloaded_bundles)
         self.recently_unloaded_brokers.update(snapshot.recently_unloaded_brokers)
-        if not (config["loadBalancerEnabled"] and config["loadBalancerSheddingEnabled"]):
+        leader = config.view(LeaderSettings)
+        if not leader.shedding_active or len(snapshot.available_brokers) <= 1:
             return None
-        if len(snapshot.available_brokers) <= 1:
-            return None
-        grace_ms = int(config["loadBalancerSheddingGracePeriodMinutes"]) * 60_000
+        grace_ms = leader.grace_period_ms
         for bundle in [b for b, t in self.recently_unloaded_bundles.items() if now - t > grace_ms]:
             del self.recently_unloaded_bundles[bundle]
         result = self.shedder.find_bundles_for_unloading(

@@ -1,4 +1,4 @@
-"""The modular load manager's assignment flow (spec §4.1, Pulsar ``ModularLoadManagerImpl#selectBroker``).
+"""The modular load manager's assignment flow (Pulsar ``ModularLoadManagerImpl#selectBroker``).
 
 ``ModularPlacement.select_broker(bundle, load, config, rng)``:
 
@@ -16,7 +16,7 @@
     ``preallocatedBundleData`` (and in ``load.bundleData`` when absent), so that later placements in
     the same cycle see it (max-topics, distribute-evenly, the strategies' scores).  This mutation of
     the leader's own ``LoadData`` is the point of preallocation; ``preallocate=False`` (choosing a
-    shedding destination, spec §5.1) leaves ``load`` untouched.
+    shedding destination, ``#doLoadShedding``) leaves ``load`` untouched.
 
 The selection returned is the strategy's (``best`` included); a shortcut or round-robin pick has
 ``best == (selected,)``.
@@ -30,6 +30,7 @@ from bundlewise.algorithms.placement import filters
 from bundlewise.algorithms.placement.base import PlacementStrategy, Selection
 from bundlewise.algorithms.placement.round_robin import RoundRobinBrokerSelector
 from bundlewise.config import Config
+from bundlewise.config.views import PlacementSettings
 from bundlewise.model.load import BundleData, LoadData
 from bundlewise.model.names import bundle_namespace
 
@@ -45,7 +46,7 @@ def preallocated_owner(bundle: str, load: LoadData) -> str | None:
 def candidate_brokers(bundle: str, load: LoadData, config: Config, *, non_persistent: bool = False) -> list[str]:
     """Steps 3-7: the filtered candidates, reset to the step-3 set on a filter error or when empty."""
     base = filters.topic_type_candidates(load, non_persistent=non_persistent)
-    cands = filters.filter_max_topics(base, load, int(config["loadBalancerBrokerMaxTopics"]))
+    cands = filters.filter_max_topics(base, load, config.view(PlacementSettings).max_topics)
     cands = filters.filter_anti_affinity(cands, bundle, load)
     if filters.distribute_evenly_applies(bundle, config):
         cands = filters.filter_distribute_evenly(cands, bundle, load)
@@ -79,7 +80,7 @@ class ModularPlacement:
             return Selection(owner, (owner,))
         data = load.bundleData.get(bundle) or BundleData.default()
         cands = candidate_brokers(bundle, load, config, non_persistent=non_persistent)
-        excluded = bundle_namespace(bundle) in set(config["loadBalancerSheddingExcludedNamespaces"])
+        excluded = bundle_namespace(bundle) in config.view(PlacementSettings).excluded_namespaces
         chooser: PlacementStrategy = self.round_robin if excluded else self.strategy
         selection = chooser.select(cands, bundle, data, load, config, rng)
         chosen = selection.selected

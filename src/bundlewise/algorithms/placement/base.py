@@ -2,7 +2,8 @@
 
 A strategy is called on an ordered candidate list and returns a ``Selection``: the chosen broker
 (or ``None`` when there is no candidate) and ``best``, every broker it would have picked from at
-random, so random tie-breaks are checkable (contract §4).  Random choices use the ``rng`` passed in.
+random, so random tie-breaks are checkable (``place``'s ``best``, docs/commands.md).  Random choices use
+the ``rng`` passed in.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
-"""The candidate pipeline of the modular load manager's placement (spec §4.1 steps 3-7 and 9).
+"""The candidate pipeline of the modular load manager's placement (``ModularLoadManagerImpl#selectBroker``).
 
 Every function takes the candidates as an ordered sequence and returns a NEW list (Pulsar's
 ``LoadManagerShared`` helpers and ``BrokerFilter``s edit one shared ``Set`` in place; here nothing
-is mutated).  Order is the input's broker order (contract §0), where Pulsar iterates a hash set.
+is mutated).  Order is the input's broker order, where Pulsar iterates a hash set.
 
 * ``topic_type_candidates`` (step 3, ``LoadManagerShared#applyNamespacePolicies``): every available
   broker that accepts the bundle's topic type (``nonPersistentTopicsEnabled`` for a bundle flagged
@@ -25,15 +25,15 @@ is mutated).  Order is the input's broker order (contract §0), where Pulsar ite
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from bundlewise.config import Config
 from bundlewise.config.config import short_class_name
+from bundlewise.config.views import PlacementSettings
 from bundlewise.model.load import LoadData
 from bundlewise.model.names import SYSTEM_NAMESPACE
 from bundlewise.model.names import bundle_namespace as namespace_of
+from bundlewise.model.semver import InvalidVersion, Version, latest
 
 
 class BrokerFilterError(Exception):
@@ -99,7 +99,7 @@ def filter_distribute_evenly(candidates: Sequence[str], bundle: str, load: LoadD
 
 def distribute_evenly_applies(bundle: str, config: Config) -> bool:
     """``loadBalancerDistributeBundlesEvenlyEnabled``, or always for the system namespace."""
-    return bool(config["loadBalancerDistributeBundlesEvenlyEnabled"]) or namespace_of(bundle) == SYSTEM_NAMESPACE
+    return config.view(PlacementSettings).distribute_evenly or namespace_of(bundle) == SYSTEM_NAMESPACE
 
 
 def filter_load_manager_class(candidates: Sequence[str], load: LoadData, config: Config) -> list[str]:
@@ -109,7 +109,7 @@ def filter_load_manager_class(candidates: Sequence[str], load: LoadData, config:
     taken to run the configured load manager (the snapshot default; Pulsar would see a real
     broker's name there and drops brokers reporting none).
     """
-    ours = short_class_name(str(config["loadManagerClassName"]))
+    ours = short_class_name(config.view(PlacementSettings).load_manager_class)
     out = []
     for name in candidates:
         broker = load.brokers.get(name)
@@ -119,97 +119,32 @@ def filter_load_manager_class(candidates: Sequence[str], load: LoadData, config:
     return out
 
 
-# -- semantic versions (com.github.zafarkhaja.semver, as BrokerVersionFilter uses them) ----------
-
-_SEMVER = re.compile(
-    r"^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)"
-    r"(?:-([0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*))?"
-    r"(?:\+([0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*))?$"
-)
-
-
-def _cmp_identifiers(a: tuple[str, ...], b: tuple[str, ...]) -> int:
-    """SemVer precedence of dot-separated identifiers (numeric < alphanumeric; prefix is lower)."""
-    for x, y in zip(a, b, strict=False):
-        if x == y:
-            continue
-        xd, yd = x.isdigit(), y.isdigit()
-        if xd and yd:
-            return -1 if int(x) < int(y) else 1
-        if xd != yd:
-            return -1 if xd else 1
-        return -1 if x < y else 1
-    return (len(a) > len(b)) - (len(a) < len(b))
-
-
-@dataclass(frozen=True, slots=True)
-class SemVer:
-    major: int
-    minor: int
-    patch: int
-    pre: tuple[str, ...] = ()
-    build: tuple[str, ...] = ()
-
-    @classmethod
-    def parse(cls, text: str) -> SemVer:
-        m = _SEMVER.match(text.strip())
-        if m is None:
-            raise BrokerFilterError(f"invalid version string {text!r}")
-        pre = tuple(m.group(4).split(".")) if m.group(4) else ()
-        build = tuple(m.group(5).split(".")) if m.group(5) else ()
-        return cls(int(m.group(1)), int(m.group(2)), int(m.group(3)), pre, build)
-
-    def compare(self, other: SemVer) -> int:
-        """Natural order: numbers, then pre-release (a release ranks above its pre-releases)."""
-        a, b = (self.major, self.minor, self.patch), (other.major, other.minor, other.patch)
-        if a != b:
-            return -1 if a < b else 1
-        if self.pre == other.pre:
-            return 0
-        if not self.pre:
-            return 1
-        if not other.pre:
-            return -1
-        return _cmp_identifiers(self.pre, other.pre)
-
-    def compare_build_aware(self, other: SemVer) -> int:
-        """``Version.BUILD_AWARE_ORDER``: on a natural tie, build metadata ranks above none."""
-        c = self.compare(other)
-        if c != 0 or self.build == other.build:
-            return c
-        if not self.build:
-            return -1
-        if not other.build:
-            return 1
-        return _cmp_identifiers(self.build, other.build)
-
-
-def _version_of(name: str, load: LoadData) -> SemVer:
+def _version_of(name: str, load: LoadData) -> Version:
     broker = load.brokers.get(name)
     if broker is None:
         raise BrokerFilterError(f"no broker data for broker {name!r}")
     text = broker.localData.brokerVersionString
     if not text:
         raise BrokerFilterError(f"no version string in the load report of broker {name!r}")
-    return SemVer.parse(text)
+    try:
+        return Version.parse(text)
+    except InvalidVersion as e:
+        raise BrokerFilterError(str(e)) from None
 
 
 def filter_broker_version(candidates: Sequence[str], load: LoadData, config: Config) -> list[str]:
     """Step 7b: with ``preferLaterVersions``, keep the brokers whose version equals the newest.
 
-    The newest is found in build-aware order; equality ignores build metadata.  An empty set or a
-    missing/invalid version raises ``BrokerFilterError``.
+    The newest is found in build-aware order; equality ignores build metadata (``model.semver``).  An
+    empty set or a missing/invalid version raises ``BrokerFilterError``.
     """
-    if not config["preferLaterVersions"]:
+    if not config.view(PlacementSettings).prefer_later_versions:
         return list(candidates)
     if not candidates:
         raise BrokerFilterError("cannot determine the newest version of an empty broker set")
     versions = {name: _version_of(name, load) for name in candidates}
-    latest = versions[candidates[0]]
-    for v in versions.values():
-        if latest.compare_build_aware(v) < 0:
-            latest = v
-    return [name for name in candidates if versions[name].compare(latest) == 0]
+    newest = latest(list(versions.values()))
+    return [name for name in candidates if versions[name] == newest]
 
 
 def is_overloaded(broker: str, load: LoadData, config: Config) -> bool:
@@ -217,4 +152,4 @@ def is_overloaded(broker: str, load: LoadData, config: Config) -> bool:
     data = load.brokers.get(broker)
     if data is None:
         return False
-    return data.localData.weighted_max_usage(config.weights()) > config.overload_threshold
+    return data.localData.weighted_max_usage(config.weights()) > config.view(PlacementSettings).overload_threshold

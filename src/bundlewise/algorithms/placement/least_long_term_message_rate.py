@@ -1,4 +1,4 @@
-"""``LeastLongTermMessageRate``, the default placement strategy (spec §4.2, Pulsar ``impl.LeastLongTermMessageRate``).
+"""``LeastLongTermMessageRate``, the default placement strategy (Pulsar ``impl.LeastLongTermMessageRate``).
 
 For each candidate ``b``::
 
@@ -19,6 +19,7 @@ from collections.abc import Sequence
 
 from bundlewise.algorithms.placement.base import Selection
 from bundlewise.config import Config
+from bundlewise.config.views import PlacementSettings
 from bundlewise.model.errors import InputError
 from bundlewise.model.load import BrokerData, BundleData, LoadData
 from bundlewise.model.resources import ResourceWeights
@@ -45,7 +46,7 @@ class LeastLongTermMessageRate:
     name = "LeastLongTermMessageRate"
 
     def scores(self, candidates: Sequence[str], load: LoadData, config: Config) -> list[float]:
-        weights, threshold = config.weights(), config.overload_threshold
+        weights, threshold = config.weights(), config.view(PlacementSettings).overload_threshold
         return [long_term_score(broker_data(load, b), weights, threshold) for b in candidates]
 
     def select(

@@ -1,4 +1,4 @@
-"""``LeastResourceUsageWithWeight`` (spec §4.3, Pulsar ``impl.LeastResourceUsageWithWeight``).
+"""``LeastResourceUsageWithWeight`` (Pulsar ``impl.LeastResourceUsageWithWeight``).
 
 State: a per-broker history ``H``.  Each call with non-empty candidates ``C``, in order:
 
@@ -22,6 +22,7 @@ from collections.abc import Iterable, Sequence
 from bundlewise.algorithms.placement.base import Selection
 from bundlewise.algorithms.placement.least_long_term_message_rate import broker_data
 from bundlewise.config import Config
+from bundlewise.config.views import PlacementSettings
 from bundlewise.model.load import BundleData, LoadData
 from bundlewise.model.resources import ResourceWeights, history_average
 
@@ -54,12 +55,13 @@ class LeastResourceUsageWithWeight:
     ) -> Selection:
         if not candidates:
             return Selection.none()
-        weights, h = config.weights(), float(config["loadBalancerHistoryResourcePercentage"])
+        settings = config.view(PlacementSettings)
+        weights, h = config.weights(), settings.history
         total = 0.0
         for b in candidates:
             total += self.update_history(b, load, weights, h)
         avg = total / len(candidates)
-        delta = config["loadBalancerAverageResourceUsageDifferenceThresholdPercentage"] / 100.0
+        delta = settings.usage_difference
         best = [b for b in candidates if self.history[b] + delta <= avg]
         if not best:
             best = list(candidates)

@@ -1,4 +1,4 @@
-"""``RoundRobinBrokerSelector`` (spec §4.5, Pulsar ``impl.RoundRobinBrokerSelector``).
+"""``RoundRobinBrokerSelector`` (Pulsar ``impl.RoundRobinBrokerSelector``).
 
 State: a counter and a cached copy of a candidate list.  Each call with candidates ``C``:
 

@@ -1,4 +1,4 @@
-"""``AvgShedder``: pair the most and least loaded brokers and even out their traffic (spec §5.5, §4.4).
+"""``AvgShedder``: pair the most and least loaded brokers and even out their traffic (Pulsar ``impl.AvgShedder``).
 
 Pulsar's ``AvgShedder`` is both a shedding and a placement strategy, and the load manager uses ONE
 instance for both roles, so the destinations the shedder plans are the brokers its placement half returns.
@@ -43,6 +43,7 @@ from bundlewise.algorithms.shedding.common import (
     mb,
 )
 from bundlewise.config import Config
+from bundlewise.config.views import AvgShedderSettings
 from bundlewise.model.hashing import crc32_hash
 from bundlewise.model.load import BundleData, LoadData
 
@@ -72,10 +73,8 @@ class AvgShedder:
         weights = config.weights()
         scores = {b: bd.localData.weighted_max_usage(weights) * 100 for b, bd in load.brokers.items()}
         brokers: list[str] = sorted(scores, key=cmp_to_key(_truncated_compare(scores)))
-        low, high = (
-            float(config["loadBalancerAvgShedderLowThreshold"]),
-            float(config["loadBalancerAvgShedderHighThreshold"]),
-        )
+        settings = config.view(AvgShedderSettings)
+        low, high = settings.low_threshold, settings.high_threshold
         pairs: list[tuple[str, str]] = []
         i, j = 0, len(brokers) - 1
         while i <= j:
@@ -113,27 +112,27 @@ class AvgShedder:
     def _shed_pair(
         self, lo: str, hi: str, scores: dict[str, float], load: LoadData, config: Config, sheddable: SheddableBundles
     ) -> list[Unload]:
-        high_hits = int(config["loadBalancerAvgShedderHitCountHighThreshold"])
-        low_hits = int(config["loadBalancerAvgShedderHitCountLowThreshold"])
+        settings = config.view(AvgShedderSettings)
+        high_hits, low_hits = settings.hit_count_high, settings.hit_count_low
         counts = (self.hit_high.get(lo, 0), self.hit_high.get(hi, 0), self.hit_low.get(lo, 0), self.hit_low.get(hi, 0))
         if not (counts[0] >= high_hits or counts[1] >= high_hits or counts[2] >= low_hits or counts[3] >= low_hits):
             return []
         self._clear(lo, hi)
         hit = (
             f"{max(counts[0], counts[1])} consecutive hits >= {high_hits} above high threshold "
-            f"{config['loadBalancerAvgShedderHighThreshold']:g}"
+            f"{settings.high_threshold:g}"
             if counts[0] >= high_hits or counts[1] >= high_hits
             else f"{max(counts[2], counts[3])} consecutive hits >= {low_hits} above low threshold "
-            f"{config['loadBalancerAvgShedderLowThreshold']:g}"
+            f"{settings.low_threshold:g}"
         )
         min_local, max_local = load.brokers[lo].localData, load.brokers[hi].localData
-        share = float(config["maxUnloadPercentage"])
+        share = settings.max_unload_percentage
         need_msg = (max_local.total_rate - min_local.total_rate) * share
         need_tput = (max_local.total_throughput - min_local.total_throughput) * share
-        if need_msg > int(config["minUnloadMessage"]):
+        if need_msg > settings.min_unload_message:
             by_rate, remaining = True, need_msg
             what = f"{need_msg:.2f} msg/s ({share:g} x ({max_local.total_rate:.2f} - {min_local.total_rate:.2f}))"
-        elif need_tput > int(config["minUnloadMessageThroughput"]):
+        elif need_tput > settings.min_unload_throughput:
             by_rate, remaining = False, need_tput
             what = (
                 f"{mb(need_tput)} ({share:g} x ({mb(max_local.total_throughput)} - {mb(min_local.total_throughput)}))"

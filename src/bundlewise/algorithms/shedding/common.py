@@ -1,4 +1,4 @@
-"""What every modular shedding strategy shares (spec §3.6, §5.1).
+"""What every modular shedding strategy shares (Pulsar ``LoadData``, ``LoadManagerShared``).
 
 * ``SheddableBundles``: Pulsar's ``LoadData#getBundleDataForLoadShedding`` (the leader's bundle data
   minus bundles of system service namespaces: ``pulsar/system``, the heartbeat namespaces
@@ -7,7 +7,7 @@
   streams that map once per broker it sheds; here the lookup is lazy (per bundle of the broker being
   shed) so a decision over 100,000 bundles does not touch bundles no strategy looks at.
 * Ordering: Pulsar sorts a stream of that map with a stable sort, so equal values keep the map's
-  iteration order; bundlewise iterates maps in input order (contract §0), so ties keep the order of
+  iteration order; bundlewise iterates maps in input order, so ties keep the order of
   ``bundleData``.
 * ``select_at_least`` is the Overload/Threshold selection: bundles by short-term throughput
   descending, taken while the total is below the target or nothing is taken yet.

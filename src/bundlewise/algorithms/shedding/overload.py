@@ -1,4 +1,6 @@
-"""``OverloadShedder``: shed from every broker whose max resource usage reaches the overload threshold (spec §5.2).
+"""``OverloadShedder``: shed from every broker whose max resource usage reaches the overload threshold.
+
+Pulsar ``impl.OverloadShedder``.
 
 Per broker, in input order:
 
@@ -27,6 +29,7 @@ from bundlewise.algorithms.shedding.common import (
     select_at_least,
 )
 from bundlewise.config import Config
+from bundlewise.config.views import OverloadSettings
 from bundlewise.model.load import LoadData
 
 
@@ -34,7 +37,7 @@ class OverloadShedder:
     name = "OverloadShedder"
 
     def find_bundles_for_unloading(self, load: LoadData, config: Config, now: int) -> list[Unload]:
-        threshold = config.overload_threshold
+        threshold = config.view(OverloadSettings).overload_threshold
         sheddable = SheddableBundles(load)
         out: list[Unload] = []
         for broker, data in load.brokers.items():

@@ -1,4 +1,6 @@
-"""``ThresholdShedder``: shed from brokers whose usage history is well above the cluster average (spec §5.3).
+"""``ThresholdShedder``: shed from brokers whose usage history is well above the cluster average.
+
+Pulsar ``impl.ThresholdShedder``.
 
 State: a per-broker usage history ``H[b]``, kept on the instance across calls (Pulsar's
 ``brokerAvgResourceUsage``).  Each call:
@@ -35,8 +37,10 @@ from bundlewise.algorithms.shedding.common import (
     select_at_least,
 )
 from bundlewise.config import Config
+from bundlewise.config.views import ThresholdSettings
+from bundlewise.model.decisions import UnloadReason
 from bundlewise.model.load import LoadData
-from bundlewise.model.resources import MIB, history_average
+from bundlewise.model.resources import history_average
 
 LOWER_BOUNDARY_THRESHOLD_MARGIN = 0.5
 
@@ -49,7 +53,7 @@ class ThresholdShedder:
 
     def update_history(self, load: LoadData, config: Config) -> float:
         """Apply the history recurrence to every broker; return the mean history (0 without brokers)."""
-        h = float(config["loadBalancerHistoryResourcePercentage"])
+        h = config.view(ThresholdSettings).history
         weights = config.weights()
         total = 0.0
         for broker, data in load.brokers.items():
@@ -61,8 +65,8 @@ class ThresholdShedder:
         return total / len(load.brokers) if load.brokers else 0.0
 
     def find_bundles_for_unloading(self, load: LoadData, config: Config, now: int) -> list[Unload]:
-        t = float(config["loadBalancerBrokerThresholdShedderPercentage"]) / 100.0
-        min_tput = float(config["loadBalancerBundleUnloadMinThroughputThreshold"]) * MIB
+        settings = config.view(ThresholdSettings)
+        t, min_tput = settings.threshold, settings.min_throughput
         avg = self.update_history(load, config)
         if avg == 0:
             return []
@@ -86,7 +90,7 @@ class ThresholdShedder:
             )
             for bundle, tput in select_at_least(sheddable.ranked(local), to_offload):
                 out.append(Unload(broker, bundle, f"{head}; bundle short-term throughput {mb(tput)}"))
-        if not out and config["lowerBoundarySheddingEnabled"]:
+        if not out and settings.lower_boundary:
             out = self._lower_boundary(load, config, t, min_tput, sheddable)
         return out
 
@@ -114,7 +118,7 @@ class ThresholdShedder:
             f"{mb(to_offload)} = threshold x 0.5 of {mb(local.total_throughput)}"
         )
         return [
-            Unload(best, bundle, f"{head}; bundle short-term throughput {mb(tput)}")
+            Unload(best, bundle, f"{head}; bundle short-term throughput {mb(tput)}", cause=UnloadReason.UNDERLOADED)
             for bundle, tput in select_at_least(sheddable.ranked(local), to_offload)
         ]
 

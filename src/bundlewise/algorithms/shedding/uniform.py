@@ -1,4 +1,6 @@
-"""``UniformLoadShedder``: move part of the gap between the busiest and the idlest broker (spec §5.4).
+"""``UniformLoadShedder``: move part of the gap between the busiest and the idlest broker.
+
+Pulsar ``impl.UniformLoadShedder``.
 
 Stateless.  Each call:
 
@@ -28,17 +30,11 @@ from collections.abc import Sequence
 from bundlewise.algorithms.shedding.base import Unload
 from bundlewise.algorithms.shedding.common import SheddableBundles, mb
 from bundlewise.config import Config
+from bundlewise.config.views import UniformSettings
+from bundlewise.model.javamath import INT_MAX, java_int
 from bundlewise.model.load import LoadData
 
 EPS = 1e-6
-JAVA_INT_MAX = 2**31 - 1
-
-
-def java_int(x: float) -> int:
-    """Java's ``(int)`` cast of a double: truncation towards zero, saturating at the int range."""
-    if x != x:
-        return 0
-    return max(-(2**31), min(JAVA_INT_MAX, int(x)))
 
 
 def _per_second(x: float) -> str:
@@ -50,7 +46,7 @@ class UniformLoadShedder:
 
     def find_bundles_for_unloading(self, load: LoadData, config: Config, now: int) -> list[Unload]:
         max_rate = max_tput = -1.0
-        min_rate = min_tput = float(JAVA_INT_MAX)
+        min_rate = min_tput = float(INT_MAX)
         rate_hi: str | None = None
         tput_hi: str | None = None
         rate_lo: str | None = None
@@ -71,15 +67,16 @@ class UniformLoadShedder:
             min_tput = 1.0
         rate_pct = (max_rate - min_rate) * 100 / min_rate
         tput_ratio = max_tput / min_tput
-        rate_limit = float(config["loadBalancerMsgRateDifferenceShedderThreshold"])
-        tput_limit = float(config["loadBalancerMsgThroughputMultiplierDifferenceShedderThreshold"])
+        settings = config.view(UniformSettings)
+        rate_limit = settings.msg_rate_difference
+        tput_limit = settings.throughput_multiplier
         rate_hit = rate_limit > 0 and rate_pct > rate_limit
         tput_hit = tput_limit > 0 and tput_ratio > tput_limit
         if not (rate_hit or tput_hit):
             return []
-        share = float(config["maxUnloadPercentage"])
+        share = settings.max_unload_percentage
         if rate_hit:
-            source, need, floor = rate_hi, java_int((max_rate - min_rate) * share), int(config["minUnloadMessage"])
+            source, need, floor = rate_hi, java_int((max_rate - min_rate) * share), settings.min_unload_message
             unit = _per_second
             head = (
                 f"UniformLoadShedder: msg rate of {rate_hi} {max_rate:.2f} vs {rate_lo} {min_rate:.2f} msg/s differs "
@@ -89,7 +86,7 @@ class UniformLoadShedder:
             source, need, floor = (
                 tput_hi,
                 java_int((max_tput - min_tput) * share),
-                int(config["minUnloadMessageThroughput"]),
+                settings.min_unload_throughput,
             )
             unit = mb
             head = (
@@ -101,7 +98,7 @@ class UniformLoadShedder:
         local = load.brokers[source].localData
         if len(local.bundles) <= 1 or need < floor:
             return []
-        cap = int(config["maxUnloadBundleNumPerShedding"])
+        cap = settings.max_bundles
         remaining = need
         out: list[Unload] = []
         for bundle, v in SheddableBundles(load).ranked(local, by_rate=rate_hit):

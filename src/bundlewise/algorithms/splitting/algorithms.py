@@ -1,4 +1,4 @@
-"""WHERE to split a bundle: Pulsar's four ``NamespaceBundleSplitAlgorithm`` implementations (spec §2.3).
+"""WHERE to split a bundle: Pulsar's four ``NamespaceBundleSplitAlgorithm`` implementations.
 
 Each returns the split boundaries (sorted, inside the bundle) or ``None`` when it declines to split.
 
@@ -21,11 +21,11 @@ from dataclasses import dataclass
 
 from bundlewise.config import Config
 from bundlewise.config.keys_modular import SPLIT_ALGORITHMS
+from bundlewise.config.views import SplitSettings
 from bundlewise.model.bundles import Bundle
 from bundlewise.model.errors import InputError
 from bundlewise.model.hashing import crc32_hash
 from bundlewise.model.names import full_topic_name
-from bundlewise.model.resources import MIB
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,9 +84,8 @@ def specified_positions_divide(req: SplitRequest, config: Config) -> list[int] |
 def flow_or_qps_equally_divide(req: SplitRequest, config: Config) -> list[int] | None:
     if len(req.topics) <= 1:
         return None
-    max_rate = float(config["loadBalancerNamespaceBundleMaxMsgRate"])
-    max_bytes = float(config["loadBalancerNamespaceBundleMaxBandwidthMbytes"]) * MIB
-    tolerance = 1 + float(config["flowOrQpsDifferenceThresholdPercentage"]) / 100.0
+    limits = config.view(SplitSettings)
+    max_rate, max_bytes, tolerance = limits.max_msg_rate, limits.max_bandwidth_bytes, limits.flow_tolerance
     by_hash: dict[int, tuple[float, float]] = {}
     for t in req.topics:
         rate = t.msgRateIn + t.msgRateOut
@@ -138,8 +137,8 @@ def resolve_algorithm_name(name: str | None, config: Config) -> str:
     """Pulsar's fallback: an absent or unknown name is the configured default, else range_equally_divide."""
     if name in ALGORITHMS:
         return str(name)
-    default = config["defaultNamespaceBundleSplitAlgorithm"]
-    return str(default) if default in ALGORITHMS else "range_equally_divide"
+    default = config.view(SplitSettings).default_algorithm
+    return default if default in ALGORITHMS else "range_equally_divide"
 
 
 def split_bundle(algorithm: str, req: SplitRequest, config: Config) -> tuple[list[int], list[Bundle]] | None:

@@ -1,36 +1,29 @@
-"""The leader's split detection over a snapshot (Pulsar ``BundleSplitterTask#findBundlesToSplit``).
+"""The modular leader's split detection over its ``LoadData`` (Pulsar ``BundleSplitterTask#findBundlesToSplit``).
 
-For every broker and every bundle of its ``lastStats``, in input order: the bundle is a candidate
-when ``split_reasons`` is non-empty, and it is accepted while
+For every broker and every bundle of its ``lastStats``, in input order: the bundle is a candidate when
+``split_reasons`` holds for the sample's topics and sessions and the leader's long-term rate and
+throughput (0 without bundle data), and it is accepted while
 ``current bundles of its namespace + accepted this round < loadBalancerNamespaceMaximumBundles``.
-The current count is given by the caller (``--bundle-counts``) or counted from the snapshot.
-The leader's own guards (auto split enabled, more than one broker) are applied by the caller.
+The current count is given by the caller (``--bundle-counts``, the simulator's namespaces) or counted
+from the load data.  The leader's own guards (auto split enabled, more than one broker) belong to the
+caller (``ModularFamily.leader_splits``).
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping
-from dataclasses import dataclass
 
-from bundlewise.algorithms.splitting.conditions import split_reasons
+from bundlewise.algorithms.splitting.conditions import describe, split_reasons
 from bundlewise.config import Config
+from bundlewise.config.views import SplitSettings
+from bundlewise.model.decisions import SplitDecision
 from bundlewise.model.load import LoadData
 from bundlewise.model.names import bundle_namespace as namespace_of
 
 
-@dataclass(frozen=True, slots=True)
-class SplitDecision:
-    bundle: str
-    broker: str
-    reasons: tuple[str, ...]
-
-    def to_json(self) -> dict[str, object]:
-        return {"bundle": self.bundle, "broker": self.broker, "reasons": list(self.reasons)}
-
-
 def count_bundles(load: LoadData) -> Counter[str]:
-    """Distinct bundles per namespace seen in the snapshot (owned or reported)."""
+    """Distinct bundles per namespace seen in the load data (owned or reported)."""
     seen: set[str] = set()
     for b in load.brokers.values():
         seen.update(b.localData.bundles)
@@ -41,8 +34,8 @@ def count_bundles(load: LoadData) -> Counter[str]:
 def find_bundles_to_split(
     load: LoadData, config: Config, bundle_counts: Mapping[str, int] | None = None
 ) -> list[SplitDecision]:
+    limit = config.view(SplitSettings).max_bundles
     counts = bundle_counts if bundle_counts is not None else count_bundles(load)
-    limit = int(config["loadBalancerNamespaceMaximumBundles"])
     accepted: Counter[str] = Counter()
     out: list[SplitDecision] = []
     for broker, data in load.brokers.items():
@@ -56,5 +49,6 @@ def find_bundles_to_split(
             ns = namespace_of(bundle)
             if counts.get(ns, 1) + accepted[ns] < limit:
                 accepted[ns] += 1
-                out.append(SplitDecision(bundle, broker, tuple(reasons)))
+                why = describe(reasons, stats, rate, tput, config, "long-term")
+                out.append(SplitDecision(bundle, broker, tuple(reasons), why))
     return out

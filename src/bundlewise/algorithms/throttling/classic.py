@@ -1,4 +1,4 @@
-"""The classic ``RateLimiter`` (Pulsar ``common/util/RateLimiter``), spec Part B §B5.
+"""The classic ``RateLimiter`` (Pulsar ``common/util/RateLimiter``), docs/throttling.md.
 
 ``permits`` per ``period_ns``, renewed by a task scheduled at a fixed rate from the first use.
 With an injected clock the task is replayed lazily: every access first applies the renewals

@@ -1,4 +1,4 @@
-"""One level's dispatch rate limiter (Pulsar ``DispatchRateLimiter``), spec Part B §B1, §B3-§B5.
+"""One level's dispatch rate limiter (Pulsar ``DispatchRateLimiter``), docs/throttling.md.
 
 A :class:`DispatchRateLimiter` holds up to two limiters, one per enabled dimension (messages,
 bytes), built by the implementation named by ``dispatchRateLimiterFactoryClassName``:
@@ -15,8 +15,8 @@ A dimension whose value is <= 0 has no limiter: its ``available`` and ``rate`` r
 is ``int(publish rate) + value`` re-evaluated at each refill/renewal (dynamic-rate bucket, or the
 classic ``permitUpdater``).
 
-:class:`LimiterSlot` is the lazy creation of §B3: the limiter of a topic, subscription or
-replicator is created the first time its effective rate is enabled and stays afterwards.
+:class:`LimiterSlot` is the lazy creation of ``initializeDispatchRateLimiterIfNeeded``: the limiter of a
+topic, subscription or replicator is created the first time its effective rate is enabled and stays afterwards.
 """
 
 from __future__ import annotations
@@ -149,7 +149,7 @@ def _rate_of(d: _Dimension | None) -> int:
 
 
 class LimiterSlot:
-    """Lazily created limiter of one topic, subscription or replicator (§B3 "Lazy creation")."""
+    """Lazily created limiter of one topic, subscription or replicator (``initializeDispatchRateLimiterIfNeeded``)."""
 
     __slots__ = ("clock", "implementation", "level", "limiter", "name", "publish_rate")
 

@@ -1,4 +1,4 @@
-"""Dispatch-rate policies and their resolution (spec Part B §B1, §B3, §B7).
+"""Dispatch-rate policies and their resolution (Pulsar ``DispatchRateImpl``, ``PolicyHierarchyValue``).
 
 A :class:`DispatchRate` is Pulsar's ``DispatchRateImpl``: messages and bytes per
 ``ratePeriodInSecond`` plus ``relativeToPublishRate``; builder defaults -1, -1, false, 1.
@@ -19,17 +19,18 @@ A :class:`DispatchRate` is Pulsar's ``DispatchRateImpl``: messages and bytes per
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
+from bundlewise.config import Config
+from bundlewise.config.views import DispatchSettings
 from bundlewise.model import fields
 from bundlewise.model.errors import InputError
 
 
 class Level(Enum):
-    """The throttling levels, in the order the dispatcher consults them (§B6.5)."""
+    """The throttling levels, in the order the dispatcher consults them (``#readMoreEntries``)."""
 
     BROKER = "broker"
     TOPIC = "topic"
@@ -106,28 +107,21 @@ class Policies:
     subscription: DispatchRate | None = None
 
 
-_BROKER_KEYS = {
-    Level.BROKER: ("dispatchThrottlingRateInMsg", "dispatchThrottlingRateInByte"),
-    Level.TOPIC: ("dispatchThrottlingRatePerTopicInMsg", "dispatchThrottlingRatePerTopicInByte"),
-    Level.SUBSCRIPTION: ("dispatchThrottlingRatePerSubscriptionInMsg", "dispatchThrottlingRatePerSubscriptionInByte"),
-    Level.REPLICATOR: ("dispatchThrottlingRatePerReplicatorInMsg", "dispatchThrottlingRatePerReplicatorInByte"),
-}
+_LEVEL_ORDER = (Level.BROKER, Level.TOPIC, Level.SUBSCRIPTION, Level.REPLICATOR)  # DispatchSettings.broker_rates
 
 
-def broker_rate(config: Mapping[str, Any], level: Level) -> DispatchRate:
-    """The broker-config value of ``level``: the per-level keys, period 1 s, never relative (§B3 caveat)."""
-    msg_key, byte_key = _BROKER_KEYS[level]
-    return DispatchRate(msg=int(config[msg_key]), byte=int(config[byte_key]))
+def broker_rate(config: Config, level: Level) -> DispatchRate:
+    """The broker-config value of ``level``: the per-level keys, period 1 s, never relative."""
+    msg, byte = config.view(DispatchSettings).broker_rates[_LEVEL_ORDER.index(level)]
+    return DispatchRate(msg=msg, byte=byte)
 
 
-def resolve(level: Level, policies: Policies, config: Mapping[str, Any]) -> DispatchRate | None:
+def resolve(level: Level, policies: Policies, config: Config) -> DispatchRate | None:
     """The effective rate of ``level`` (topic > namespace > broker), or None when the level is off."""
     return resolve_with_source(level, policies, config)[0]
 
 
-def resolve_with_source(
-    level: Level, policies: Policies, config: Mapping[str, Any]
-) -> tuple[DispatchRate | None, str | None]:
+def resolve_with_source(level: Level, policies: Policies, config: Config) -> tuple[DispatchRate | None, str | None]:
     """The effective rate of ``level`` and where it came from (``subscription``, ``topic``,
     ``namespace``, ``broker``; None when the level is off).
 

@@ -1,4 +1,4 @@
-"""How a dispatcher sizes a read and charges quota (spec Part B §B6).
+"""How a dispatcher sizes a read and charges quota (Pulsar ``AbstractBaseDispatcher``, ``#readMoreEntries``).
 
 1. **Base size, in entries** (``calculateToRead``): ``min(permits, readBatchSize)`` where permits
    count *messages* of consumer credit.  With ``preciseDispatcherFlowControl`` the permits are
@@ -16,7 +16,7 @@
    condition: every present limiter is charged ``entries`` when
    ``dispatchThrottlingOnBatchMessageEnabled`` else ``messages``, and the bytes sent.
 
-Replicators (§B6.9) use their own limiter only: a dimension at 0 skips the read (retry after 1 s),
+Replicators (``PersistentReplicator``) use their own limiter only: a dimension at 0 skips the read (retry after 1 s),
 -1 is unlimited, else ``min(producerPermits, available)``; they are charged one message per
 entry plus its length.
 """
@@ -29,6 +29,7 @@ from dataclasses import dataclass
 
 from bundlewise.algorithms.throttling.limiter import DispatchRateLimiter
 from bundlewise.algorithms.throttling.policy import Level
+from bundlewise.model.javamath import java_round
 
 MESSAGE_RATE_BACKOFF_MS = 1000
 AVG_HISTORY_WEIGHT = 0.9
@@ -51,7 +52,7 @@ class ReadSize:
 def base_read_entries(
     permits: int, read_batch_size: int, *, precise: bool = False, avg_msgs_per_entry: int = 1, writable: bool = True
 ) -> int:
-    """Entries to read before rate limits (§B6.2-§B6.4)."""
+    """Entries to read before rate limits (``#calculateToRead``)."""
     if not writable:
         return 1
     if precise:
@@ -65,7 +66,7 @@ def throttling_applies(on_non_backlog_consumer_enabled: bool, cursor_active: boo
 
 
 def apply_rate_limits(entries: int, max_bytes: int, limiters: Iterable[DispatchRateLimiter]) -> ReadSize:
-    """Cap a read by each present limiter in order; a level at 0 throttles the read (§B6.5, §B6.6)."""
+    """Cap a read by each present limiter in order; a level at 0 throttles the read (``#calculateToRead``)."""
     for lim in limiters:
         msgs = lim.available_msgs()
         nbytes = lim.available_bytes()
@@ -107,7 +108,7 @@ def size_read(
 def charge_delivery(
     limiters: Iterable[DispatchRateLimiter], entries: int, messages: int, nbytes: int, *, count_entries: bool = False
 ) -> int:
-    """Charge every present limiter after delivery; returns the message tokens charged (§B6.7)."""
+    """Charge every present limiter after delivery; returns the message tokens charged."""
     permits = entries if count_entries else messages
     for lim in limiters:
         lim.consume(permits, nbytes)
@@ -115,7 +116,7 @@ def charge_delivery(
 
 
 def replicator_read(producer_permits: int, max_read_bytes: int, limiter: DispatchRateLimiter | None) -> ReadSize:
-    """A replicator's read limits from its own limiter only (§B6.9)."""
+    """A replicator's read limits from its own limiter only (``PersistentReplicator#getAvailablePermits``)."""
     if limiter is None:
         return ReadSize(producer_permits, max_read_bytes)
     msgs = limiter.available_msgs()
@@ -129,11 +130,6 @@ def replicator_read(producer_permits: int, max_read_bytes: int, limiter: Dispatc
         )
     entries = producer_permits if msgs < 0 else min(producer_permits, msgs)
     return ReadSize(entries, max_read_bytes if nbytes < 0 else nbytes)
-
-
-def java_round(x: float) -> int:
-    """``Math.round``: half rounds up."""
-    return math.floor(x + 0.5)
 
 
 class AvgMessagesPerEntry:

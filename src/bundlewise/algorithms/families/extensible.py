@@ -1,0 +1,106 @@
+"""The extensible load manager's decisions around TransferShedder (Pulsar ``ExtensibleLoadManagerImpl``).
+
+Inputs: an ``ExtensibleSnapshot`` -- what the brokers share through the metadata store: the broker-load
+store (``BrokerLoadData`` per broker), the top-bundles store (``TopBundlesLoadData`` per broker), the
+registered (available) brokers and their lookup data, and the leader's recently unloaded bundles and
+brokers -- plus, for splitting, one broker's own bundle stats.
+
+* ``assign`` -- ``#selectAsync``: any broker assigns with the filter chain and
+  ``LeastResourceUsageWithWeight`` (round-robin for excluded namespaces); ``exclude`` drops brokers
+  first (as the cleanup path excludes a dead one);
+* ``plan`` -- ``TransferShedder#findBundlesForUnloading`` alone;
+* ``shed`` -- the leader's ``UnloadScheduler#execute`` around it (gates, grace period, cool-downs);
+* ``find_bundles_to_split`` -- one broker's ``DefaultNamespaceBundleSplitStrategyImpl`` (kept per
+  broker, so hit counts carry over); ``broker_splits`` adds the ``SplitScheduler``'s gate.
+
+A decision without a destination (``loadBalancerTransferEnabled=false``) is a plain unload: the next
+lookup assigns the bundle.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Collection, Mapping, Sequence
+
+from bundlewise.algorithms.extensible.placement import ExtensiblePlacement, FilterContext
+from bundlewise.algorithms.extensible.split_strategy import ExtensibleSplitStrategy
+from bundlewise.algorithms.extensible.transfer_shedder import ShedResult, TransferShedder
+from bundlewise.algorithms.extensible.unload_scheduler import UnloadScheduler
+from bundlewise.config import Config
+from bundlewise.config.views import LeaderSettings
+from bundlewise.model.decisions import Assignment, SplitDecision
+from bundlewise.model.extensible import ExtensibleSnapshot
+from bundlewise.model.load import NamespaceBundleStats
+
+PLACEMENT_NAME = "LeastResourceUsageWithWeight"
+
+
+class ExtensibleFamily:
+    """TransferShedder + the extensible placement + each broker's split strategy."""
+
+    def __init__(self, shedder: TransferShedder, notes: tuple[str, ...] = ()) -> None:
+        self.name = shedder.name
+        self.notes = notes
+        self.scheduler = UnloadScheduler(shedder)
+        self.placement = ExtensiblePlacement()
+        self.splitters: dict[str, ExtensibleSplitStrategy] = {}
+
+    @property
+    def shedder(self) -> TransferShedder:
+        return self.scheduler.shedder
+
+    def assign(
+        self,
+        bundle: str,
+        view: ExtensibleSnapshot,
+        config: Config,
+        rng: random.Random,
+        *,
+        candidates: Sequence[str] | None = None,
+        exclude: Collection[str] = (),
+        non_persistent: bool = False,
+    ) -> Assignment:
+        """The broker an assignment picks; with ``candidates``, the strategy alone on exactly those."""
+        ctx = FilterContext(view.brokers, view.lookup_data, config, non_persistent)
+        available = [b for b in view.available_brokers if b not in exclude]
+        sel = self.placement.select(bundle, available, ctx, rng, candidates)
+        if sel.selected is None:
+            return Assignment(bundle, None, sel.best, "no available broker")
+        among = f" among {len(sel.best)}" if len(sel.best) > 1 else ""
+        why = f"lookup of an unowned bundle: {PLACEMENT_NAME} picked {sel.selected}{among}"
+        return Assignment(bundle, sel.selected, sel.best, why)
+
+    def plan(self, view: ExtensibleSnapshot, config: Config, now: int) -> ShedResult:
+        """TransferShedder alone, with the snapshot's recently unloaded bundles and brokers."""
+        return self.shedder.find_bundles_for_unloading(
+            view, config, now, view.recently_unloaded_bundles, view.recently_unloaded_brokers
+        )
+
+    def shed(self, view: ExtensibleSnapshot, config: Config, now: int) -> ShedResult | None:
+        """One unload cycle of the leader; None when it does not run."""
+        return self.scheduler.run(view, config, now)
+
+    def find_bundles_to_split(
+        self,
+        broker: str,
+        stats: Mapping[str, NamespaceBundleStats],
+        bundle_count: Callable[[str], int],
+        splitting: Collection[str],
+        config: Config,
+    ) -> list[SplitDecision]:
+        """``broker``'s split strategy over its own bundles' stats."""
+        strategy = self.splitters.setdefault(broker, ExtensibleSplitStrategy())
+        return strategy.find_bundles_to_split(broker, stats, bundle_count, splitting, config)
+
+    def broker_splits(
+        self,
+        broker: str,
+        stats: Mapping[str, NamespaceBundleStats],
+        bundle_count: Callable[[str], int],
+        splitting: Collection[str],
+        config: Config,
+    ) -> list[SplitDecision]:
+        """The ``SplitScheduler``'s run: nothing unless ``loadBalancerEnabled`` and auto split are on."""
+        if not config.view(LeaderSettings).splitting_active:
+            return []
+        return self.find_bundles_to_split(broker, stats, bundle_count, splitting, config)

@@ -1,0 +1,91 @@
+"""The modular load manager's decisions around one shedding strategy (Pulsar ``ModularLoadManagerImpl``).
+
+Inputs: the leader's ``LoadData`` (brokers' ``LocalBrokerData`` reports, bundle data, time averages,
+preallocations, recently unloaded bundles), a ``Config`` and, where Pulsar draws at random, a
+``random.Random``.
+
+* ``assign`` -- ``#selectBrokerForAssignment``: the placement flow (``ModularPlacement``) with
+  preallocation into ``load``, so later assignments of the same cycle see it;
+* ``plan`` -- the strategy alone (``LoadSheddingStrategy#findBundlesForUnloading``);
+* ``shed`` -- ``#doLoadShedding``: the leader's cycle (``LeaderSheddingCycle``), each destination from
+  the placement flow without preallocation;
+* ``find_bundles_to_split`` -- ``BundleSplitterTask#findBundlesToSplit``; ``leader_splits`` adds the
+  leader's guards (``loadBalancerAutoBundleSplitEnabled``, more than one broker), as
+  ``#checkNamespaceBundleSplit`` runs it after each ``updateAll``.
+
+The placement strategy is chosen by the registry's one rule for ``loadBalancerLoadPlacementStrategy``
+(``algorithms.registry.modular_placement``: a shedding strategy that is also a placement strategy, as
+AvgShedder is, serves both roles with one instance); a family made only to ``plan`` has none.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Mapping
+
+from bundlewise.algorithms.leader_cycle import CycleResult, LeaderSheddingCycle
+from bundlewise.algorithms.placement.assignment import ModularPlacement
+from bundlewise.algorithms.placement.base import PlacementStrategy
+from bundlewise.algorithms.shedding.base import SheddingStrategy
+from bundlewise.algorithms.splitting.detector import find_bundles_to_split
+from bundlewise.config import Config
+from bundlewise.config.views import LeaderSettings
+from bundlewise.model.decisions import Assignment, SplitDecision, Unload
+from bundlewise.model.load import LoadData
+
+
+class ModularFamily:
+    """A modular shedding strategy + the modular placement flow + the leader's split detector."""
+
+    def __init__(
+        self, shedder: SheddingStrategy, placement: PlacementStrategy | None = None, notes: tuple[str, ...] = ()
+    ) -> None:
+        self.shedder = shedder
+        self.name = shedder.name
+        self.notes = notes  # warnings about the configuration, for the caller to show
+        self._placement = None if placement is None else ModularPlacement(placement)
+        self._rng = random.Random(0)
+        self.cycle = LeaderSheddingCycle(shedder, self._destination)
+
+    @property
+    def placement(self) -> ModularPlacement:
+        if self._placement is None:
+            raise RuntimeError(f"the {self.name} family was made without a placement strategy")
+        return self._placement
+
+    def assign(
+        self, bundle: str, load: LoadData, config: Config, rng: random.Random, *, non_persistent: bool = False
+    ) -> Assignment:
+        """Where a lookup of an unowned bundle goes, preallocated into ``load``."""
+        sel = self.placement.select_broker(bundle, load, config, rng, preallocate=True, non_persistent=non_persistent)
+        if sel.selected is None:
+            return Assignment(bundle, None, sel.best, "no available broker")
+        among = f" among {len(sel.best)} equally good" if len(sel.best) > 1 else ""
+        how = self.placement.strategy.name
+        return Assignment(
+            bundle, sel.selected, sel.best, f"lookup of an unowned bundle: {how} picked {sel.selected}{among}"
+        )
+
+    def plan(self, load: LoadData, config: Config, now: int) -> list[Unload]:
+        """What the strategy returns, before the leader's cycle."""
+        return self.shedder.find_bundles_for_unloading(load, config, now)
+
+    def shed(self, load: LoadData, config: Config, now: int, rng: random.Random) -> CycleResult:
+        """One shedding cycle of the leader; ``rng`` breaks the placement's ties for destinations."""
+        self._rng = rng
+        return self.cycle.run(load, config, now)
+
+    def _destination(self, bundle: str, load: LoadData, config: Config) -> str | None:
+        return self.placement.select_broker(bundle, load, config, self._rng, preallocate=False).selected
+
+    def find_bundles_to_split(
+        self, load: LoadData, config: Config, counts: Mapping[str, int] | None = None
+    ) -> list[SplitDecision]:
+        """The split detector alone (``counts``: current bundles per namespace, else counted from ``load``)."""
+        return find_bundles_to_split(load, config, counts)
+
+    def leader_splits(self, load: LoadData, config: Config, counts: Mapping[str, int]) -> list[SplitDecision]:
+        """The leader's split check: nothing unless auto split is on and more than one broker reports."""
+        if not config.view(LeaderSettings).auto_split or len(load.brokers) < 2:
+            return []
+        return find_bundles_to_split(load, config, counts)

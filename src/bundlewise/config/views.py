@@ -1,0 +1,327 @@
+"""Per-concern views of the configuration: small frozen settings objects, each built once from a ``Config``.
+
+Code reads settings through these views (``config.view(SplitSettings)``) instead of looking keys up by
+name: the key names live here and in the key tables only.  ``Config.check`` builds every view of
+``ALL_VIEWS``, so a misspelt key fails when a command starts (and in the test suite), never in the
+middle of a run.  Units are converted once: minutes and seconds to milliseconds, percentages to
+fractions where the rule compares fractions, MiB to bytes.
+
+A view reads a ``Mapping[str, Any]`` (a ``Config``), so this module needs nothing else of ``config``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from bundlewise.model.resources import MIB
+
+MINUTE_MS = 60_000
+SECOND_MS = 1000
+
+
+def _class_name(value: Any) -> str:
+    """``org.apache...impl.ThresholdShedder`` -> ``ThresholdShedder``."""
+    return str(value).strip().rsplit(".", 1)[-1]
+
+
+@dataclass(frozen=True, slots=True)
+class LeaderSettings:
+    """The leader's periodic work (``ModularLoadManagerImpl#doLoadShedding``, ``UnloadScheduler#execute``,
+    ``BundleSplitterTask``, ``SplitScheduler``)."""
+
+    enabled: bool
+    shedding_strategy: str  # as configured (short or Pulsar class name)
+    shedding_enabled: bool
+    shedding_interval_ms: int
+    grace_period_ms: int
+    excluded_namespaces: frozenset[str]
+    auto_split: bool
+    unload_split_children: bool
+    split_interval_ms: int
+    bundle_data_interval_ms: int
+
+    @classmethod
+    def of(cls, c: Mapping[str, Any]) -> LeaderSettings:
+        return cls(
+            enabled=bool(c["loadBalancerEnabled"]),
+            shedding_strategy=str(c["loadBalancerLoadSheddingStrategy"]),
+            shedding_enabled=bool(c["loadBalancerSheddingEnabled"]),
+            shedding_interval_ms=int(c["loadBalancerSheddingIntervalMinutes"]) * MINUTE_MS,
+            grace_period_ms=int(c["loadBalancerSheddingGracePeriodMinutes"]) * MINUTE_MS,
+            excluded_namespaces=frozenset(c["loadBalancerSheddingExcludedNamespaces"]),
+            auto_split=bool(c["loadBalancerAutoBundleSplitEnabled"]),
+            unload_split_children=bool(c["loadBalancerAutoUnloadSplitBundlesEnabled"]),
+            split_interval_ms=int(c["loadBalancerSplitIntervalMinutes"]) * MINUTE_MS,
+            bundle_data_interval_ms=int(c["loadBalancerResourceQuotaUpdateIntervalMinutes"]) * MINUTE_MS,
+        )
+
+    @property
+    def shedding_active(self) -> bool:
+        """``loadBalancerEnabled`` and ``loadBalancerSheddingEnabled``."""
+        return self.enabled and self.shedding_enabled
+
+    @property
+    def splitting_active(self) -> bool:
+        """``loadBalancerEnabled`` and ``loadBalancerAutoBundleSplitEnabled`` (the split scheduler's gate)."""
+        return self.enabled and self.auto_split
+
+
+@dataclass(frozen=True, slots=True)
+class ReportSettings:
+    """When brokers rewrite their load reports (``needBrokerDataUpdate``, both load managers)."""
+
+    threshold_percentage: float
+    max_interval_ms: int
+    history: float
+    top_bundles: int
+
+    @classmethod
+    def of(cls, c: Mapping[str, Any]) -> ReportSettings:
+        return cls(
+            threshold_percentage=float(c["loadBalancerReportUpdateThresholdPercentage"]),
+            max_interval_ms=int(c["loadBalancerReportUpdateMaxIntervalMinutes"]) * MINUTE_MS,
+            history=float(c["loadBalancerHistoryResourcePercentage"]),
+            top_bundles=int(c["loadBalancerMaxNumberOfBundlesInBundleLoadReport"]),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class PlacementSettings:
+    """Choosing a broker for a bundle (``ModularLoadManagerImpl#selectBroker``,
+    ``ExtensibleLoadManagerImpl#selectAsync``)."""
+
+    strategy: str  # as configured (short or Pulsar class name)
+    overload_threshold: float  # fraction
+    max_topics: int
+    distribute_evenly: bool
+    prefer_later_versions: bool
+    load_manager_class: str
+    explicit_load_manager_class: str | None  # set explicitly, not defaulted
+    usage_difference: float  # LeastResourceUsageWithWeight's margin, fraction
+    history: float
+    excluded_namespaces: frozenset[str]
+
+    @classmethod
+    def of(cls, c: Mapping[str, Any]) -> PlacementSettings:
+        explicit = getattr(c, "explicit", {}).get("loadManagerClassName")
+        return cls(
+            strategy=str(c["loadBalancerLoadPlacementStrategy"]),
+            overload_threshold=float(c["loadBalancerBrokerOverloadedThresholdPercentage"]) / 100.0,
+            max_topics=int(c["loadBalancerBrokerMaxTopics"]),
+            distribute_evenly=bool(c["loadBalancerDistributeBundlesEvenlyEnabled"]),
+            prefer_later_versions=bool(c["preferLaterVersions"]),
+            load_manager_class=str(c["loadManagerClassName"]),
+            explicit_load_manager_class=None if explicit is None else str(explicit),
+            usage_difference=float(c["loadBalancerAverageResourceUsageDifferenceThresholdPercentage"]) / 100.0,
+            history=float(c["loadBalancerHistoryResourcePercentage"]),
+            excluded_namespaces=frozenset(c["loadBalancerSheddingExcludedNamespaces"]),
+        )
+
+    @property
+    def strategy_name(self) -> str:
+        return _class_name(self.strategy)
+
+
+@dataclass(frozen=True, slots=True)
+class SplitSettings:
+    """When and where bundles split (``BundleSplitterTask``, ``DefaultNamespaceBundleSplitStrategyImpl``,
+    ``NamespaceBundleSplitAlgorithm``)."""
+
+    max_topics: int
+    max_sessions: int  # <= 0 disables the rule
+    max_msg_rate: float
+    max_bandwidth_bytes: float
+    max_bundles: int  # per namespace
+    hit_threshold: int
+    max_splits_per_cycle: int
+    default_algorithm: str
+    flow_tolerance: float  # 1 + flowOrQpsDifferenceThresholdPercentage / 100
+    default_bundles: int  # bundles of a new namespace
+
+    @classmethod
+    def of(cls, c: Mapping[str, Any]) -> SplitSettings:
+        return cls(
+            max_topics=int(c["loadBalancerNamespaceBundleMaxTopics"]),
+            max_sessions=int(c["loadBalancerNamespaceBundleMaxSessions"]),
+            max_msg_rate=float(c["loadBalancerNamespaceBundleMaxMsgRate"]),
+            max_bandwidth_bytes=float(c["loadBalancerNamespaceBundleMaxBandwidthMbytes"]) * MIB,
+            max_bundles=int(c["loadBalancerNamespaceMaximumBundles"]),
+            hit_threshold=int(c["loadBalancerNamespaceBundleSplitConditionHitCountThreshold"]),
+            max_splits_per_cycle=int(c["loadBalancerMaxNumberOfBundlesToSplitPerCycle"]),
+            default_algorithm=str(c["defaultNamespaceBundleSplitAlgorithm"]),
+            flow_tolerance=1 + float(c["flowOrQpsDifferenceThresholdPercentage"]) / 100.0,
+            default_bundles=int(c["defaultNumberOfNamespaceBundles"]),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class OverloadSettings:
+    """``OverloadShedder``."""
+
+    overload_threshold: float  # fraction
+
+    @classmethod
+    def of(cls, c: Mapping[str, Any]) -> OverloadSettings:
+        return cls(float(c["loadBalancerBrokerOverloadedThresholdPercentage"]) / 100.0)
+
+
+@dataclass(frozen=True, slots=True)
+class ThresholdSettings:
+    """``ThresholdShedder``."""
+
+    threshold: float  # percentage points as a fraction
+    min_throughput: float  # bytes/s
+    history: float
+    lower_boundary: bool
+
+    @classmethod
+    def of(cls, c: Mapping[str, Any]) -> ThresholdSettings:
+        return cls(
+            threshold=float(c["loadBalancerBrokerThresholdShedderPercentage"]) / 100.0,
+            min_throughput=float(c["loadBalancerBundleUnloadMinThroughputThreshold"]) * MIB,
+            history=float(c["loadBalancerHistoryResourcePercentage"]),
+            lower_boundary=bool(c["lowerBoundarySheddingEnabled"]),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class UniformSettings:
+    """``UniformLoadShedder``."""
+
+    msg_rate_difference: float  # percent; <= 0 disables
+    throughput_multiplier: float  # <= 0 disables
+    max_unload_percentage: float
+    min_unload_message: int
+    min_unload_throughput: int
+    max_bundles: int  # -1 unlimited
+
+    @classmethod
+    def of(cls, c: Mapping[str, Any]) -> UniformSettings:
+        return cls(
+            msg_rate_difference=float(c["loadBalancerMsgRateDifferenceShedderThreshold"]),
+            throughput_multiplier=float(c["loadBalancerMsgThroughputMultiplierDifferenceShedderThreshold"]),
+            max_unload_percentage=float(c["maxUnloadPercentage"]),
+            min_unload_message=int(c["minUnloadMessage"]),
+            min_unload_throughput=int(c["minUnloadMessageThroughput"]),
+            max_bundles=int(c["maxUnloadBundleNumPerShedding"]),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class AvgShedderSettings:
+    """``AvgShedder``."""
+
+    low_threshold: float
+    high_threshold: float
+    hit_count_low: int
+    hit_count_high: int
+    max_unload_percentage: float
+    min_unload_message: int
+    min_unload_throughput: int
+
+    @classmethod
+    def of(cls, c: Mapping[str, Any]) -> AvgShedderSettings:
+        return cls(
+            low_threshold=float(c["loadBalancerAvgShedderLowThreshold"]),
+            high_threshold=float(c["loadBalancerAvgShedderHighThreshold"]),
+            hit_count_low=int(c["loadBalancerAvgShedderHitCountLowThreshold"]),
+            hit_count_high=int(c["loadBalancerAvgShedderHitCountHighThreshold"]),
+            max_unload_percentage=float(c["maxUnloadPercentage"]),
+            min_unload_message=int(c["minUnloadMessage"]),
+            min_unload_throughput=int(c["minUnloadMessageThroughput"]),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class TransferSettings:
+    """``TransferShedder`` (the extensible load manager's shedding strategy)."""
+
+    target_std: float
+    hit_count_threshold: int
+    transfer_enabled: bool
+    debug_mode: bool
+    max_brokers_per_cycle: int
+    data_ttl_ms: int
+    shedding_delay_ms: int
+    overload_threshold: float  # fraction
+    excluded_namespaces: frozenset[str]
+    bundles_with_policies: bool
+
+    @classmethod
+    def of(cls, c: Mapping[str, Any]) -> TransferSettings:
+        return cls(
+            target_std=float(c["loadBalancerBrokerLoadTargetStd"]),
+            hit_count_threshold=int(c["loadBalancerSheddingConditionHitCountThreshold"]),
+            transfer_enabled=bool(c["loadBalancerTransferEnabled"]),
+            debug_mode=bool(c["loadBalancerDebugModeEnabled"]),
+            max_brokers_per_cycle=int(c["loadBalancerMaxNumberOfBrokerSheddingPerCycle"]),
+            data_ttl_ms=int(c["loadBalancerBrokerLoadDataTTLInSeconds"]) * SECOND_MS,
+            shedding_delay_ms=int(c["loadBalanceSheddingDelayInSeconds"]) * SECOND_MS,
+            overload_threshold=float(c["loadBalancerBrokerOverloadedThresholdPercentage"]) / 100.0,
+            excluded_namespaces=frozenset(c["loadBalancerSheddingExcludedNamespaces"]),
+            bundles_with_policies=bool(c["loadBalancerSheddingBundlesWithPoliciesEnabled"]),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class DispatchSettings:
+    """Dispatch throttling (``DispatchRateLimiter``, the dispatchers' read sizing)."""
+
+    limiter_factory: str
+    precise_flow_control: bool
+    throttle_non_backlog: bool
+    max_read_bytes: int
+    max_read_batch: int
+    count_entries: bool  # dispatchThrottlingOnBatchMessageEnabled
+    broker_rates: tuple[tuple[int, int], ...]  # (msg, byte) of the broker, topic, subscription, replicator levels
+
+    @classmethod
+    def of(cls, c: Mapping[str, Any]) -> DispatchSettings:
+        return cls(
+            limiter_factory=str(c["dispatchRateLimiterFactoryClassName"]),
+            precise_flow_control=bool(c["preciseDispatcherFlowControl"]),
+            throttle_non_backlog=bool(c["dispatchThrottlingOnNonBacklogConsumerEnabled"]),
+            max_read_bytes=int(c["dispatcherMaxReadSizeBytes"]),
+            max_read_batch=int(c["dispatcherMaxReadBatchSize"]),
+            count_entries=bool(c["dispatchThrottlingOnBatchMessageEnabled"]),
+            broker_rates=(
+                (int(c["dispatchThrottlingRateInMsg"]), int(c["dispatchThrottlingRateInByte"])),
+                (int(c["dispatchThrottlingRatePerTopicInMsg"]), int(c["dispatchThrottlingRatePerTopicInByte"])),
+                (
+                    int(c["dispatchThrottlingRatePerSubscriptionInMsg"]),
+                    int(c["dispatchThrottlingRatePerSubscriptionInByte"]),
+                ),
+                (
+                    int(c["dispatchThrottlingRatePerReplicatorInMsg"]),
+                    int(c["dispatchThrottlingRatePerReplicatorInByte"]),
+                ),
+            ),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class SimSettings:
+    """The simulator's own keys."""
+
+    unload_blip_seconds: float
+
+    @classmethod
+    def of(cls, c: Mapping[str, Any]) -> SimSettings:
+        return cls(float(c["unloadBlipSeconds"]))
+
+
+ALL_VIEWS = (
+    LeaderSettings,
+    ReportSettings,
+    PlacementSettings,
+    SplitSettings,
+    OverloadSettings,
+    ThresholdSettings,
+    UniformSettings,
+    AvgShedderSettings,
+    TransferSettings,
+    DispatchSettings,
+    SimSettings,
+)

@@ -1,0 +1,59 @@
+"""What the engine asks a load manager each tick, and the adapter for each family.
+
+The strategy families (``algorithms.families``) read what Pulsar's nodes have; the engine has arrays.
+An adapter turns the one into the other:
+
+* ``ModularManager``: the modular leader reads the ``LoadData`` of ``sim.leader.LeaderView`` (written
+  reports, the bundle data kept in arrays); splits run after each ``updateAll``, on the load data cut
+  down by a vectorised prefilter of the split rule (``LeaderView.split_load``).
+* ``ExtensibleManager`` (``sim.extensible``): emulates every broker's reporters into the two stores the
+  extensible family reads, and runs each broker's split strategy on its own interval.
+
+``make_manager`` picks the adapter by the family's class: a new strategy needs no change here, a new
+kind of load manager would.
+"""
+
+from __future__ import annotations
+
+import random
+
+from bundlewise.algorithms.families import ExtensibleFamily, Family, ModularFamily
+from bundlewise.config import Config
+from bundlewise.model.decisions import Assignment, SplitDecision, Unload
+from bundlewise.sim.extensible import ExtensibleManager
+from bundlewise.sim.leader import LeaderView
+from bundlewise.sim.view import Manager, TickView
+
+
+class ModularManager:
+    """The modular leader over the simulated leader's view."""
+
+    def __init__(self, family: ModularFamily, leader: LeaderView) -> None:
+        self.family = family
+        self.leader = leader
+        self.name = family.name
+
+    def observe(self, view: TickView, config: Config, now: int) -> None:
+        """The modular leader reads only written reports (``LeaderView``)."""
+
+    def assign(self, bundle: str, config: Config, rng: random.Random) -> Assignment:
+        return self.family.assign(bundle, self.leader.load, config, rng)
+
+    def shed(self, config: Config, now: int, rng: random.Random) -> list[Unload]:
+        return list(self.family.shed(self.leader.load, config, now, rng).unloaded)
+
+    def moved(self, source: str, destination: str) -> None:
+        """Nothing to do: the modular leader learns of moves from the next reports."""
+
+    def splits(self, config: Config, counts: dict[str, int], reports_changed: bool, now: int) -> list[SplitDecision]:
+        """After each ``updateAll`` (a tick where some broker wrote its report)."""
+        if not reports_changed:
+            return []
+        return self.family.leader_splits(self.leader.split_load(config), config, counts)
+
+
+def make_manager(family: Family, leader: LeaderView) -> Manager:
+    """The adapter of ``family``'s kind of load manager."""
+    if isinstance(family, ExtensibleFamily):
+        return ExtensibleManager(family)
+    return ModularManager(family, leader)
