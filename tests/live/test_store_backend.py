@@ -135,7 +135,13 @@ def test_etcd_keys_follow_pulsars_version_mapping(etcd_server: EtcdServer) -> No
 def test_notifications_reach_a_second_client_with_children_changed_on_the_parent(store_url: str) -> None:
     async def body() -> None:
         async with await open_store(store_url) as writer, await open_store(store_url) as reader:
+            # the parent's own Created event must reach the reader before the listeners under test are
+            # registered, or it may be delivered to them (the watch is asynchronous)
+            first: list[Notification] = []
+            reader.register_listener(first.append, "/watched")
             await writer.put("/watched", b"", -1)
+            created = Notification(NotificationType.Created, "/watched")
+            await eventually(lambda: created in first, 10, "Created /watched")
             seen: list[Notification] = []
             reader.register_listener(seen.append, "/watched")
             elsewhere: list[Notification] = []

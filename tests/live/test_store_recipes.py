@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import time
 from typing import Any
@@ -11,6 +12,7 @@ import pytest
 from test_store_backend import expire_session
 
 from bundlewise.live.store import (
+    BadVersionError,
     ConflictError,
     LeaderElection,
     LeaderElectionState,
@@ -18,6 +20,7 @@ from bundlewise.live.store import (
     LockManager,
     MetadataStore,
     MetadataStoreTableView,
+    NotFoundError,
     connect,
     layout,
     read_modify_write,
@@ -128,10 +131,18 @@ def test_lock_taken_by_another_session_expires(store_url: str) -> None:
         async with await open_store(store_url) as a, await open_store(store_url) as b:
             manager = LockManager(a)
             lock = await manager.acquire("/locks/y", {"owner": "a"})
-            # b deletes the node and at once takes it with its own value: one round trip, while a's
-            # revalidation needs the notification, a read and a write
-            await b.delete("/locks/y")
-            await b.put("/locks/y", json.dumps({"owner": "b"}).encode(), -1, ephemeral=True)
+            # b deletes the node and takes it with its own value; a's revalidation may re-create it first
+            # (Deleted -> missing -> re-create), so b tries again until its create wins
+            for _ in range(50):
+                with contextlib.suppress(NotFoundError):
+                    await b.delete("/locks/y")
+                try:
+                    await b.put("/locks/y", json.dumps({"owner": "b"}).encode(), -1, ephemeral=True)
+                    break
+                except BadVersionError:
+                    continue
+            else:
+                raise AssertionError("b never took /locks/y")
             await asyncio.wait_for(asyncio.shield(lock.expired), 10)
             assert not lock.is_valid and lock.fencing_deadline() == 0.0
             assert "/locks/y" not in manager.locks
