@@ -30,7 +30,7 @@ from pyspark.sql import functions as F
 
 from bundlewise.model.bundles import initial_boundaries
 from bundlewise.model.hashing import FULL_UPPER_BOUND
-from bundlewise.pipeline import schemas
+from bundlewise.pipeline import columns, schemas
 from bundlewise.pipeline.boundaries import Boundaries
 
 DOMAINS = ("persistent://", "non-persistent://")
@@ -156,7 +156,7 @@ def rows_split(tagged: DataFrame, bounds: tuple[int, ...]) -> tuple[DataFrame, D
 
 def partial_sums(df: DataFrame, keys: list[str]) -> DataFrame:
     """Per ``keys`` (which include ``timestamp`` and ``broker``): the sums and the row count (numeric only)."""
-    return df.groupBy(*keys).agg(*[F.sum(c).alias(c) for c in schemas.SUM_FIELDS], F.count(F.lit(1)).alias("rows"))
+    return df.groupBy(*keys).agg(*[F.sum(c).alias(c) for c in columns.SUM_FIELDS], F.count(F.lit(1)).alias("rows"))
 
 
 def with_bundle_names(sums: DataFrame, bounds: tuple[int, ...]) -> DataFrame:

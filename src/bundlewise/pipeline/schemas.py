@@ -22,13 +22,7 @@ from pyspark.sql.types import (
     StructType,
 )
 
-RATE_FIELDS = ("msgRateIn", "msgRateOut", "msgThroughputIn", "msgThroughputOut")
-COUNT_FIELDS = ("producerCount", "consumerCount")
-NUMBER_FIELDS = (*RATE_FIELDS, *COUNT_FIELDS)
-TRACE_COLUMNS = ("timestamp", "topic", *NUMBER_FIELDS, "broker")
-"""The columns of a canonical trace (contract §7)."""
-SUM_FIELDS = (*RATE_FIELDS, "topics", *COUNT_FIELDS)
-"""The summed columns of the partial bundle sums (beside ``rows``, the input rows summed)."""
+from bundlewise.pipeline.columns import AVERAGE_FIELDS, RATE_FIELDS
 
 TOPIC_SAMPLES = StructType(
     [
@@ -67,13 +61,6 @@ BROKER_REPORTS = StructType(
         StructField("numBundles", LongType(), False),
     ]
 )
-
-AVERAGE_FIELDS = tuple(
-    f"{window}{name}"
-    for window in ("shortTerm", "longTerm")
-    for name in ("MsgThroughputIn", "MsgThroughputOut", "MsgRateIn", "MsgRateOut")
-)
-"""The eight averages, named as Pulsar's ``TimeAverageBrokerData`` names its sums."""
 
 BUNDLE_LOAD = StructType(
     [
