@@ -55,7 +55,7 @@ double); anything at or above takes the general path."""
 SUMS, ROW, LINE, REJECT, REPORT = 0, 1, 2, 3, 4
 """The kinds of row a scan task returns."""
 _DECIMAL = r"^[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?$"
-_WHOLE = r"^[0-9]+$"
+_WHOLE = r"^[0-9]{1,15}$"
 
 SCAN = T.StructType(
     [
@@ -187,7 +187,10 @@ def _from_text(col: pa.ChunkedArray, target: pa.DataType, pattern: str) -> tuple
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         matched = pc.match_substring_regex(col, pattern)
         ok = matched.fill_null(True).to_numpy(zero_copy_only=False)
-        return pc.if_else(matched, col, pa.scalar("0")).cast(target), ok
+        try:
+            return pc.if_else(matched, col, pa.scalar("0")).cast(target), ok
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):  # e.g. an exponent past the double range
+            return pa.chunked_array([pa.nulls(len(col), target)]), col.is_null().to_numpy(zero_copy_only=False)
 
 
 def _numbers(table: pa.Table, name: str) -> tuple[pa.ChunkedArray, np.ndarray]:

@@ -24,6 +24,7 @@ import csv
 import json
 import math
 import os
+import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -92,6 +93,7 @@ class Plan:
     location: Location
     fragments: tuple[Fragment, ...]
     header: tuple[str, ...] = ()
+    block_bytes: int = TEXT_BLOCK_BYTES
 
 
 @dataclass
@@ -173,9 +175,9 @@ def plan(location: Location, fmt: str, files: Sequence[str], slots: int) -> Plan
         if len(headers) != 1:
             return None  # Spark applies the first file's header to all: the general path decides
         header = headers.pop()
-        if not header or len(set(header)) != len(header):
+        if len(set(header)) != len(header) or not {"timestamp", "topic"} <= set(header):
             return None
-    return Plan(kind, location, tuple(_text_fragments(fs, files, slots)), header)
+    return Plan(kind, location, tuple(_text_fragments(fs, files, slots)), header, TEXT_BLOCK_BYTES)
 
 
 def _usable(schema: pa.Schema) -> bool:
@@ -258,7 +260,8 @@ def pieces(plan_: Plan, fragment: Fragment) -> Iterator[Piece]:
     elif plan_.kind in ("csv", "json"):
         path = fragment.files[0]
         with fs.open_input_file(path) as f:
-            for block in line_blocks(f, fragment.start, fragment.end, skip_header=plan_.kind == "csv"):
+            blocks = line_blocks(f, fragment.start, fragment.end, plan_.kind == "csv", plan_.block_bytes)
+            for block in blocks:
                 yield _text_piece(plan_, path, block)
     else:
         for path in fragment.files:
@@ -326,15 +329,19 @@ def _through_newline(f: Any, at: int, size: int) -> int:
 
 
 def _lines(block: bytes) -> list[str]:
-    """The block's non-blank lines, decoded as Spark decodes them (UTF-8, bad bytes replaced)."""
-    return [x.decode("utf-8", errors="replace") for x in (y.rstrip(b"\r") for y in block.split(b"\n")) if x]
+    """The block's lines that are not blank (Spark's readers skip those), decoded as Spark decodes them (UTF-8,
+    bad bytes replaced)."""
+    return [x.decode("utf-8", errors="replace") for x in (y.rstrip(b"\r") for y in block.split(b"\n")) if x.strip()]
 
 
 def _line_count(block: bytes) -> int | None:
     """The number of lines of a block without blank lines; None when it has some (count them one by one)."""
-    if b"\n\n" in block or b"\n\r\n" in block or block.startswith((b"\n", b"\r\n")):
+    if _BLANK_LINE.search(block.rstrip(b"\n")) is not None:
         return None
     return block.count(b"\n") + (0 if block.endswith(b"\n") else 1)
+
+
+_BLANK_LINE = re.compile(rb"(?:^|\n)[ \t\r]*(?:\n|$)")
 
 
 def _text_piece(plan_: Plan, path: str, block: bytes) -> Piece:

@@ -2,10 +2,11 @@
 
 Used when the fast path cannot read an input (a file system pyarrow does not open here, a Parquet file with
 other column types, a CSV trace whose files have different headers, ``--spark-reader``), and by the simulator
-to read a workload.  A trace is read by Spark's Parquet, CSV (header, every column a string) or JSON Lines
-reader (permissive: a malformed line becomes a ``_corrupt_record``); dump files are read whole — local ones by
-plain Python on the executors (Hadoop paths cannot hold the ``:`` of ``host:port``), others with
-``wholeTextFiles`` — and parsed by ``dumps`` there.
+to read a workload.  A trace is read by Spark's Parquet reader, its CSV reader (header, every column a string)
+or its JSON reader on the file's lines (every trace field as text; permissive: a malformed line becomes a
+``_corrupt_record``) — the same reader that parses the lines the fast path hands over (``read_lines``).  Dump
+files are read whole — local ones by plain Python on the executors (Hadoop paths cannot hold the ``:`` of
+``host:port``), others with ``wholeTextFiles`` — and parsed by ``dumps`` there.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from pyspark.errors import AnalysisException
 
 from bundlewise.model.errors import InputError
 from bundlewise.pipeline import fragments, ingest, locations
+from bundlewise.pipeline.columns import TRACE_COLUMNS
 from bundlewise.pipeline.locations import Location
 
 FORMATS = ("trace", "topics-stats", "load-report", "prometheus")
@@ -97,13 +99,22 @@ def read_input(spark: Any, path: str | Location, fmt: str | None) -> ingest.Inge
         raise InputError(f"cannot read as {fmt}: {str(e).splitlines()[0]}", source=source) from None
 
 
+def _json_schema() -> Any:
+    """JSON Lines are read with every trace field as text (a number's literal, as written): each value is then
+    judged alone by ``ingest.validate_trace``, never by a type inferred from other lines."""
+    from pyspark.sql.types import StringType, StructField, StructType
+
+    return StructType([StructField(c, StringType(), True) for c in (*TRACE_COLUMNS, ingest.CORRUPT)])
+
+
 def _read_trace(spark: Any, uri: str, kind: str) -> Any:
     reader = spark.read
     if kind == "parquet":
         return reader.parquet(uri)
     if kind == "csv":
         return reader.option("header", "true").option("mode", "PERMISSIVE").csv(uri)
-    return reader.option("mode", "PERMISSIVE").option("columnNameOfCorruptRecord", ingest.CORRUPT).json(uri)
+    # lines first, then Spark's JSON reader on them: the very code that reads lines the fast path hands over
+    return read_lines(spark, reader.text(uri), "json", ())
 
 
 def read_lines(spark: Any, lines: Any, kind: str, header: Sequence[str]) -> Any:
@@ -118,8 +129,7 @@ def read_lines(spark: Any, lines: Any, kind: str, header: Sequence[str]) -> Any:
         schema = StructType([StructField(c, StringType(), True) for c in header])
         jdf = spark.read.schema(schema).option("header", "false").option("mode", "PERMISSIVE")._jreader.csv(text)
     else:
-        reader = spark.read.option("mode", "PERMISSIVE").option("columnNameOfCorruptRecord", ingest.CORRUPT)
-        jdf = reader._jreader.json(text)
+        jdf = spark.read.schema(_json_schema()).option("mode", "PERMISSIVE")._jreader.json(text)
     return DataFrame(jdf, spark)
 
 

@@ -19,6 +19,7 @@ JVM messages go to stderr (stdout is the command's JSON).
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import hashlib
 import os
@@ -87,12 +88,15 @@ def class_archive_option(spark_home: str) -> str | None:
         return None
     cache = _cache_dir()
     final = os.path.join(cache, f"spark-classes-{_archive_key(spark_home)}.jsa")
+    for candidate in glob.glob(f"{final}.*.tmp"):  # archives of earlier runs whose JVMs have exited
+        if not _writing(candidate):
+            with contextlib.suppress(OSError):
+                if os.path.exists(final) or os.path.getsize(candidate) == 0:
+                    os.remove(candidate)
+                else:
+                    os.replace(candidate, final)
     if os.path.exists(final):
         return f"-XX:SharedArchiveFile={final}"
-    for candidate in glob.glob(f"{final}.*.tmp"):
-        if os.path.getsize(candidate) > 0 and not _writing(candidate):
-            os.replace(candidate, final)
-            return f"-XX:SharedArchiveFile={final}"
     try:
         os.makedirs(cache, exist_ok=True)
     except OSError:
