@@ -20,3 +20,19 @@ def spark() -> Iterator[Any]:
     session = get_session("local[2]", shuffle_partitions=2)
     yield session
     session.stop()
+
+
+@pytest.fixture(scope="session")
+def spark_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """A real standalone Spark master and worker on 127.0.0.1 (pyspark's own ``spark-class``), shared by the
+    whole run and stopped by PID when it ends, whatever the tests did."""
+    import atexit
+
+    from tests.spark_cluster import start_cluster
+
+    cluster = start_cluster(tmp_path_factory.mktemp("spark-cluster"))
+    atexit.register(cluster.stop)  # also when the run is interrupted
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
