@@ -159,8 +159,16 @@ def _assert_same(spark, results, datasets=("topic_samples", "bundle_load", "brok
     assert _rounded(j1) == _rounded(j2)
 
 
-@pytest.mark.parametrize("boundaries", [Boundaries.of_count(4), UNEVEN], ids=["equal", "uneven"])
-def test_a_csv_trace_gives_the_general_paths_outputs(spark, tmp_path, small_fragments, boundaries):
+@pytest.mark.parametrize(
+    ("boundaries", "large"),
+    [(Boundaries.of_count(4), False), (UNEVEN, False), (UNEVEN, True)],
+    ids=["equal", "uneven", "uneven-as-if-large"],
+)
+def test_a_csv_trace_gives_the_general_paths_outputs(spark, tmp_path, small_fragments, monkeypatch, boundaries, large):
+    """``large``: as a large input is run — the scan cached and counted, the small tables in Spark."""
+    if large:
+        monkeypatch.setattr(jobs, "DIRECT_ROWS", 0)
+        monkeypatch.setattr(jobs, "DRIVER_ROWS", 0)
     rng = random.Random(14)
     d = tmp_path / "csv"
     d.mkdir()

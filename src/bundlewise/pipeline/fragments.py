@@ -48,6 +48,8 @@ DUMP_FILES_PER_FRAGMENT = 64
 TRACE_KINDS = {".parquet": "parquet", ".csv": "csv", ".jsonl": "json", ".ndjson": "json", ".json": "json"}
 PROM_EXTENSIONS = (".prom", ".txt", ".metrics")
 DUMP_FORMATS = ("topics-stats", "load-report", "prometheus")
+BYTES_PER_ROW = 60
+"""About the size of one trace row as text, or of one topic in a dump: for estimating rows from bytes."""
 
 JSON_SCHEMA = pa.schema(
     [
@@ -94,6 +96,8 @@ class Plan:
     fragments: tuple[Fragment, ...]
     header: tuple[str, ...] = ()
     block_bytes: int = TEXT_BLOCK_BYTES
+    rows: int = 0
+    """The input's rows: exact for Parquet (metadata), else its bytes / ``BYTES_PER_ROW``."""
 
 
 @dataclass
@@ -164,11 +168,11 @@ def plan(location: Location, fmt: str, files: Sequence[str], slots: int) -> Plan
     if fmt in DUMP_FORMATS:
         per = max(1, min(DUMP_FILES_PER_FRAGMENT, math.ceil(len(files) / max(1, 2 * slots))))
         groups = [Fragment(tuple(files[i : i + per])) for i in range(0, len(files), per)]
-        return Plan(fmt, location, tuple(groups))
+        return Plan(fmt, location, tuple(groups), rows=_bytes(fs, files) // BYTES_PER_ROW)
     kind = trace_kind(files, location.uri)
     if kind == "parquet":
         parquet = _parquet_fragments(fs, files, slots)
-        return None if parquet is None else Plan(kind, location, tuple(parquet))
+        return None if parquet is None else Plan(kind, location, tuple(parquet[0]), rows=parquet[1])
     header: tuple[str, ...] = ()
     if kind == "csv":
         headers = {_csv_header(fs, f) for f in files}
@@ -177,7 +181,12 @@ def plan(location: Location, fmt: str, files: Sequence[str], slots: int) -> Plan
         header = headers.pop()
         if len(set(header)) != len(header) or not {"timestamp", "topic"} <= set(header):
             return None
-    return Plan(kind, location, tuple(_text_fragments(fs, files, slots)), header, TEXT_BLOCK_BYTES)
+    text = _text_fragments(fs, files, slots)
+    return Plan(kind, location, tuple(text), header, TEXT_BLOCK_BYTES, _bytes(fs, files) // BYTES_PER_ROW)
+
+
+def _bytes(fs: pafs.FileSystem, files: Sequence[str]) -> int:
+    return sum(i.size or 0 for i in fs.get_file_info(list(files)))
 
 
 def _usable(schema: pa.Schema) -> bool:
@@ -202,7 +211,7 @@ def _usable(schema: pa.Schema) -> bool:
     return all(t is None or pa.types.is_integer(t) or pa.types.is_floating(t) for t in numeric)
 
 
-def _parquet_fragments(fs: pafs.FileSystem, files: Sequence[str], slots: int) -> list[Fragment] | None:
+def _parquet_fragments(fs: pafs.FileSystem, files: Sequence[str], slots: int) -> tuple[list[Fragment], int] | None:
     sizes: list[tuple[str, list[int]]] = []
     for path in files:
         try:
@@ -231,7 +240,7 @@ def _parquet_fragments(fs: pafs.FileSystem, files: Sequence[str], slots: int) ->
             rows += n
         if run:
             fragments.append(Fragment((path,), tuple(run)))
-    return fragments
+    return fragments, total
 
 
 def _csv_header(fs: pafs.FileSystem, path: str) -> tuple[str, ...]:

@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import to_arrow_schema
@@ -53,6 +54,8 @@ __all__ = ["FORMATS", "Summary", "check_input", "format_summary", "read_bundles_
 
 DRIVER_ROWS = 2_000_000
 """Partial-sum rows up to which the small tables are finished on the driver (about 250 MB of Arrow)."""
+DIRECT_ROWS = 16_000_000
+"""Input rows up to which the fast path's scan is collected in the same job (``_fast_sums``)."""
 Progress = Callable[[str], None]
 _PARTIAL = ["timestamp", "bundle", "namespace", "broker", *frames.SUMMED]
 
@@ -123,12 +126,12 @@ class _Ticker:
 
 @dataclass
 class _Sums:
-    """What the reading phase hands to the small tables: partial sums, rejects, broker reports, and the cached
-    tables to release at the end."""
+    """What the reading phase hands to the small tables: partial sums, rejects, broker reports — Spark
+    DataFrames, or Arrow tables already on the driver — and the cached tables to release at the end."""
 
-    partial: DataFrame
-    rejects: DataFrame | None  # None: known to hold none
-    reports: DataFrame | None = None
+    partial: DataFrame | pa.Table
+    rejects: DataFrame | pa.Table | None  # None: known to hold none
+    reports: DataFrame | pa.Table | None = None
     cached: list[DataFrame] = field(default_factory=list)
     clean_check: DataFrame | None = None  # a Parquet input: its row count says whether it held rejects
     rows: int | None = None  # the number of partial-sum rows, when known
@@ -193,10 +196,18 @@ def run_pipeline(
 def _fast_sums(
     spark: Any, plan: fragments.Plan, boundaries: Boundaries, samples: Outputs | None, step: Progress
 ) -> _Sums:
-    """``columnar.scan`` of every fragment; the rows it did not take through the general path."""
+    """``columnar.scan`` of every fragment; the rows it did not take through the general path.
+
+    An input of up to ``DIRECT_ROWS`` rows is scanned and collected in one job (its partial sums have at
+    most as many rows, in practice a few percent); a larger one is cached and counted by kind first, and its
+    sums stay in Spark until their size is known.
+    """
     folder = samples.folder("topic_samples") if samples is not None else None
     step(f"scanning {len(plan.fragments)} fragments ({plan.kind})")
-    scanned = columnar.scan(spark, plan, boundaries, folder).cache()
+    scan = columnar.scan(spark, plan, boundaries, folder)
+    if plan.rows <= DIRECT_ROWS:
+        return _collected_sums(spark, plan, boundaries, samples, scan.toArrow(), step)
+    scanned = scan.cache()
     kinds = {int(r["kind"]): int(r["n"]) for r in scanned.groupBy("kind").agg(F.count(F.lit(1)).alias("n")).collect()}
     partial = scanned.where(F.col("kind") == columnar.SUMS).select(
         *[F.col(c).cast("long") if c in columns.COUNT_FIELDS else F.col(c) for c in _PARTIAL]
@@ -208,27 +219,77 @@ def _fast_sums(
     if kinds.get(columnar.REPORT):
         records = [r["record"] for r in scanned.where(F.col("kind") == columnar.REPORT).select("record").collect()]
         reports = spark.createDataFrame(columnar.broker_reports(records), schemas.BROKER_REPORTS)
-    others = kinds.get(columnar.ROW, 0) + kinds.get(columnar.LINE, 0)
-    if others == 0:
-        if samples is not None and not kinds.get(columnar.SUMS):
-            _schema_only_samples(spark, boundaries, samples)
+    if samples is not None and not kinds.get(columnar.SUMS):
+        _schema_only_samples(spark, boundaries, samples)
+    if not kinds.get(columnar.ROW) and not kinds.get(columnar.LINE):
         return _Sums(partial, rejects, reports, [scanned], rows=kinds.get(columnar.SUMS, 0))
-    step(f"resolving {others:,} rows on the general path")
+    general, invalid = _others(spark, plan, scanned, kinds, boundaries, samples, step)
+    found = [r for r in (rejects, *invalid) if r is not None]
+    return _Sums(partial.unionByName(general), _union(found), reports, [scanned])
+
+
+def _collected_sums(
+    spark: Any,
+    plan: fragments.Plan,
+    boundaries: Boundaries,
+    samples: Outputs | None,
+    scanned: pa.Table,
+    step: Progress,
+) -> _Sums:
+    """The scan's rows, collected: the sums, rejects and broker reports stay Arrow tables on the driver."""
+    kind = scanned.column("kind")
+
+    def of(k: int) -> pa.Table:
+        return scanned.filter(pc.equal(kind, k))
+
+    partial = of(columnar.SUMS).select(_PARTIAL)
+    partial = partial.cast(
+        pa.schema([f.with_type(pa.int64()) if f.name in columns.COUNT_FIELDS else f for f in partial.schema])
+    )
+    found: list[Any] = []
+    rejects = of(columnar.REJECT)
+    if rejects.num_rows:
+        found.append(rejects.select(["source", "record", "reason"]).cast(_REJECTS_ARROW))
+    reports = None
+    records = of(columnar.REPORT)
+    if records.num_rows:
+        rows = columnar.broker_reports(records.column("record").to_pylist())
+        reports = pa.Table.from_pylist([dict(zip(_REPORTS_ARROW.names, r, strict=True)) for r in rows], _REPORTS_ARROW)
+    if samples is not None and partial.num_rows == 0:
+        _schema_only_samples(spark, boundaries, samples)
+    kinds = {k: of(k).num_rows for k in (columnar.ROW, columnar.LINE)}
+    if not any(kinds.values()):
+        return _Sums(partial, found[0] if found else None, reports, rows=partial.num_rows)
+    rest = spark.createDataFrame(scanned.filter(pc.is_in(kind, pa.array([columnar.ROW, columnar.LINE], pa.int8()))))
+    general, invalid = _others(spark, plan, rest, kinds, boundaries, samples, step)
+    found += [r.toArrow().cast(_REJECTS_ARROW) for r in invalid]
+    partial = pa.concat_tables([partial, general.select(*_PARTIAL).toArrow().cast(partial.schema)])
+    return _Sums(partial, pa.concat_tables(found) if found else None, reports, rows=partial.num_rows)
+
+
+def _others(
+    spark: Any,
+    plan: fragments.Plan,
+    scanned: DataFrame,
+    kinds: dict[int, int],
+    boundaries: Boundaries,
+    samples: Outputs | None,
+    step: Progress,
+) -> tuple[DataFrame, list[DataFrame]]:
+    """The rows the scan left to the general path → (their partial sums, their rejects); their resolved rows
+    are appended to ``topic_samples/`` by Spark."""
+    step(f"resolving {kinds.get(columnar.ROW, 0) + kinds.get(columnar.LINE, 0):,} rows on the general path")
+    name = plan.location.path or plan.location.uri
     rows = _other_rows(spark, plan, scanned, kinds)
-    if plan.kind in fragments.DUMP_FORMATS:
-        invalid = None
-        resolved, unresolved = transforms.resolve(rows, boundaries, plan.location.path or plan.location.uri)
-    else:
-        rows, invalid = ingest.validate_trace(rows, plan.location.path or plan.location.uri)
-        resolved, unresolved = transforms.resolve(rows, boundaries, plan.location.path or plan.location.uri)
+    invalid: list[DataFrame] = []
+    if plan.kind not in fragments.DUMP_FORMATS:
+        rows, bad = ingest.validate_trace(rows, name)
+        invalid.append(bad)
+    resolved, unresolved = transforms.resolve(rows, boundaries, name)
+    invalid.append(unresolved)
     if samples is not None:
         samples.write_frame("topic_samples", resolved, mode="append", coalesce=True)
-    partial = partial.unionByName(transforms.partial_bundle_sums(resolved))
-    found = [r for r in (rejects, invalid, unresolved) if r is not None]
-    all_rejects = found[0]
-    for r in found[1:]:
-        all_rejects = all_rejects.unionByName(r)
-    return _Sums(partial, all_rejects, reports, [scanned])
+    return transforms.partial_bundle_sums(resolved), invalid
 
 
 def _other_rows(spark: Any, plan: fragments.Plan, scanned: DataFrame, kinds: dict[int, int]) -> DataFrame:
@@ -241,17 +302,23 @@ def _other_rows(spark: Any, plan: fragments.Plan, scanned: DataFrame, kinds: dic
             parts.append(typed.select(*[F.col(f.name).cast(f.dataType) for f in schemas.TOPIC_SAMPLES.fields]))
         else:
             raw = reading._read_trace(spark, plan.location.uri, plan.kind).schema
-            parts.append(
-                typed.select(
-                    *[F.col(f.name).cast(f.dataType).alias(f.name) for f in raw.fields if f.name in columnar.SCAN.names]
-                )
-            )
+            names = [f for f in raw.fields if f.name in columnar.SCAN.names]
+            parts.append(typed.select(*[F.col(f.name).cast(f.dataType).alias(f.name) for f in names]))
     if kinds.get(columnar.LINE):
         lines = scanned.where(F.col("kind") == columnar.LINE).select("record")
         parts.append(reading.read_lines(spark, lines, plan.kind, plan.header))
     out = parts[0]
     for p in parts[1:]:
         out = out.unionByName(p, allowMissingColumns=True)
+    return out
+
+
+def _union(frames_: list[DataFrame]) -> DataFrame | None:
+    if not frames_:
+        return None
+    out = frames_[0]
+    for f in frames_[1:]:
+        out = out.unionByName(f)
     return out
 
 
@@ -304,6 +371,7 @@ _LOAD_ARROW = to_arrow_schema(schemas.BUNDLE_LOAD)
 _BROKER_ARROW = to_arrow_schema(schemas.BROKER_LOAD)
 _SPLIT_ARROW = to_arrow_schema(schemas.SPLIT_CANDIDATES)
 _REJECTS_ARROW = to_arrow_schema(schemas.REJECTS)
+_REPORTS_ARROW = to_arrow_schema(schemas.BROKER_REPORTS)
 
 
 def _finish(
@@ -316,26 +384,22 @@ def _finish(
     step: Progress,
 ) -> Summary:
     """The small tables from the partial sums: on the driver (Arrow) when they are few, else in Spark."""
-    partial = sums.partial
-    rows = sums.rows
-    if rows is None and finish == "auto":
+    partial, rows = sums.partial, sums.rows
+    if isinstance(partial, DataFrame) and rows is None and finish == "auto":
         partial = partial.cache()
         sums.cached.append(partial)
         rows = partial.count()
     if finish == "driver" or (finish == "auto" and (rows or 0) <= DRIVER_ROWS):
         step("bundle load, time averages, broker load and split candidates (driver)")
-        return _finish_on_driver(spark, sums, partial.toArrow(), config, counts, outputs)
+        table = partial if isinstance(partial, pa.Table) else partial.toArrow()
+        return _finish_on_driver(sums, table, config, counts, outputs)
     step("bundle load, time averages, broker load and split candidates (Spark)")
-    return _finish_on_spark(spark, sums, partial, config, counts, outputs)
+    frame = spark.createDataFrame(partial) if isinstance(partial, pa.Table) else partial
+    return _finish_on_spark(spark, sums, frame, config, counts, outputs)
 
 
 def _finish_on_driver(
-    spark: Any,
-    sums: _Sums,
-    partial: pa.Table,
-    config: Config,
-    counts: Boundaries | None,
-    outputs: Outputs | None,
+    sums: _Sums, partial: pa.Table, config: Config, counts: Boundaries | None, outputs: Outputs | None
 ) -> Summary:
     stage = frames.bundle_stage(partial.select(_PARTIAL), frames.SplitThresholds.of(config), _STAGE_ARROW)
     overview = frames.overview(stage)
@@ -346,7 +410,9 @@ def _finish_on_driver(
         outputs.write_table("broker_load", frames.broker_load(stage, _BROKER_ARROW))
         outputs.write_table("split_candidates", frames.split_candidates(stage, cap, counts, _SPLIT_ARROW))
         outputs.write_table("rejects", rejects)
-        if sums.reports is not None:
+        if isinstance(sums.reports, pa.Table):
+            outputs.write_table("broker_reports", sums.reports)
+        elif sums.reports is not None:
             outputs.write_frame("broker_reports", sums.reports, coalesce=True)
     reasons = rejects.group_by("reason").aggregate([("reason", "count")]).to_pylist()
     return _summarise(overview.to_pylist(), {r["reason"]: r["reason_count"] for r in reasons})
@@ -355,13 +421,15 @@ def _finish_on_driver(
 def _rejects_table(sums: _Sums) -> pa.Table:
     if sums.rejects is None or _clean(sums):
         return _REJECTS_ARROW.empty_table()
+    if isinstance(sums.rejects, pa.Table):
+        return sums.rejects
     table: pa.Table = sums.rejects.toArrow()
     return table.cast(_REJECTS_ARROW)
 
 
 def _clean(sums: _Sums) -> bool:
     """A Parquet input whose metadata row count equals the rows aggregated held no rejects."""
-    if sums.clean_check is None:
+    if sums.clean_check is None or not isinstance(sums.partial, DataFrame):
         return False
     aggregated = sums.partial.agg(F.sum("rows")).first()
     return aggregated is not None and sums.clean_check.count() == int(aggregated[0] or 0)
@@ -377,9 +445,11 @@ def _finish_on_spark(
 ) -> Summary:
     bundle_load = transforms.bundle_load(partial, config).cache()
     sums.cached.append(bundle_load)
-    rejects = (
-        sums.rejects if sums.rejects is not None and not _clean(sums) else spark.createDataFrame([], schemas.REJECTS)
-    )
+    found = sums.rejects
+    if found is None or _clean(sums):
+        rejects = spark.createDataFrame([], schemas.REJECTS)
+    else:
+        rejects = spark.createDataFrame(found, schemas.REJECTS) if isinstance(found, pa.Table) else found
     tables = {
         "bundle_load": bundle_load.drop("rows", "reasons"),
         "broker_load": transforms.broker_load(bundle_load),
@@ -387,7 +457,10 @@ def _finish_on_spark(
         "rejects": rejects,
     }
     if sums.reports is not None:
-        tables["broker_reports"] = sums.reports
+        reports = sums.reports
+        tables["broker_reports"] = (
+            spark.createDataFrame(reports, schemas.BROKER_REPORTS) if isinstance(reports, pa.Table) else reports
+        )
     jobs: dict[str, Callable[[], Any]] = {"": transforms.bundle_overview(bundle_load).collect}
     if outputs is not None:
         for name, df in tables.items():
