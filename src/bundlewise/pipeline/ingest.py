@@ -26,6 +26,8 @@ from bundlewise.pipeline import columns, dumps, schemas
 
 REQUIRED_COLUMNS = ("timestamp", "topic")
 CORRUPT = "_corrupt_record"
+COUNT_LIMIT = 9.2e18
+"""Counts are longs: a whole number at or above this is rejected (as a timestamp is)."""
 
 
 @dataclass(frozen=True)
@@ -84,8 +86,9 @@ def _reason_expr(raw: DataFrame, ts: Column, values: dict[str, Column]) -> Colum
         checks.append((present & v.isNull(), f"{name}: expected a number"))
         checks.append((v.isNotNull() & (F.isnan(v) | (F.abs(v) == float("inf"))), f"{name}: expected a finite number"))
         checks.append((v.isNotNull() & (v < 0), f"{name}: expected a number >= 0"))
-        if name in columns.COUNT_FIELDS:
-            checks.append((v.isNotNull() & (v != F.floor(v)), f"{name}: expected a whole number"))
+        if name in columns.COUNT_FIELDS:  # rint, not floor: floor gives a long, which a huge double overflows
+            checks.append((v.isNotNull() & (F.rint(v) != v), f"{name}: expected a whole number"))
+            checks.append((v.isNotNull() & (v >= COUNT_LIMIT), f"{name}: expected a whole number below 2^63"))
     expr = F.when(checks[0][0], F.lit(checks[0][1]))
     for cond, text in checks[1:]:
         expr = expr.when(cond, F.lit(text))
