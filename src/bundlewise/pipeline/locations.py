@@ -199,9 +199,10 @@ def hadoop_delete(spark: Any, location: Location) -> None:
 
 
 def _first_line(e: BaseException) -> str:
+    """The Java exception's own message, in one line (Py4J wraps it in a multi-line report)."""
     text = str(e).strip()
-    for line in text.splitlines():
-        line = line.strip()
-        if line and not line.startswith(("An error occurred", "Traceback", "at ")):
-            return line.removeprefix("java.io.").removeprefix("org.apache.hadoop.")
-    return text.splitlines()[0] if text else type(e).__name__
+    lines = [x.strip() for x in text.splitlines() if x.strip()]
+    found = next((x for x in lines if "Exception" in x and not x.startswith("at ")), lines[0] if lines else "")
+    found = re.sub(r"^[:\s]*", "", found)
+    found = re.sub(r"\b(?:[a-z_]+\.)+([A-Z]\w*(?:Exception|Error))", r"\1", found)
+    return found.split("; For more details", 1)[0] or type(e).__name__

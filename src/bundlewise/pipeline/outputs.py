@@ -47,7 +47,9 @@ class Outputs:
             else:
                 locations.hadoop_mkdirs(spark, self.staging)
         except OSError as e:
-            raise InputError(f"cannot write: {e}", source=out.uri) from None
+            raise InputError(f"cannot write: {e}", source=out.path or out.uri) from None
+        except InputError as e:
+            raise InputError(str(e).removeprefix(f"{self.staging.uri}: "), source=out.uri) from None
 
     @property
     def via_arrow(self) -> bool:
