@@ -72,10 +72,20 @@ def test_pipeline_on_a_directory_of_broker_stats_topics_dumps(spark, capsys, tmp
     assert sorted(p.name for p in out_dir.iterdir()) == [
         "broker_load",
         "bundle_load",
+        "namespaces",
         "rejects",
         "split_candidates",
         "topic_samples",
     ]
+    # the dumps' bundles are among the 4 default ones: the configured boundaries, complete
+    layout = {
+        r["namespace"]: (list(r["boundaries"]), r["source"])
+        for r in spark.read.parquet(str(out_dir / "namespaces")).collect()
+    }
+    assert layout == {
+        "public/default": ([0, 0x40000000, 0x80000000, 0xC0000000, 0xFFFFFFFF], "configured"),
+        "t/ns": ([0, 0x40000000, 0x80000000, 0xC0000000, 0xFFFFFFFF], "configured"),
+    }
     load = spark.read.parquet(str(out_dir / "bundle_load")).where("bundle = 'public/default/0x00000000_0x40000000'")
     got = [
         (

@@ -24,7 +24,7 @@ from tests.test_pipeline_fixtures import topics_dump_broker1, topics_dump_broker
 import bundlewise.cli.main
 
 T0 = 1700000000000
-DATASETS = ("topic_samples", "bundle_load", "broker_load", "split_candidates", "rejects")
+DATASETS = ("topic_samples", "bundle_load", "broker_load", "split_candidates", "namespaces", "rejects")
 
 
 def _inputs(root: Path) -> None:

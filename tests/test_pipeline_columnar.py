@@ -111,7 +111,7 @@ def _both(spark, tmp_path, trace, boundaries, counts_known=False):
 
 def _assert_same_outputs(spark, results):
     (s1, out1), (s2, out2) = results["columnar"], results["general"]
-    for name in ("topic_samples", "bundle_load", "broker_load", "split_candidates", "rejects"):
+    for name in ("topic_samples", "bundle_load", "broker_load", "split_candidates", "namespaces", "rejects"):
         got, want = spark.read.parquet(str(out1 / name)), spark.read.parquet(str(out2 / name))
         assert sorted(got.columns) == sorted(want.columns), name
         assertDataFrameEqual(got.select(*want.columns), want, rtol=1e-12)

@@ -144,7 +144,9 @@ def _records(df):
     return sorted(out, key=repr)
 
 
-def _assert_same(spark, results, datasets=("topic_samples", "bundle_load", "broker_load", "split_candidates")):
+def _assert_same(
+    spark, results, datasets=("topic_samples", "bundle_load", "broker_load", "split_candidates", "namespaces")
+):
     (s1, out1), (s2, out2) = results["fast"], results["general"]
     for name in datasets:
         got, want = spark.read.parquet(str(out1 / name)), spark.read.parquet(str(out2 / name))
@@ -249,7 +251,7 @@ def test_dumps_give_the_general_paths_outputs(spark, tmp_path, fmt, files):
     for name, text in files.items():
         (d / name).write_text(text)
     results = _both(spark, tmp_path, d, Boundaries.of_count(4), fmt)
-    datasets = ("topic_samples", "bundle_load", "broker_load", "split_candidates")
+    datasets = ("topic_samples", "bundle_load", "broker_load", "split_candidates", "namespaces")
     _assert_same(spark, results, (*datasets, "broker_reports") if fmt == "load-report" else datasets)
     assert results["fast"][0].rows_rejected >= 1
 
@@ -273,3 +275,17 @@ def test_the_small_tables_are_the_same_on_the_driver_and_in_spark(spark, tmp_pat
         j.pop("seconds"), j.pop("outputs")
     assert _rounded(j1) == _rounded(j2)
     assert j1["splitCandidates"] > 0
+
+
+def test_the_namespaces_output_keeps_the_boundaries_the_input_carried(spark, tmp_path):
+    """Dumps cut by 4 bundles read with ``--bundles 2``: the dumps' own ranges are the namespace's layout."""
+    d = tmp_path / "dumps"
+    d.mkdir()
+    (d / "broker-1:8080@1700000000000.json").write_text(json.dumps(topics_dump_broker1()))
+    (d / "broker-2:8080@1700000000000.json").write_text(json.dumps(topics_dump_broker2()))
+    jobs.run_pipeline(spark, str(d), None, Boundaries.of_count(2), Config(), str(tmp_path / "o"))
+    rows = spark.read.parquet(str(tmp_path / "o" / "namespaces")).orderBy("namespace").collect()
+    assert [(r["namespace"], list(r["boundaries"]), r["bundleCount"], r["source"], r["complete"]) for r in rows] == [
+        ("public/default", [0, 0x40000000, 0xC0000000, 0xFFFFFFFF], 3, "input", False),
+        ("t/ns", [0x80000000, 0xC0000000], 1, "input", False),
+    ]

@@ -15,11 +15,13 @@ table when the partial sums are small, or by Spark tasks over their share (``tra
 Then, on the stage's rows: ``split_candidates`` (every bundle of a namespace at a time: the namespace cap,
 ``BundleSplitterTask``'s ``count + acceptedSoFar < loadBalancerNamespaceMaximumBundles``), ``broker_load``
 (every bundle of a broker at a time: ``LocalBrokerData`` totals and ``TimeAverageBrokerData#reset`` sums)
-and ``overview`` (per bundle, the figures of the run's summary).
+and ``overview`` (per bundle, the figures of the run's summary); ``namespaces``: each namespace's bundle
+boundaries, for replaying the recorded layout.
 """
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 
 import numpy as np
@@ -29,6 +31,8 @@ import pyarrow.compute as pc
 
 from bundlewise.algorithms.splitting.conditions import REASONS
 from bundlewise.config import Config
+from bundlewise.model.bundles import Bundle
+from bundlewise.model.hashing import FULL_LOWER_BOUND, FULL_UPPER_BOUND
 from bundlewise.model.load import DEFAULT_STATS, NUM_LONG_SAMPLES, NUM_SHORT_SAMPLES, time_average_step
 from bundlewise.model.resources import MIB
 from bundlewise.pipeline.boundaries import Boundaries
@@ -221,3 +225,35 @@ def overview(stage: pa.Table) -> pa.Table:
         "hot_sum": "candidates",
     }
     return done.rename_columns([names.get(c, c) for c in done.column_names])
+
+
+def namespaces(bundles: list[str], boundaries: Boundaries, schema: pa.Schema) -> pa.Table:
+    """Per namespace of the run, its bundle boundaries: those the bundles were cut by (``configured``: a
+    bundles file, ``--bundles`` or Pulsar's default count) when every bundle seen is one of them, else the
+    ranges the input carried (``input``; ``complete`` when they tile 0x00000000..0xffffffff)."""
+    seen: dict[str, list[Bundle]] = {}
+    for name in bundles:
+        bundle = Bundle.parse(name)
+        seen.setdefault(str(bundle.namespace), []).append(bundle)
+    rows = []
+    for ns in sorted(seen):
+        configured = boundaries.for_namespace(ns)
+        cut = {(lo, hi) for lo, hi in itertools.pairwise(configured)}
+        ranges = sorted({(b.lower, b.upper) for b in seen[ns]})
+        if all(r in cut for r in ranges):
+            bounds, source, complete = list(configured), "configured", True
+        else:
+            bounds = sorted({x for r in ranges for x in r})
+            tiled = all(a[1] == b[0] for a, b in itertools.pairwise(ranges))
+            complete = tiled and ranges[0][0] == FULL_LOWER_BOUND and ranges[-1][1] == FULL_UPPER_BOUND
+            source = "input"
+        rows.append(
+            {
+                "namespace": ns,
+                "boundaries": bounds,
+                "bundleCount": len(bounds) - 1,
+                "source": source,
+                "complete": complete,
+            }
+        )
+    return pa.Table.from_pylist(rows, schema=schema)

@@ -7,6 +7,7 @@ runs the transforms and writes under ``out`` (atomically, ``outputs``):
     bundle_load/       per (timestamp, bundle): NamespaceBundleStats + short/long-term averages
     broker_load/       per (timestamp, broker): totals + TimeAverageBrokerData
     split_candidates/  per (timestamp, bundle) meeting a split condition, with reasons
+    namespaces/        per namespace: its bundle boundaries (configured, or carried by the input)
     rejects/           malformed records with their reason
     broker_reports/    (load reports only) the broker-level rows
 
@@ -179,7 +180,9 @@ def run_pipeline(
             else:
                 sums = _general_sums(read_input(spark, source, fmt), boundaries, source, samples, step)
             counts = boundaries if bundle_counts_known else None
-            summary = _finish(spark, sums, config, counts, outputs, finish, step)
+            summary, bundles = _finish(spark, sums, config, counts, outputs, finish, step)
+            if outputs is not None:
+                outputs.write_table("namespaces", frames.namespaces(bundles, boundaries, _NAMESPACES_ARROW))
             for df in sums.cached:
                 df.unpersist()
         summary.outputs = outputs.publish() if outputs is not None else {}
@@ -372,6 +375,7 @@ _BROKER_ARROW = to_arrow_schema(schemas.BROKER_LOAD)
 _SPLIT_ARROW = to_arrow_schema(schemas.SPLIT_CANDIDATES)
 _REJECTS_ARROW = to_arrow_schema(schemas.REJECTS)
 _REPORTS_ARROW = to_arrow_schema(schemas.BROKER_REPORTS)
+_NAMESPACES_ARROW = to_arrow_schema(schemas.NAMESPACES)
 
 
 def _finish(
@@ -382,8 +386,9 @@ def _finish(
     outputs: Outputs | None,
     finish: str,
     step: Progress,
-) -> Summary:
-    """The small tables from the partial sums: on the driver (Arrow) when they are few, else in Spark."""
+) -> tuple[Summary, list[str]]:
+    """The small tables from the partial sums: on the driver (Arrow) when they are few, else in Spark.
+    Returns the summary and the bundles seen."""
     partial, rows = sums.partial, sums.rows
     if isinstance(partial, DataFrame) and rows is None and finish == "auto":
         partial = partial.cache()
@@ -400,7 +405,7 @@ def _finish(
 
 def _finish_on_driver(
     sums: _Sums, partial: pa.Table, config: Config, counts: Boundaries | None, outputs: Outputs | None
-) -> Summary:
+) -> tuple[Summary, list[str]]:
     stage = frames.bundle_stage(partial.select(_PARTIAL), frames.SplitThresholds.of(config), _STAGE_ARROW)
     overview = frames.overview(stage)
     rejects = _rejects_table(sums)
@@ -415,7 +420,8 @@ def _finish_on_driver(
         elif sums.reports is not None:
             outputs.write_frame("broker_reports", sums.reports, coalesce=True)
     reasons = rejects.group_by("reason").aggregate([("reason", "count")]).to_pylist()
-    return _summarise(overview.to_pylist(), {r["reason"]: r["reason_count"] for r in reasons})
+    rows = overview.to_pylist()
+    return _summarise(rows, {r["reason"]: r["reason_count"] for r in reasons}), [r["bundle"] for r in rows]
 
 
 def _rejects_table(sums: _Sums) -> pa.Table:
@@ -442,7 +448,7 @@ def _finish_on_spark(
     config: Config,
     counts: Boundaries | None,
     outputs: Outputs | None,
-) -> Summary:
+) -> tuple[Summary, list[str]]:
     bundle_load = transforms.bundle_load(partial, config).cache()
     sums.cached.append(bundle_load)
     found = sums.rejects
@@ -467,7 +473,8 @@ def _finish_on_spark(
             jobs[name] = functools.partial(outputs.write_frame, name, df)
     done = _concurrently(jobs)
     reasons = {r["reason"]: r["n"] for r in rejects.groupBy("reason").agg(F.count(F.lit(1)).alias("n")).collect()}
-    return _summarise([r.asDict() for r in done[""]], reasons)
+    rows = [r.asDict() for r in done[""]]
+    return _summarise(rows, reasons), [r["bundle"] for r in rows]
 
 
 def _concurrently(jobs: dict[str, Callable[[], Any]]) -> dict[str, Any]:

@@ -30,7 +30,15 @@ from bundlewise.model.errors import InputError
 from bundlewise.pipeline import locations
 from bundlewise.pipeline.locations import Location
 
-DATASETS = ("topic_samples", "bundle_load", "broker_load", "split_candidates", "rejects", "broker_reports")
+DATASETS = (
+    "topic_samples",
+    "bundle_load",
+    "broker_load",
+    "split_candidates",
+    "namespaces",
+    "rejects",
+    "broker_reports",
+)
 """Every dataset a run may write under ``--out``."""
 
 

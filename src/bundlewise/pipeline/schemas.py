@@ -6,7 +6,7 @@
   (broker-stats/topics dumps, load reports); ``broker`` when it carries the owner.
 * ``REJECTS``: malformed records with the file they came from and the reason.
 * ``BROKER_REPORTS``: broker-level rows of load-report dumps (resources and reported totals).
-* ``BUNDLE_LOAD`` / ``BROKER_LOAD`` / ``SPLIT_CANDIDATES``: the transforms' outputs.
+* ``BUNDLE_LOAD`` / ``BROKER_LOAD`` / ``SPLIT_CANDIDATES`` / ``NAMESPACES``: the transforms' outputs.
 """
 
 from __future__ import annotations
@@ -116,3 +116,14 @@ SPLIT_CANDIDATES = StructType(
         StructField("withinNamespaceCap", BooleanType(), False),
     ]
 )
+
+NAMESPACES = StructType(
+    [
+        StructField("namespace", StringType(), False),
+        StructField("boundaries", ArrayType(LongType(), False), False),
+        StructField("bundleCount", LongType(), False),
+        StructField("source", StringType(), False),
+        StructField("complete", BooleanType(), False),
+    ]
+)
+"""Per namespace of a run: its bundle boundaries, ``configured`` or carried by the ``input``."""
