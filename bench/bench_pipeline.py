@@ -1,6 +1,6 @@
 """Benchmark of ``bundlewise pipeline`` against a streamed DuckDB script doing the same work, cold and warm.
 
-The generator writes a canonical trace (contract §7) as Parquet: 100k topics per 10M rows in 400 Zipf-skewed
+The generator writes a canonical trace (docs/pipeline.md) as Parquet: 100k topics per 10M rows in 400 Zipf-skewed
 namespaces, Zipf-skewed message rates (exponent 1.1), log-normal message sizes and per-sample noise, some
 partitioned topics, 24 brokers owning bundles; the same rows as CSV and JSON Lines (written by DuckDB).
 

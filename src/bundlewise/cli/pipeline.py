@@ -1,4 +1,4 @@
-"""``bundlewise pipeline``: raw topic statistics → bundle and broker load on Spark (contract §7).
+"""``bundlewise pipeline``: raw topic statistics → bundle and broker load on Spark (docs/pipeline.md).
 
 Prints the run's summary as one JSON document on stdout; the one-screen human summary and the
 progress lines go to stderr.  PySpark is imported only when the command runs.

@@ -7,7 +7,7 @@ RATE_FIELDS = ("msgRateIn", "msgRateOut", "msgThroughputIn", "msgThroughputOut")
 COUNT_FIELDS = ("producerCount", "consumerCount")
 NUMBER_FIELDS = (*RATE_FIELDS, *COUNT_FIELDS)
 TRACE_COLUMNS = ("timestamp", "topic", *NUMBER_FIELDS, "broker")
-"""The columns of a canonical trace (contract §7)."""
+"""The columns of a canonical trace (docs/pipeline.md, Inputs)."""
 SAMPLE_COLUMNS = ("timestamp", "broker", "topic", "bundle", *NUMBER_FIELDS, "topics")
 """The canonical topic-samples rows every input is read into (``schemas.TOPIC_SAMPLES``; ``dumps`` rows)."""
 SUM_FIELDS = (*RATE_FIELDS, "topics", *COUNT_FIELDS)

@@ -1,10 +1,10 @@
 """Ingest: every input format into ONE canonical topic-samples table plus a rejects table.
 
 * ``validate_trace(raw, source)``: a canonical trace read as a DataFrame (Parquet, CSV or JSON
-  Lines; contract §7) → typed samples + rejects.  Checked per row with native expressions (no
+  Lines; docs/pipeline.md) → typed samples + rejects.  Checked per row with native expressions (no
   Python): ``timestamp`` present and in ms (or ISO-8601), ``topic`` present, rates and counts
   numbers ≥ 0 and finite, counts whole.  Absent optional fields take 0 (producerCount,
-  consumerCount; a missing rate column counts as 0 as in contract §3's topic lists).
+  consumerCount; a missing rate column counts as 0 as in ``bundlewise split``'s topic lists).
 * ``samples_from_dumps(spark, files, fmt)``: ``(name, text)`` pairs of dump files (broker-stats/topics,
   load reports, Prometheus text) parsed by ``dumps`` on the executors.
 

@@ -8,9 +8,9 @@ reduces to a few native expressions per row:
   ``non-persistent``, exactly three non-empty ``/``-separated parts, no surrounding spaces), so its full
   name is the name itself and its namespace is ``tenant/ns`` (``substring_index``, no regex, no copy
   of a rebuilt name);
-* ``bundle_index``: the CRC-32 of the name (spec §1.2) → the index i of bundle ``[p_i, p_{i+1})``
-  (spec §1.4-1.5): by arithmetic ``min(h div seg, N - 1)`` for N equal bundles, else by a balanced tree of
-  comparisons against the literal boundaries (no per-row array search);
+* ``bundle_index``: the CRC-32 of the name (``NamespaceBundleFactory#getLongHashCode``) → the index i of
+  bundle ``[p_i, p_{i+1})`` (``NamespaceBundles#findBundle``): by arithmetic ``min(h div seg, N - 1)`` for N
+  equal bundles, else by a balanced tree of comparisons against the literal boundaries (no per-row array search);
 * ``keyed_sums``: the per (timestamp, broker, canonical?, namespace, bundle index) sums — a hash aggregation
   (numeric aggregates only) — after which ``split_sums`` names the (few) canonical groups and counts the
   other rows.
@@ -92,7 +92,7 @@ def bundle_index(h: Column, bounds: tuple[int, ...]) -> Column:
 
 
 def range_suffixes(bounds: tuple[int, ...]) -> Column:
-    """A literal array of ``0xllllllll_0xuuuuuuuu`` per bundle index (spec §1.6)."""
+    """A literal array of ``0xllllllll_0xuuuuuuuu`` per bundle index (``NamespaceBundle#getBundleRange``)."""
     names = [f"0x{lo:08x}_0x{hi:08x}" for lo, hi in itertools.pairwise(bounds)]
     return F.array(*[F.lit(s) for s in names])
 

@@ -1,6 +1,6 @@
 """The schemas of the pipeline's tables (docs/pipeline.md describes every column).
 
-* ``TOPIC_SAMPLES``: the one canonical input table every format is read into (contract §7): one row
+* ``TOPIC_SAMPLES``: the one canonical input table every format is read into (docs/pipeline.md, Inputs): one row
   per (timestamp, topic) — or, for load reports, per (timestamp, bundle) with ``topic`` null and
   ``topics`` the bundle's topic count.  ``bundle`` is set when the input carries the owning bundle
   (broker-stats/topics dumps, load reports); ``broker`` when it carries the owner.

@@ -2,17 +2,18 @@
 
 1. ``with_topic_names``: the full name and namespace of a topic as the model's ``TopicName`` reads it,
    with native string functions (proven equal to ``TopicName.parse`` in tests); its hash is Spark's native
-   ``crc32`` over the UTF-8 full name, proven equal to ``model.hashing.crc32_hash`` (spec §1.1-1.2).
+   ``crc32`` over the UTF-8 full name, proven equal to ``model.hashing.crc32_hash``
+   (``NamespaceBundleFactory#getLongHashCode``).
 2. ``resolve``: hash → bundle by the namespace's boundaries, bundle i = ``[p_i, p_{i+1})``, the last closed
-   at 0xffffffff (spec §1.4-1.5; a carried bundle wins); unusable rows go to the rejects.  Measured on this
-   2-core machine, a native CRC-32 per row (2.6 s per 10M rows with the scan) costs far less than finding the
-   distinct topics (10 s) or a broadcast join back, so names are resolved per row with native functions.
+   at 0xffffffff (``NamespaceBundles#findBundle``; a carried bundle wins); unusable rows go to the rejects.
+   Measured on this 2-core machine, a native CRC-32 per row (2.6 s per 10M rows with the scan) costs far less
+   than finding the distinct topics (10 s) or a broadcast join back, so names are resolved per row natively.
 3. ``partial_bundle_sums``: per (timestamp, bundle, broker) sums — a hash aggregation of numbers only.
 4. ``bundle_load``: one shuffle by bundle, then per task (``frames.bundle_stage``, Arrow and numpy): one
    ``NamespaceBundleStats`` sample per (timestamp, bundle), the short-term (10) and long-term (1000)
    ``TimeAverageMessageData`` over each bundle's samples in time order with Pulsar's recurrence
-   (``model.load.time_average_step``) starting from ``DEFAULT_STATS`` (spec §3.4), and the split reasons of
-   ``BundleSplitterTask`` (spec §2.1), proven equal to ``algorithms.splitting.conditions.split_reasons``.
+   (``model.load.time_average_step``) starting from ``DEFAULT_STATS``, and the split reasons of
+   ``BundleSplitterTask#findBundlesToSplit``, proven equal to ``algorithms.splitting.conditions.split_reasons``.
 5. ``broker_load``, ``split_candidates``, ``bundle_overview``: ``frames``' functions of the same names in
    Spark tasks, after one shuffle that puts every row of a broker / namespace / bundle in one task (the
    driver runs the same functions on the whole table when it is small, ``jobs``).
@@ -101,7 +102,7 @@ def _hex8(c: Column) -> Column:
 
 
 def bundle_name(namespace: Column, lower: Column, upper: Column) -> Column:
-    """``tenant/ns/0xllllllll_0xuuuuuuuu`` (spec §1.6)."""
+    """``tenant/ns/0xllllllll_0xuuuuuuuu`` (``NamespaceBundle#getBundleRange``)."""
     return F.concat(namespace, F.lit("/0x"), _hex8(lower), F.lit("_0x"), _hex8(upper))
 
 
@@ -110,7 +111,7 @@ def _array(bounds: tuple[int, ...]) -> Column:
 
 
 def bundle_range(namespace: Column, h: Column, boundaries: Boundaries) -> tuple[Column, Column]:
-    """``(lower, upper)`` of the bundle holding hash ``h`` (null outside the boundaries; spec §1.4-1.5).
+    """``(lower, upper)`` of the bundle holding hash ``h`` (null outside; ``NamespaceBundles#findBundle``).
 
     Equal bundles (``--bundles N``) use arithmetic, ``min(h // seg, N - 1)``; other boundaries a search of the
     namespace's boundary array.
