@@ -96,6 +96,9 @@ class _Resolver:
         self.namespace_of: list[int] = []
         self.namespaces: dict[str, NamespaceBundles] = {}
         self._last: tuple[pa.Array, np.ndarray, pa.DictionaryArray] | None = None
+        self._names: list[str] = []  # every name resolved, in order, and its id: looked up in Arrow
+        self._known: pa.Array = pa.array([], pa.string())
+        self._known_ids = np.zeros(0, np.int32)
 
     @classmethod
     def for_boundaries(cls, boundaries: Boundaries) -> _Resolver:
@@ -139,12 +142,23 @@ class _Resolver:
         if self._last is not None and self._last[0].equals(topics):
             return self._last[1], self._last[2]
         encoded = topics if pa.types.is_dictionary(topics.type) else pc.dictionary_encode(topics)
-        ids = np.fromiter(
-            (self._id(n) for n in encoded.dictionary.to_pylist()), dtype=np.int32, count=len(encoded.dictionary)
-        )
+        ids = self._dictionary_ids(encoded.dictionary)
         rows: np.ndarray = np.append(ids, np.int32(-1))[encoded.indices.fill_null(-1).to_numpy()]  # -1: null slot
         self._last = (topics, rows, encoded)
         return rows, encoded
+
+    def _dictionary_ids(self, names: pa.Array) -> np.ndarray:
+        """The id of each (distinct) name: known names looked up in Arrow, new ones resolved by the model."""
+        found = pc.index_in(names, value_set=self._known)
+        missing = found.is_null()
+        if missing.true_count:
+            for name in names.filter(missing).to_pylist():
+                self._names.append(name)
+                self._known_ids = np.append(self._known_ids, np.int32(self._id(name)))
+            self._known = pa.array(self._names, pa.string())
+            found = pc.index_in(names, value_set=self._known)
+        ids: np.ndarray = self._known_ids[found.to_numpy(zero_copy_only=False)]
+        return ids
 
     def carried_ids(self, bundles: pa.Array) -> np.ndarray:
         """Per row, the id of the bundle the input carries (-1: none)."""
@@ -171,6 +185,8 @@ def _topic_ids(column: pa.ChunkedArray, resolver: _Resolver) -> tuple[np.ndarray
     """Per row, the bundle id of its topic (-1: null or not a clean full name); the column dictionary-encoded."""
     if pa.types.is_dictionary(column.type) and column.num_chunks > 1:
         column = column.unify_dictionaries()
+    elif column.num_chunks > 1:  # one dictionary (one lookup) per piece, not per reader block
+        column = pa.chunked_array([column.combine_chunks()])
     parts = [resolver.row_ids(c) for c in column.chunks]
     if not parts:
         return np.zeros(0, dtype=np.int32), pa.chunked_array([], pa.dictionary(pa.int32(), pa.string()))

@@ -345,12 +345,13 @@ def _lines(block: bytes) -> list[str]:
 
 def _line_count(block: bytes) -> int | None:
     """The number of lines of a block without blank lines; None when it has some (count them one by one)."""
-    if _BLANK_LINE.search(block.rstrip(b"\n")) is not None:
-        return None
+    if block[:1] in _BLANK_STARTS or _BLANK_AFTER_NEWLINE.search(block) is not None:
+        return None  # maybe a blank line: the caller counts the lines one by one
     return block.count(b"\n") + (0 if block.endswith(b"\n") else 1)
 
 
-_BLANK_LINE = re.compile(rb"(?:^|\n)[ \t\r]*(?:\n|$)")
+_BLANK_STARTS = (b"", b"\n", b"\r", b" ", b"\t")
+_BLANK_AFTER_NEWLINE = re.compile(rb"\n[\n\r \t]")
 
 
 def _text_piece(plan_: Plan, path: str, block: bytes) -> Piece:
@@ -361,9 +362,11 @@ def _text_piece(plan_: Plan, path: str, block: bytes) -> Piece:
                 raise ValueError("escapes: Spark's CSV reader decides")  # Spark escapes with \, pyarrow doubles "
             table = pacsv.read_csv(
                 pa.py_buffer(block),
-                read_options=pacsv.ReadOptions(column_names=list(plan_.header), use_threads=False),
+                read_options=pacsv.ReadOptions(
+                    column_names=list(plan_.header), use_threads=False, block_size=len(block) + 1
+                ),
                 convert_options=pacsv.ConvertOptions(
-                    column_types={c: pa.string() for c in plan_.header},
+                    column_types={c: _TEXT_TYPES.get(c, pa.string()) for c in plan_.header},
                     strings_can_be_null=True,
                     quoted_strings_can_be_null=False,
                     null_values=[""],
@@ -405,6 +408,10 @@ class _LazyLines(Sequence[str]):
     def __len__(self) -> int:
         lines: list[str] = self._all()
         return len(lines)
+
+
+_TEXT_TYPES = {"topic": pa.dictionary(pa.int32(), pa.string()), "broker": pa.dictionary(pa.int32(), pa.string())}
+"""CSV names are dictionary-encoded as they are read (each distinct name is then looked up once)."""
 
 
 def _dump_piece(fmt: str, path: str, text: str) -> Piece:
