@@ -25,8 +25,24 @@ def spark() -> Iterator[Any]:
     session.stop()
 
 
+@pytest.fixture(scope="session")
+def spark_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """A real standalone Spark master and worker on 127.0.0.1 (pyspark's own ``spark-class``), shared by the
+    whole run and stopped by PID when it ends, whatever the tests did."""
+    import atexit
+
+    from tests.spark_cluster import start_cluster
+
+    cluster = start_cluster(tmp_path_factory.mktemp("spark-cluster"))
+    atexit.register(cluster.stop)  # also when the run is interrupted
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """A test that asks for the session is a Spark test, marked or not."""
     for item in items:
-        if "spark" in getattr(item, "fixturenames", ()):
+        if {"spark", "spark_cluster"} & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.spark)

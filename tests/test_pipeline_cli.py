@@ -72,10 +72,20 @@ def test_pipeline_on_a_directory_of_broker_stats_topics_dumps(spark, capsys, tmp
     assert sorted(p.name for p in out_dir.iterdir()) == [
         "broker_load",
         "bundle_load",
+        "namespaces",
         "rejects",
         "split_candidates",
         "topic_samples",
     ]
+    # the dumps' bundles are among the 4 default ones: the configured boundaries, complete
+    layout = {
+        r["namespace"]: (list(r["boundaries"]), r["source"])
+        for r in spark.read.parquet(str(out_dir / "namespaces")).collect()
+    }
+    assert layout == {
+        "public/default": ([0, 0x40000000, 0x80000000, 0xC0000000, 0xFFFFFFFF], "configured"),
+        "t/ns": ([0, 0x40000000, 0x80000000, 0xC0000000, 0xFFFFFFFF], "configured"),
+    }
     load = spark.read.parquet(str(out_dir / "bundle_load")).where("bundle = 'public/default/0x00000000_0x40000000'")
     got = [
         (
@@ -166,3 +176,23 @@ def test_a_parquet_trace_gives_one_summary_with_the_columnar_scan_or_spark_reade
         summaries.append({k: v for k, v in summary.items() if k not in ("seconds", "outputs")})
     assert summaries[0] == summaries[1]
     assert (summaries[0]["rowsIn"], summaries[0]["rowsRejected"], summaries[0]["splitCandidates"]) == (10, 1, 3)
+
+
+@pytest.mark.spark
+def test_pipeline_reads_the_balancer_table_of_a_scenario_file(spark, capsys, tmp_path):
+    """The same hot bundle is a split candidate by Pulsar's defaults and not with the scenario's limit."""
+    trace = tmp_path / "trace.jsonl"
+    rows = [
+        {"timestamp": T0, "topic": f"persistent://t/ns/hot-partition-{i}", "msgRateIn": 20000.0, "broker": "b1"}
+        for i in range(3)
+    ]
+    trace.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    (tmp_path / "cluster.toml").write_text(
+        '[[brokers]]\nname = "b1"\n[balancer]\nloadBalancerNamespaceBundleMaxMsgRate = 100000\n'
+    )
+    found = []
+    for extra in ([], ["--config", str(tmp_path / "cluster.toml")]):
+        code, out, err = _run(capsys, "--input", str(trace), "--bundles", "1", *extra)
+        assert code == 0, err
+        found.append(json.loads(out)["splitCandidates"])
+    assert found == [1, 0]

@@ -19,8 +19,9 @@ import pyarrow.parquet as pq
 from pyspark.testing import assertDataFrameEqual
 
 from bundlewise.config import Config
-from bundlewise.pipeline import columnar, jobs
+from bundlewise.pipeline import fragments, jobs
 from bundlewise.pipeline.boundaries import Boundaries
+from bundlewise.pipeline.locations import Location
 
 pytestmark = pytest.mark.spark
 
@@ -110,7 +111,7 @@ def _both(spark, tmp_path, trace, boundaries, counts_known=False):
 
 def _assert_same_outputs(spark, results):
     (s1, out1), (s2, out2) = results["columnar"], results["general"]
-    for name in ("topic_samples", "bundle_load", "broker_load", "split_candidates", "rejects"):
+    for name in ("topic_samples", "bundle_load", "broker_load", "split_candidates", "namespaces", "rejects"):
         got, want = spark.read.parquet(str(out1 / name)), spark.read.parquet(str(out2 / name))
         assert sorted(got.columns) == sorted(want.columns), name
         assertDataFrameEqual(got.select(*want.columns), want, rtol=1e-12)
@@ -136,9 +137,11 @@ def test_a_clean_trace_gives_the_same_outputs_as_the_general_path(spark, tmp_pat
     _assert_same_outputs(spark, results)
     summary, out = results["columnar"]
     assert (summary.rows_in, summary.rows_rejected) == (5 * len(CLEAN), 0)
+    files = sorted(str(p) for p in (tmp_path / "trace").iterdir())
+    plan = fragments.plan(Location.of(str(tmp_path / "trace")), "trace", files, 2)
+    assert plan is not None and plan.kind == "parquet"
     assert {p.name for p in (out / "topic_samples").iterdir() if p.suffix == ".parquet"} == {
-        f"part-{i:05d}-columnar.parquet"
-        for i in range(len(columnar.plan(sorted(str(p) for p in (tmp_path / "trace").iterdir()), 2) or []))
+        f"part-{i:05d}-columnar.parquet" for i in range(len(plan.fragments))
     }
 
 
@@ -190,12 +193,14 @@ def test_plan_splits_files_by_row_groups_and_leaves_other_types_to_spark(tmp_pat
     rows = [_row(ts, "persistent://t/ns/a", 0, "b") for ts in range(100)]
     _write(tmp_path / "a.parquet", rows, row_group_size=10)
     _write(tmp_path / "b.parquet", rows[:10])
-    fragments = columnar.plan([str(tmp_path / "a.parquet"), str(tmp_path / "b.parquet")], slots=2)
-    assert fragments is not None
-    assert [f.row_groups for f in fragments] == [(0, 1), (2, 3), (4, 5), (6, 7), (8, 9), None]  # ≤ 28 rows
+    plan = fragments.plan(
+        Location.of(str(tmp_path)), "trace", [str(tmp_path / "a.parquet"), str(tmp_path / "b.parquet")], slots=2
+    )
+    assert plan is not None
+    assert [f.row_groups for f in plan.fragments] == [(0, 1), (2, 3), (4, 5), (6, 7), (8, 9), None]  # ≤ 28 rows
     text_times = pa.table({"timestamp": ["2023-11-14T22:13:20Z"], "topic": ["persistent://t/ns/a"]})
     pq.write_table(text_times, tmp_path / "iso.parquet")
-    assert columnar.plan([str(tmp_path / "iso.parquet")], slots=2) is None
+    assert fragments.plan(Location.of(str(tmp_path)), "trace", [str(tmp_path / "iso.parquet")], slots=2) is None
 
 
 def test_an_empty_trace_leaves_readable_empty_outputs(spark, tmp_path):

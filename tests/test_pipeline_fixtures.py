@@ -129,6 +129,7 @@ def load_report() -> dict[str, Any]:
 _L = 'cluster="standalone",namespace="public/default",topic="persistent://public/default/my-topic"'
 PROMETHEUS = (
     "# TYPE pulsar_rate_in gauge\n"
+    'pulsar_rate_in{cluster="standalone"} 0 1700000000001\n'
     f"pulsar_rate_in{{{_L}}} 10.0 1700000000000\n"
     f"pulsar_rate_out{{{_L}}} 20.0 1700000000000\n"
     f"pulsar_throughput_in{{{_L}}} 1000\n"

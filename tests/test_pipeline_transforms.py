@@ -25,7 +25,7 @@ from bundlewise.model.load import (
     TimeAverageMessageData,
 )
 from bundlewise.model.names import TopicName
-from bundlewise.pipeline import frames, schemas, transforms
+from bundlewise.pipeline import columns, frames, schemas, transforms
 from bundlewise.pipeline.boundaries import Boundaries
 
 pytestmark = pytest.mark.spark
@@ -256,7 +256,7 @@ def test_averages_frame_equals_the_model_recurrence_past_both_windows():
     pdf = frames.averages_frame(_bundle_frame(xs).sample(frac=1.0, random_state=1))
     for b, samples in xs.items():
         got = pdf[pdf["bundle"] == b].sort_values("timestamp")
-        cols = ["shortTermSamples", "longTermSamples", *schemas.AVERAGE_FIELDS]
+        cols = ["shortTermSamples", "longTermSamples", *columns.AVERAGE_FIELDS]
         assert [tuple(r) for r in got[cols].itertuples(index=False)] == _model_averages(samples)  # exact
     assert pdf["shortTermSamples"].max() == 10 and pdf["longTermSamples"].max() == 1000
 
@@ -272,7 +272,7 @@ def test_spark_time_averages_equal_the_model_time_average_message_data(spark):
     df = spark.createDataFrame(_bundle_frame(xs))
     got = transforms.bundle_load(df, Config()).orderBy("bundle", "timestamp").collect()
     flat = [(b, *vals) for b, s in xs.items() for vals in _model_averages(s)]
-    cols = ["bundle", "shortTermSamples", "longTermSamples", *schemas.AVERAGE_FIELDS]
+    cols = ["bundle", "shortTermSamples", "longTermSamples", *columns.AVERAGE_FIELDS]
     assert [tuple(r[c] for c in cols) for r in got] == flat
     # the first sample replaces Pulsar's default prior (50 msg/s, 50000 B/s)
     one = next(r for r in got if r["bundle"] == "t/ns/0x40000000_0x80000000")
@@ -285,7 +285,7 @@ def test_spark_time_averages_equal_the_model_time_average_message_data(spark):
 
 def _load_rows(spark, rows, config=None):
     pdf = pd.DataFrame(rows)
-    for f in schemas.AVERAGE_FIELDS:
+    for f in columns.AVERAGE_FIELDS:
         pdf[f] = pdf.get(f, 0.0)
     pdf["sessions"] = pdf["producerCount"] + pdf["consumerCount"]
     pdf["reasons"] = frames.split_reason_lists(pdf, frames.SplitThresholds.of(config or Config())).to_pylist()

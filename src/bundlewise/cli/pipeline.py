@@ -52,7 +52,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="read a local Parquet trace with Spark's own reader instead of the columnar scan "
         "(Arrow in the Spark tasks; the default, several times faster)",
     )
-    p.add_argument("--master", default="local[*]", metavar="URL", help="Spark master (default local[*])")
+    p.add_argument(
+        "--master",
+        metavar="URL",
+        help="Spark master (default: spark-submit's --master or spark-defaults.conf, else local[*])",
+    )
     add_config_options(p)
     p.set_defaults(func=run)
 
@@ -67,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
     with needs_extra("spark", "the pipeline"):
         from bundlewise.pipeline import jobs
         from bundlewise.pipeline.boundaries import Boundaries
-        from bundlewise.pipeline.session import get_session
+        from bundlewise.pipeline.session import run_session
 
     n = args.bundles if args.bundles is not None else config.view(SplitSettings).default_bundles
     try:
@@ -77,20 +81,19 @@ def run(args: argparse.Namespace) -> int:
     if args.bundles_file:
         boundaries = jobs.read_bundles_file(args.bundles_file, boundaries)
     jobs.check_input(args.input)
-    with needs_extra("spark", "the pipeline"):
-        spark = get_session(args.master)
-    summary = jobs.run_pipeline(
-        spark,
-        args.input,
-        args.format,
-        boundaries,
-        config,
-        args.out,
-        _progress,
-        bundle_counts_known=args.bundles is not None or args.bundles_file is not None,
-        write_topic_samples=not args.no_topic_samples,
-        columnar=not args.spark_reader,
-    )
+    with run_session(args.master) as spark:
+        summary = jobs.run_pipeline(
+            spark,
+            args.input,
+            args.format,
+            boundaries,
+            config,
+            args.out,
+            _progress,
+            bundle_counts_known=args.bundles is not None or args.bundles_file is not None,
+            write_topic_samples=not args.no_topic_samples,
+            columnar=not args.spark_reader,
+        )
     sys.stderr.write(jobs.format_summary(summary) + "\n")
     sys.stdout.write(json.dumps(summary.to_json()) + "\n")
     return 0

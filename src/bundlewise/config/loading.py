@@ -61,11 +61,32 @@ def load_config(path: str | None, overrides: Iterable[str] = (), warnings: list[
             text = Path(path).read_text(encoding="utf-8")
         except OSError as e:
             raise InputError(f"cannot read configuration: {e.strerror}", source=path) from None
-        config = config.with_values(parse_config_text(text, path), path, warnings)
+        config = config.with_values(*_settings(parse_config_text(text, path), path), warnings)
     assignments = parse_assignments(overrides)
     if assignments:
         config = config.with_values(assignments, "--set", warnings)
     return config.check()
+
+
+def _settings(raw: dict[str, Any], source: str) -> tuple[dict[str, Any], str]:
+    """The configuration keys of a file: a scenario file's (CLUSTER.toml) ``[balancer]`` table, else the file's
+    own keys.  Any other table is refused: it cannot be a ``ServiceConfiguration`` key, and ignoring it would
+    silently drop settings."""
+    if "balancer" in raw or "brokers" in raw:  # a scenario file: its settings are its [balancer] table
+        balancer = raw.get("balancer", {})
+        if not isinstance(balancer, dict):
+            raise InputError(
+                f"expected a table of configuration keys, got {balancer!r}", source=source, field="balancer"
+            )
+        return balancer, f"{source}: balancer"
+    for key, value in raw.items():
+        if isinstance(value, dict | list) and (isinstance(value, dict) or any(isinstance(v, dict) for v in value)):
+            raise InputError(
+                "expected a configuration key = value; a table is read only as a scenario's [balancer]",
+                source=source,
+                field=key,
+            )
+    return raw, source
 
 
 def parse_assignments(items: Iterable[str]) -> dict[str, str]:

@@ -1,37 +1,34 @@
-"""The columnar scan of Parquet traces: Spark tasks that sum their share of the input with Arrow.
+"""The fast path: Spark tasks that read their fragment with pyarrow and sum its clean rows in Arrow.
 
-A Parquet trace whose columns already have usable types (integer ``timestamp``; string ``topic`` and
-``broker``; numeric rates and counts) is read by the Spark tasks themselves, one *fragment* (a file or a run
-of its row groups) per task, with pyarrow's vectorised reader.  Per fragment:
+Every input the fast path can read (``fragments.plan``: Parquet, CSV and JSON Lines traces, dump files, on any
+file system ``pyarrow.fs`` opens) is scanned here, one Spark task per fragment.  Per piece (a row group, a text
+block, a dump file):
 
-* the task reads its row groups one at a time (memory stays at a row group's size, which matters on a VM
-  where first-touching fresh memory is slow); the ``topic`` column is dictionary-encoded per row group and
-  each *distinct* topic name is resolved by the model itself — ``TopicName.parse`` and
-  ``NamespaceBundles.bundle_for_hash`` of ``crc32_hash`` — cached per worker process
-  across fragments; a row group repeating the previous one's topics in the same order reuses its ids;
-* a row is **clean** when its timestamp is present and a usable number of ms (as ``ingest.validate_trace``
-  reads it), every rate and count is present, finite and ≥ 0 (counts whole), and its topic is already its
-  own full name (``str(TopicName.parse(t)) == t``) and falls in a bundle;
-* clean rows are hash-aggregated per (timestamp, broker, bundle) in Arrow (``Table.group_by``) and only
-  those sums leave the task; with ``samples_dir`` the clean rows, with their namespace and bundle
-  (dictionary columns), are written to ``topic_samples/`` by the task (pyarrow, one file per fragment,
-  written under a temporary name and renamed, so a retried task leaves one file);
-* every other row leaves the task as it is (``rows`` null): ``jobs`` sends those through the general path
-  (``ingest.validate_trace`` + ``transforms.resolve``), which gives them their bundle or their reject
-  reason — so a row is never judged by two implementations, and the conservative clean test only decides
-  which path takes it.  ``tests/test_pipeline_columnar.py`` proves both paths give the same outputs.
+* each *distinct* topic name is resolved by the model itself — ``TopicName.parse`` (the name must be its own
+  full name) and ``NamespaceBundles.bundle_for_hash`` of ``crc32_hash`` (``NamespaceBundles#findBundle``) —
+  cached per worker process across fragments and runs; a bundle the input carries (broker-stats/topics dumps,
+  load reports) is taken as it is;
+* a row is **clean** when its timestamp is a whole number of ms in ``[0, 2^53)``, every rate and count is absent
+  (0, as the general path reads it) or a finite number ≥ 0 (counts whole, below 2^53), and its topic resolved —
+  for text, read from the strict decimal forms on which pyarrow's and Spark's conversions agree;
+* clean rows are hash-aggregated per (timestamp, broker, bundle) in Arrow; only those sums leave the task
+  (kind ``SUMS``), and with ``samples`` the task writes the clean rows to ``topic_samples/`` itself (one Parquet
+  file per fragment through ``pyarrow.fs``, under a temporary name renamed when complete; names kept
+  dictionary-encoded);
+* every other row leaves the task as it came — a typed row (``ROW``, Parquet and dumps) or its raw text line
+  (``LINE``) — and ``jobs`` sends it through the general path (Spark's reader, ``ingest.validate_trace``,
+  ``transforms.resolve``), which gives it its bundle or its reject reason: no row is judged by two
+  implementations, the conservative clean test only picks the route.  Dump parsers' rejects (``REJECT``) and
+  load reports' broker rows (``REPORT``, as JSON) leave the task too.
 
-Everything else (other formats, CSV/JSON traces, a Parquet file with other column types, paths that are not
-local files, or ``--spark-reader``) takes the general path.
+``tests/test_pipeline_columnar.py`` runs whole jobs both ways and compares every output.
 """
 
 from __future__ import annotations
 
-import math
-import os
+import json
 import uuid
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -47,95 +44,42 @@ from bundlewise.model.bundles import NamespaceBundles
 from bundlewise.model.errors import InputError
 from bundlewise.model.hashing import crc32_hash
 from bundlewise.model.names import TopicName
-from bundlewise.pipeline import schemas
 from bundlewise.pipeline.boundaries import Boundaries
+from bundlewise.pipeline.columns import COUNT_FIELDS, NUMBER_FIELDS, RATE_FIELDS
+from bundlewise.pipeline.fragments import Fragment, Piece, Plan, pieces
+from bundlewise.pipeline.locations import Location
 
-MAX_FRAGMENT_ROWS = 4_000_000
-"""At most this many rows (whole row groups) per fragment, so a large file is shared between tasks."""
-TIMESTAMP_LIMIT = 9.2e18
-"""``ingest._timestamp_expr``: a numeric timestamp is usable when ``0 <= ts < 9.2e18`` (as a double)."""
+EXACT_LIMIT = 2**53
+"""Timestamps and counts below this convert between long and double exactly (the general path goes through
+double); anything at or above takes the general path."""
+SUMS, ROW, LINE, REJECT, REPORT = 0, 1, 2, 3, 4
+"""The kinds of row a scan task returns."""
+_DECIMAL = r"^[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?$"
+_WHOLE = r"^[0-9]{1,15}$"
 
 SCAN = T.StructType(
     [
+        T.StructField("kind", T.ByteType(), False),
         T.StructField("timestamp", T.LongType(), True),
         T.StructField("broker", T.StringType(), True),
         T.StructField("topic", T.StringType(), True),
         T.StructField("bundle", T.StringType(), True),
         T.StructField("namespace", T.StringType(), True),
-        *[T.StructField(f, T.DoubleType(), True) for f in schemas.NUMBER_FIELDS],
+        *[T.StructField(f, T.DoubleType(), True) for f in NUMBER_FIELDS],
         T.StructField("topics", T.LongType(), True),
         T.StructField("rows", T.LongType(), True),
+        T.StructField("source", T.StringType(), True),
+        T.StructField("record", T.StringType(), True),
+        T.StructField("reason", T.StringType(), True),
     ]
 )
-"""What a task returns: per (timestamp, broker, bundle) sums with their ``rows``; other rows raw, ``rows`` null."""
+"""What a task returns, one ``kind`` per row: the sums per (timestamp, broker, bundle) with their ``rows``;
+typed rows and raw lines for the general path; rejects; broker reports."""
 _SCAN_ARROW = to_arrow_schema(SCAN)
 
 
-@dataclass(frozen=True)
-class Fragment:
-    """One task's share: a Parquet file, all of it (``row_groups`` None) or some of its row groups."""
-
-    path: str
-    row_groups: tuple[int, ...] | None = None
-
-
-def _usable(schema: pa.Schema) -> bool:
-    """Column types the scan reads as they are (anything else: general path)."""
-
-    def kind(name: str) -> pa.DataType | None:
-        i = schema.get_field_index(name)
-        if i < 0:
-            return None
-        t = schema.field(i).type
-        return t.value_type if pa.types.is_dictionary(t) else t
-
-    def is_string(t: pa.DataType | None) -> bool:
-        return t is not None and (pa.types.is_string(t) or pa.types.is_large_string(t))
-
-    ts, topic, broker = kind("timestamp"), kind("topic"), kind("broker")
-    if ts is None or not pa.types.is_integer(ts) or ts == pa.uint64() or not is_string(topic):
-        return False
-    if broker is not None and not is_string(broker):
-        return False
-    numeric = (kind(f) for f in schemas.NUMBER_FIELDS)
-    return all(t is None or pa.types.is_integer(t) or pa.types.is_floating(t) for t in numeric)
-
-
-def plan(files: Sequence[str], slots: int) -> list[Fragment] | None:
-    """Fragments of the trace, about two per task slot (whole row groups, at most ``MAX_FRAGMENT_ROWS``);
-    None when some file is not a Parquet trace the scan reads (the general path then reads, or rejects, it)."""
-    sizes: list[tuple[str, list[int]]] = []
-    for path in files:
-        try:
-            meta = pq.read_metadata(path)
-            schema = meta.schema.to_arrow_schema()
-        except (OSError, pa.ArrowException):
-            return None
-        if not _usable(schema):
-            return None
-        sizes.append((path, [meta.row_group(i).num_rows for i in range(meta.num_row_groups)]))
-    total = sum(sum(groups) for _p, groups in sizes)
-    target = min(MAX_FRAGMENT_ROWS, max(1, math.ceil(total / max(1, 2 * slots))))
-    fragments: list[Fragment] = []
-    for path, groups in sizes:
-        if sum(groups) <= target:
-            fragments.append(Fragment(path))
-            continue
-        run: list[int] = []
-        rows = 0
-        for i, n in enumerate(groups):
-            if run and rows + n > target:
-                fragments.append(Fragment(path, tuple(run)))
-                run, rows = [], 0
-            run.append(i)
-            rows += n
-        if run:
-            fragments.append(Fragment(path, tuple(run)))
-    return fragments
-
-
 class _Resolver:
-    """Topic names → bundle ids (-1: the general path takes the row), and the bundles behind the ids.
+    """Topic names and carried bundle names → bundle ids (-1: the general path takes the row).
 
     The model decides: ``TopicName.parse`` (the name must be its own full name) and
     ``NamespaceBundles.bundle_for_hash`` of its CRC-32.  Each distinct name is resolved once per worker
@@ -152,12 +96,21 @@ class _Resolver:
         self.namespace_of: list[int] = []
         self.namespaces: dict[str, NamespaceBundles] = {}
         self._last: tuple[pa.Array, np.ndarray, pa.DictionaryArray] | None = None
+        self._names: list[str] = []  # every name resolved, in order, and its id: looked up in Arrow
+        self._known: pa.Array = pa.array([], pa.string())
+        self._known_ids = np.zeros(0, np.int32)
 
     @classmethod
     def for_boundaries(cls, boundaries: Boundaries) -> _Resolver:
         if cls.current is None or cls.current.boundaries != boundaries:
             cls.current = cls(boundaries)
         return cls.current
+
+    def _bundle_id(self, bundle: str, namespace: str) -> int:
+        bid = self.bundle_ids.setdefault(bundle, len(self.bundle_ids))
+        if bid == len(self.namespace_of):
+            self.namespace_of.append(self.namespace_ids.setdefault(namespace, len(self.namespace_ids)))
+        return bid
 
     def _resolve(self, name: str) -> int:
         try:
@@ -174,10 +127,7 @@ class _Resolver:
             bundle = bundles.bundle_for_hash(crc32_hash(name)).name
         except InputError:  # HashOutOfRange
             return -1
-        bid = self.bundle_ids.setdefault(bundle, len(self.bundle_ids))
-        if bid == len(self.namespace_of):
-            self.namespace_of.append(self.namespace_ids.setdefault(ns, len(self.namespace_ids)))
-        return bid
+        return self._bundle_id(bundle, ns)
 
     def _id(self, name: str) -> int:
         bid = self.cache.get(name)
@@ -187,20 +137,39 @@ class _Resolver:
 
     def row_ids(self, topics: pa.Array) -> tuple[np.ndarray, pa.DictionaryArray]:
         """Per row, the bundle id of its topic (-1: null or not a clean full name), and the topics
-        dictionary-encoded.
-
-        Each distinct name is looked up once per call (``dictionary_encode``); a row group listing the same
-        topics in the same order as the previous one (periodic stats of one cluster) reuses both — so
-        ``topic_samples/`` can keep one Parquet dictionary for them."""
+        dictionary-encoded.  A piece listing the same topics in the same order as the previous one (periodic
+        stats of one cluster) reuses both."""
         if self._last is not None and self._last[0].equals(topics):
             return self._last[1], self._last[2]
         encoded = topics if pa.types.is_dictionary(topics.type) else pc.dictionary_encode(topics)
-        ids = np.fromiter(
-            (self._id(n) for n in encoded.dictionary.to_pylist()), dtype=np.int32, count=len(encoded.dictionary)
-        )
+        ids = self._dictionary_ids(encoded.dictionary)
         rows: np.ndarray = np.append(ids, np.int32(-1))[encoded.indices.fill_null(-1).to_numpy()]  # -1: null slot
         self._last = (topics, rows, encoded)
         return rows, encoded
+
+    def _dictionary_ids(self, names: pa.Array) -> np.ndarray:
+        """The id of each (distinct) name: known names looked up in Arrow, new ones resolved by the model."""
+        found = pc.index_in(names, value_set=self._known)
+        missing = found.is_null()
+        if missing.true_count:
+            for name in names.filter(missing).to_pylist():
+                self._names.append(name)
+                self._known_ids = np.append(self._known_ids, np.int32(self._id(name)))
+            self._known = pa.array(self._names, pa.string())
+            found = pc.index_in(names, value_set=self._known)
+        ids: np.ndarray = self._known_ids[found.to_numpy(zero_copy_only=False)]
+        return ids
+
+    def carried_ids(self, bundles: pa.Array) -> np.ndarray:
+        """Per row, the id of the bundle the input carries (-1: none)."""
+        encoded = pc.dictionary_encode(bundles)
+        ids = np.fromiter(
+            (self._bundle_id(b, b.rsplit("/", 1)[0]) for b in encoded.dictionary.to_pylist()),
+            dtype=np.int32,
+            count=len(encoded.dictionary),
+        )
+        rows: np.ndarray = np.append(ids, np.int32(-1))[encoded.indices.fill_null(-1).to_numpy()]
+        return rows
 
     def bundles(self) -> pa.Array:
         return pa.array(list(self.bundle_ids), pa.string())
@@ -216,6 +185,8 @@ def _topic_ids(column: pa.ChunkedArray, resolver: _Resolver) -> tuple[np.ndarray
     """Per row, the bundle id of its topic (-1: null or not a clean full name); the column dictionary-encoded."""
     if pa.types.is_dictionary(column.type) and column.num_chunks > 1:
         column = column.unify_dictionaries()
+    elif column.num_chunks > 1:  # one dictionary (one lookup) per piece, not per reader block
+        column = pa.chunked_array([column.combine_chunks()])
     parts = [resolver.row_ids(c) for c in column.chunks]
     if not parts:
         return np.zeros(0, dtype=np.int32), pa.chunked_array([], pa.dictionary(pa.int32(), pa.string()))
@@ -223,86 +194,101 @@ def _topic_ids(column: pa.ChunkedArray, resolver: _Resolver) -> tuple[np.ndarray
     return ids, pa.chunked_array([p[1] for p in parts])
 
 
+def _from_text(col: pa.ChunkedArray, target: pa.DataType, pattern: str) -> tuple[pa.ChunkedArray, np.ndarray]:
+    """A text column → ``target`` and a mask of the values read (nulls stay null and count as read).
+
+    Text that is not in ``pattern``'s strict form is not read here (the general path reads it)."""
+    try:
+        return col.cast(target), np.ones(len(col), bool)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        matched = pc.match_substring_regex(col, pattern)
+        ok = matched.fill_null(True).to_numpy(zero_copy_only=False)
+        try:
+            return pc.if_else(matched, col, pa.scalar("0")).cast(target), ok
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):  # e.g. an exponent past the double range
+            return pa.chunked_array([pa.nulls(len(col), target)]), col.is_null().to_numpy(zero_copy_only=False)
+
+
 def _numbers(table: pa.Table, name: str) -> tuple[pa.ChunkedArray, np.ndarray]:
-    """(the column as float64 for rates, int64 for counts; mask of usable values: present, finite, >= 0 and, for
-    counts, whole — the values of the other rows are meaningless)."""
+    """(the column as float64 for rates, int64 for counts; mask of clean values: absent or null (0, as the
+    general path reads them), else finite and >= 0, counts whole and below 2^53)."""
     n = table.num_rows
-    count = name in schemas.COUNT_FIELDS
+    count = name in COUNT_FIELDS
     if name not in table.column_names:
         return pa.chunked_array([pa.array(np.zeros(n, dtype=np.int64 if count else np.float64))]), np.ones(n, bool)
     col = table.column(name)
+    read = np.ones(n, bool)
+    if pa.types.is_string(col.type) or pa.types.is_large_string(col.type):
+        col, read = _from_text(col, pa.float64(), _DECIMAL)
     if count and pa.types.is_integer(col.type) and col.type != pa.uint64():  # uint64 may not fit: float path
-        values = col.fill_null(-1).to_numpy()
-        return col.cast(pa.int64()), values >= 0
-    col = col.cast(pa.float64())
-    values = col.to_numpy()  # nulls become NaN
-    ok = np.isfinite(values) & (values >= 0)
-    if col.null_count:
-        ok &= ~col.is_null().to_numpy()
+        values = col.fill_null(0).cast(pa.int64()).to_numpy()
+        return pa.chunked_array([pa.array(values)]), read & (values >= 0) & (values < EXACT_LIMIT)
+    values = col.cast(pa.float64()).fill_null(0.0).to_numpy()
+    ok = read & np.isfinite(values) & (values >= 0)
     if count:
-        ok &= values == np.floor(values)
+        ok &= (values == np.floor(values)) & (values < EXACT_LIMIT)
         return pa.chunked_array([pa.array(np.where(ok, values, 0).astype(np.int64))]), ok
-    return col, ok
+    return pa.chunked_array([pa.array(values)]), ok
 
 
-def _scan_piece(table: pa.Table, resolver: _Resolver) -> tuple[pa.Table, pa.Table | None, pa.Table]:
-    """One row group → (its sums per (timestamp, broker, bundle id), its other rows or None, its clean rows)."""
+def _timestamps(table: pa.Table) -> tuple[pa.ChunkedArray, np.ndarray]:
+    """(timestamps as int64, mask of clean ones: present, whole ms in [0, 2^53))."""
+    col = table.column("timestamp")
+    read = np.ones(len(col), bool)
+    if pa.types.is_string(col.type) or pa.types.is_large_string(col.type):
+        col, read = _from_text(col, pa.int64(), _WHOLE)
+    ts = col.cast(pa.int64())
+    values = ts.fill_null(-1).to_numpy()
+    return ts, read & (values >= 0) & (values < EXACT_LIMIT)
+
+
+def _scan_piece(table: pa.Table, resolver: _Resolver) -> tuple[pa.Table, pa.Table, np.ndarray]:
+    """One piece → (its sums per (timestamp, broker, bundle id), its clean rows, the indices of the others)."""
     n = table.num_rows
-    ts = table.column("timestamp").cast(pa.int64())
-    ts_values = ts.fill_null(-1).to_numpy()
-    ok = (ts_values >= 0) & (ts_values.astype(np.float64) < TIMESTAMP_LIMIT)
+    ts, ok = _timestamps(table)
     numbers: dict[str, pa.ChunkedArray] = {}
-    for name in schemas.NUMBER_FIELDS:
+    for name in NUMBER_FIELDS:
         numbers[name], usable = _numbers(table, name)
         ok &= usable
-    row_bundle, topics = _topic_ids(table.column("topic"), resolver)
+    carried = table.column("bundle").combine_chunks() if "bundle" in table.column_names else None
+    if "topic" in table.column_names:
+        row_bundle, topics = _topic_ids(table.column("topic"), resolver)
+    else:
+        row_bundle, topics = np.full(n, -1, np.int32), pa.chunked_array([pa.nulls(n, pa.string())])
+    if carried is not None and carried.null_count < n:
+        row_bundle = np.where(
+            carried.is_null().to_numpy(zero_copy_only=False), row_bundle, resolver.carried_ids(carried)
+        )
     ok &= row_bundle >= 0
     broker = table.column("broker") if "broker" in table.column_names else pa.chunked_array([pa.nulls(n, pa.string())])
+    counted = table.column("topics") if "topics" in table.column_names else pa.array(np.ones(n, dtype=np.int64))
     clean = pa.table(
         {
             "timestamp": ts,
             "broker": broker,
             "topic": topics,
             "_bundle": pa.array(row_bundle),
-            **{name: numbers[name] for name in schemas.NUMBER_FIELDS},
+            **{name: numbers[name] for name in NUMBER_FIELDS},
+            "topics": counted,
         }
     )
     if not ok.all():
         clean = clean.filter(pa.array(ok))
-    sums = _sum(clean.drop_columns(["topic"]), "sum", "count")
-    rest = np.flatnonzero(~ok)
-    if len(rest) == 0:
-        return sums, None, clean
-    idx = pa.array(rest)
-    others = pa.table(
-        {
-            "timestamp": ts.take(idx),
-            "broker": broker.take(idx).cast(pa.string()),
-            "topic": table.column("topic").take(idx).cast(pa.string()),
-            **{
-                name: (
-                    table.column(name).take(idx).cast(pa.float64())
-                    if name in table.column_names
-                    else pa.nulls(len(rest), pa.float64())
-                )
-                for name in schemas.NUMBER_FIELDS
-            },
-        }
-    )
-    return sums, others, clean
+    return _sum(clean.drop_columns(["topic"]), "count"), clean, np.flatnonzero(~ok)
 
 
-def _sum(table: pa.Table, numbers: str, rows: str) -> pa.Table:
-    """Per (timestamp, broker, _bundle): ``numbers`` ("sum") of each number, ``rows`` ("count" or "sum")."""
+_SUMMED = (*NUMBER_FIELDS, "topics")
+
+
+def _sum(table: pa.Table, rows: str) -> pa.Table:
+    """Per (timestamp, broker, _bundle): the sum of each number and of ``topics``; ``rows`` by ``count`` (input
+    rows) or ``sum`` (of partial sums' ``rows``)."""
     counted = "timestamp" if rows == "count" else "rows"
     done = table.group_by(["timestamp", "broker", "_bundle"], use_threads=False).aggregate(
-        [(name, numbers) for name in schemas.NUMBER_FIELDS] + [(counted, rows)]
+        [(name, "sum") for name in _SUMMED] + [(counted, rows)]
     )
-    done = done.rename_columns(
-        ["timestamp", "broker", "_bundle", *schemas.NUMBER_FIELDS, "rows"]
-        if done.column_names[0] == "timestamp"
-        else [*schemas.NUMBER_FIELDS, "rows", "timestamp", "broker", "_bundle"]
-    )
+    names = {f"{c}_sum": c for c in _SUMMED} | {f"{counted}_{rows}": "rows"}
+    done = done.rename_columns([names.get(c, c) for c in done.column_names])
     i = done.schema.get_field_index("broker")
     return done.set_column(i, "broker", done.column(i).cast(pa.string()))  # pieces' dictionaries differ
 
@@ -313,9 +299,13 @@ class _SamplesWriter:
 
     ROW_GROUP = 1 << 20
 
-    def __init__(self, samples_dir: str, index: int) -> None:
-        self.final = os.path.join(samples_dir, f"part-{index:05d}-columnar.parquet")
-        self.temp = os.path.join(samples_dir, f".{uuid.uuid4().hex}.tmp")
+    def __init__(self, folder: Location, index: int) -> None:
+        arrow = folder.arrow_fs()
+        if arrow is None:
+            raise OSError(f"pyarrow cannot write to {folder.uri}")
+        self.fs, path = arrow
+        self.final = f"{path}/part-{index:05d}-columnar.parquet"
+        self.temp = f"{path}/.{uuid.uuid4().hex}.tmp"
         self.writer: pq.ParquetWriter | None = None
         self.pending: list[pa.Table] = []
         self.rows = 0
@@ -323,17 +313,20 @@ class _SamplesWriter:
     def add(self, clean: pa.Table, resolver: _Resolver) -> None:
         ids = clean.column("_bundle").combine_chunks()
         bundles, namespaces, namespace_of = resolver.bundles(), resolver.namespace_names(), resolver.namespace_index()
+        topic = clean.column("topic")
+        if not pa.types.is_dictionary(topic.type):
+            topic = topic.dictionary_encode()
         self.pending.append(
             pa.table(
                 {
                     "timestamp": clean.column("timestamp"),
-                    "broker": clean.column("broker"),
-                    "topic": clean.column("topic"),
+                    "broker": clean.column("broker").cast(pa.string()),
+                    "topic": topic,
                     "bundle": pa.DictionaryArray.from_arrays(ids, bundles),
                     "namespace": pa.DictionaryArray.from_arrays(pc.take(namespace_of, ids), namespaces),
-                    **{name: clean.column(name) for name in schemas.RATE_FIELDS},
-                    **{name: clean.column(name) for name in schemas.COUNT_FIELDS},
-                    "topics": pa.array(np.ones(clean.num_rows, dtype=np.int64)),
+                    **{name: clean.column(name) for name in RATE_FIELDS},
+                    **{name: clean.column(name) for name in COUNT_FIELDS},
+                    "topics": clean.column("topics").cast(pa.int64()),
                 }
             )
         )
@@ -344,11 +337,12 @@ class _SamplesWriter:
     def flush(self) -> None:
         if not self.pending:
             return
-        table = pa.concat_tables(self.pending)
+        table = pa.concat_tables(self.pending, promote_options="permissive")
         if self.writer is None:
             self.writer = pq.ParquetWriter(
                 self.temp,
                 table.schema,
+                filesystem=self.fs,
                 use_dictionary=["broker", "topic", "bundle", "namespace"],
                 write_statistics=["timestamp", "broker", "bundle", "namespace"],
                 dictionary_pagesize_limit=16 << 20,
@@ -360,76 +354,135 @@ class _SamplesWriter:
         self.flush()
         if self.writer is not None:
             self.writer.close()
-            os.replace(self.temp, self.final)
+            self.fs.move(self.temp, self.final)
 
 
-def scan_fragment(fragment: Fragment, boundaries: Boundaries, samples_dir: str | None, index: int) -> pa.Table:
-    """One fragment → its ``SCAN`` rows (and its share of ``topic_samples/`` when ``samples_dir``), read one
-    row group at a time (memory stays at a row group's size)."""
-    present = pq.read_schema(fragment.path).names
-    columns = [c for c in schemas.TRACE_COLUMNS if c in present]
-    f = pq.ParquetFile(fragment.path, read_dictionary=["broker"] if "broker" in columns else None)
-    groups = fragment.row_groups if fragment.row_groups is not None else tuple(range(f.num_row_groups))
+def scan_fragment(
+    plan: Plan, fragment: Fragment, boundaries: Boundaries, samples: Location | None, index: int
+) -> pa.Table:
+    """One fragment → its ``SCAN`` rows (and its share of ``topic_samples/`` when ``samples``)."""
     resolver = _Resolver.for_boundaries(boundaries)
-    writer = _SamplesWriter(samples_dir, index) if samples_dir is not None else None
+    writer = _SamplesWriter(samples, index) if samples is not None else None
     sums: list[pa.Table] = []
-    others: list[pa.Table] = []
-    for group in groups:
-        piece_sums, piece_others, clean = _scan_piece(
-            f.read_row_group(group, columns=columns, use_threads=False), resolver
-        )
-        sums.append(piece_sums)
-        if piece_others is not None:
-            others.append(piece_others)
-        if writer is not None:
-            writer.add(clean, resolver)
+    extra: list[pa.Table] = []
+    for piece in pieces(plan, fragment):
+        if piece.table is not None and piece.table.num_rows:
+            piece_sums, clean, rest = _scan_piece(piece.table, resolver)
+            sums.append(piece_sums)
+            if writer is not None and clean.num_rows:
+                writer.add(clean, resolver)
+            if len(rest):
+                extra.append(_others(piece, rest))
+        elif piece.lines:
+            extra.append(_texts(LINE, piece.source, list(piece.lines)))
+        if piece.rejects:
+            extra.append(_rejects(piece.rejects))
+        if piece.reports:
+            extra.append(_texts(REPORT, piece.source, piece.reports))
     if writer is not None:
         writer.close()
-    total = _sum(pa.concat_tables(sums), "sum", "sum") if sums else None
-    return _scan_rows(total, others, resolver)
+    total = _sum(pa.concat_tables(sums), "sum") if sums else None
+    return _scan_rows(total, extra, resolver)
 
 
-def _scan_rows(total: pa.Table | None, others: list[pa.Table], resolver: _Resolver) -> pa.Table:
-    """The fragment's sums with bundle and namespace names, then its other rows (``rows`` null)."""
+def _others(piece: Piece, rest: np.ndarray) -> pa.Table:
+    """The rows at ``rest`` for the general path: their raw lines (text), else the rows themselves."""
+    if piece.lines is not None:
+        return _texts(LINE, piece.source, [piece.lines[i] for i in rest])
+    table = piece.table
+    assert table is not None
+    idx = pa.array(rest)
+    n = len(rest)
+
+    def column(name: str, kind: pa.DataType) -> pa.Array:
+        if name not in table.column_names:
+            return pa.nulls(n, kind)
+        return table.column(name).take(idx).cast(kind)
+
+    return pa.table(
+        {
+            "kind": pa.array(np.full(n, ROW, np.int8)),
+            "timestamp": column("timestamp", pa.int64()),
+            "broker": column("broker", pa.string()),
+            "topic": column("topic", pa.string()),
+            "bundle": column("bundle", pa.string()),
+            "namespace": pa.nulls(n, pa.string()),
+            **{name: column(name, pa.float64()) for name in NUMBER_FIELDS},
+            "topics": column("topics", pa.int64()),
+            "rows": pa.nulls(n, pa.int64()),
+            "source": pa.array([piece.source] * n, pa.string()),
+            "record": pa.nulls(n, pa.string()),
+            "reason": pa.nulls(n, pa.string()),
+        }
+    ).cast(_SCAN_ARROW)
+
+
+def _texts(kind: int, source: str, records: list[str]) -> pa.Table:
+    n = len(records)
+    return _only(kind, n, source=pa.array([source] * n, pa.string()), record=pa.array(records, pa.string()))
+
+
+def _rejects(rejects: list[tuple[str, str, str]]) -> pa.Table:
+    source, record, reason = (list(c) for c in zip(*rejects, strict=True))
+    return _only(
+        REJECT,
+        len(rejects),
+        source=pa.array(source, pa.string()),
+        record=pa.array(record, pa.string()),
+        reason=pa.array(reason, pa.string()),
+    )
+
+
+def _only(kind: int, n: int, **columns: pa.Array) -> pa.Table:
+    """``n`` rows of ``kind`` with the given columns, every other column null."""
+    data = {
+        f.name: columns[f.name] if f.name in columns else pa.nulls(n, f.type) for f in _SCAN_ARROW if f.name != "kind"
+    }
+    return pa.table({"kind": pa.array(np.full(n, kind, np.int8)), **data}).cast(_SCAN_ARROW)
+
+
+def _scan_rows(total: pa.Table | None, extra: list[pa.Table], resolver: _Resolver) -> pa.Table:
+    """The fragment's sums with bundle and namespace names, then its other rows."""
     parts: list[pa.Table] = []
     if total is not None and total.num_rows:
         ids = total.column("_bundle")
+        n = total.num_rows
         parts.append(
             pa.table(
                 {
+                    "kind": pa.array(np.full(n, SUMS, np.int8)),
                     "timestamp": total.column("timestamp"),
                     "broker": total.column("broker").cast(pa.string()),
-                    "topic": pa.nulls(total.num_rows, pa.string()),
+                    "topic": pa.nulls(n, pa.string()),
                     "bundle": pc.take(resolver.bundles(), ids),
                     "namespace": pc.take(resolver.namespace_names(), pc.take(resolver.namespace_index(), ids)),
-                    **{name: total.column(name) for name in schemas.NUMBER_FIELDS},
-                    "topics": total.column("rows"),
+                    **{name: total.column(name).cast(pa.float64()) for name in NUMBER_FIELDS},
+                    "topics": total.column("topics"),
                     "rows": total.column("rows"),
+                    "source": pa.nulls(n, pa.string()),
+                    "record": pa.nulls(n, pa.string()),
+                    "reason": pa.nulls(n, pa.string()),
                 }
             ).cast(_SCAN_ARROW)
         )
-    for o in others:
-        n = o.num_rows
-        parts.append(
-            o.append_column("bundle", pa.nulls(n, pa.string()))
-            .append_column("namespace", pa.nulls(n, pa.string()))
-            .append_column("topics", pa.nulls(n, pa.int64()))
-            .append_column("rows", pa.nulls(n, pa.int64()))
-            .select(_SCAN_ARROW.names)
-            .cast(_SCAN_ARROW)
-        )
+    parts.extend(extra)
     return pa.concat_tables(parts) if parts else _SCAN_ARROW.empty_table()
 
 
-def scan(spark: Any, fragments: list[Fragment], boundaries: Boundaries, samples_dir: str | None) -> DataFrame:
-    """The ``SCAN`` rows of every fragment, one Spark task per fragment."""
-    frags = list(fragments)
+def scan(spark: Any, plan: Plan, boundaries: Boundaries, samples: Location | None) -> DataFrame:
+    """The ``SCAN`` rows of every fragment of ``plan``, one Spark task per fragment."""
+    frags = list(plan.fragments)
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
             for i in batch.column(0).to_pylist():
-                yield from scan_fragment(frags[i], boundaries, samples_dir, i).to_batches(max_chunksize=1 << 16)
+                yield from scan_fragment(plan, frags[i], boundaries, samples, i).to_batches(max_chunksize=1 << 16)
 
     ids = spark.range(0, len(frags), 1, numPartitions=max(1, len(frags))).select(F.col("id").cast("int").alias("i"))
     scanned: DataFrame = ids.mapInArrow(run, SCAN)
     return scanned
+
+
+def broker_reports(records: list[str]) -> list[tuple[Any, ...]]:
+    """The ``REPORT`` rows' records → broker report rows (``schemas.BROKER_REPORTS`` order)."""
+    return [tuple(json.loads(r)) for r in records]

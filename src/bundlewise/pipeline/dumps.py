@@ -20,8 +20,9 @@ Formats (Pulsar references in docs/pipeline.md):
 * ``/admin/v2/broker-stats/load-report``: ``LocalBrokerData``; each ``lastStats`` entry becomes a
   bundle-level row (``topic`` null, ``topics`` = its topic count); the broker-level part goes to
   ``parse_load_report_broker``.
-* Prometheus text exposition: samples of the six topic metrics (``PROMETHEUS_METRICS``) labelled by
-  ``namespace`` and ``topic``; other metrics are ignored; a sample's own timestamp wins over the file's.
+* Prometheus text exposition (``PrometheusMetricsGenerator``): one file is one scrape, one sample per topic at
+  one time; samples of the six topic metrics (``PROMETHEUS_METRICS``) labelled by ``namespace`` and ``topic``
+  (and ``partition`` when Pulsar splits it off); other metrics and cluster-level totals are skipped.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from typing import Any
 from bundlewise.model.bundles import Bundle
 from bundlewise.model.errors import InputError
 from bundlewise.model.load import NamespaceBundleStats
-from bundlewise.model.names import TopicName
+from bundlewise.model.names import PARTITION_SUFFIX, TopicName
 from bundlewise.model.resources import SystemResources
 from bundlewise.model.snapshot import parse_timestamp
 
@@ -303,52 +304,90 @@ def _parse_labels(text: str) -> dict[str, str]:
     return labels
 
 
+def _prometheus_line(line: str) -> tuple[str, dict[str, str], float, int | None] | None:
+    """One exposition line → ``(field, labels, value, timestamp)``; None for a metric we do not read."""
+    brace = line.find("{")
+    space = line.find(" ")
+    name = line[:brace] if 0 <= brace < (space if space >= 0 else len(line)) else line[:space]
+    field = PROMETHEUS_METRICS.get(name.strip())
+    if field is None:
+        return None
+    if brace >= 0 and line[:brace] == name:
+        close = line.rfind("}")
+        if close < brace:
+            raise InputError("unterminated label set")
+        labels = _parse_labels(line[brace + 1 : close])
+        rest = line[close + 1 :].split()
+    else:
+        labels, rest = {}, line[len(name) :].split()
+    if not rest or len(rest) > 2:
+        raise InputError("expected 'value [timestamp]' after the labels")
+    value = float(rest[0])
+    if math.isnan(value) or math.isinf(value) or value < 0:
+        raise InputError(f"{name}: expected a finite value >= 0, got {rest[0]}")
+    return field, labels, value, int(rest[1]) if len(rest) == 2 else None
+
+
+def _labelled_topic(labels: Mapping[str, str]) -> str:
+    """The full topic name of a topic-level sample (``partition`` label: ``splitTopicAndPartitionLabel``)."""
+    topic = labels.get("topic")
+    if not topic:
+        raise InputError("no topic label (namespace-level metric; enable exposeTopicLevelMetricsInPrometheus)")
+    partition = labels.get("partition")
+    if partition not in (None, "", "-1"):
+        topic = f"{topic}{PARTITION_SUFFIX}{partition}"
+    full = TopicName.parse(topic)
+    ns = labels.get("namespace")
+    if ns is not None and ns != str(full.namespace):
+        raise InputError(f"label namespace={ns} does not match topic {topic}")
+    return str(full)
+
+
 def parse_prometheus(source: str, text: str) -> tuple[list[Row], list[Reject]]:
-    """One Prometheus text dump → one row per (timestamp, topic) with the six metrics pivoted."""
+    """One Prometheus text dump (one scrape) → one row per topic with the six metrics pivoted.
+
+    The file is one sample: its time is the file name's, else the earliest sample timestamp in it (Pulsar 2.x
+    stamps every line with the time it wrote that line, so the stamps tick during one scrape).  Cluster-level
+    total lines (only a ``cluster`` label: ``NamespaceStatsAggregator`` writes them as the broker's default of
+    each metric) are skipped: they are neither a topic's sample nor a bad record.
+    """
     broker, file_ts = file_identity(source)
-    acc: dict[tuple[int, str], list[float]] = {}
+    parsed: list[tuple[str, str, float]] = []
     rejects: list[Reject] = []
-    fields = list(PROMETHEUS_METRICS.values())
-    for line in text.splitlines():
-        line = line.strip()
+    stamps: list[int] = []
+    for raw in text.splitlines():
+        line = raw.strip()
         if not line or line.startswith("#"):
             continue
-        brace = line.find("{")
-        space = line.find(" ")
-        name = line[:brace] if 0 <= brace < (space if space >= 0 else len(line)) else line[:space]
-        field = PROMETHEUS_METRICS.get(name.strip())
-        if field is None:
-            continue
         try:
-            if brace >= 0 and line[:brace] == name:
-                close = line.rfind("}")
-                if close < brace:
-                    raise InputError("unterminated label set")
-                labels = _parse_labels(line[brace + 1 : close])
-                rest = line[close + 1 :].split()
-            else:
-                labels, rest = {}, line[len(name) :].split()
-            if not rest or len(rest) > 2:
-                raise InputError("expected 'value [timestamp]' after the labels")
-            value = float(rest[0])
-            if math.isnan(value) or math.isinf(value) or value < 0:
-                raise InputError(f"{name}: expected a finite value >= 0, got {rest[0]}")
-            ts = int(rest[1]) if len(rest) == 2 else file_ts
-            if ts is None:
-                raise InputError("no timestamp: add one to the sample or name the file BROKER@MS.prom")
-            topic = labels.get("topic")
-            if not topic:
-                raise InputError("no topic label (namespace-level metric; enable exposeTopicLevelMetricsInPrometheus)")
-            full = TopicName.parse(topic)
-            ns = labels.get("namespace")
-            if ns is not None and ns != str(full.namespace):
-                raise InputError(f"label namespace={ns} does not match topic {topic}")
+            found = _prometheus_line(line)
+            if found is None:
+                continue
+            field, labels, value, ts = found
+            if "topic" not in labels and "namespace" not in labels:
+                continue  # cluster-level total
+            topic = _labelled_topic(labels)
         except (InputError, ValueError) as e:
             rejects.append((source, _record(line), str(e)))
             continue
-        slot = acc.setdefault((ts, str(full)), [0.0] * len(fields))
-        slot[fields.index(field)] += value
-    rows: list[Row] = []
-    for (ts, topic), v in acc.items():
-        rows.append((ts, broker, topic, None, v[0], v[1], v[2], v[3], int(v[4]), int(v[5]), 1))
+        if ts is not None:
+            stamps.append(ts)
+        parsed.append((topic, field, value))
+    scrape = file_ts if file_ts is not None else min(stamps, default=None)
+    if scrape is None:
+        reason = "no timestamp: name the file BROKER@MS.prom or keep the samples' timestamps"
+        return [], rejects + [(source, _record(f"{t} {f}={v}"), reason) for t, f, v in parsed]
+    fields = list(PROMETHEUS_METRICS.values())
+    acc: dict[str, list[float]] = {}
+    for topic, field, value in parsed:
+        acc.setdefault(topic, [0.0] * len(fields))[fields.index(field)] += value
+    rows = [(scrape, broker, t, None, v[0], v[1], v[2], v[3], int(v[4]), int(v[5]), 1) for t, v in acc.items()]
     return rows, rejects
+
+
+PARSERS = {
+    "topics-stats": parse_topics_dump,
+    "load-report": parse_load_report,
+    "prometheus": parse_prometheus,
+}
+"""Each dump format's parser: ``(source, text) -> (rows, rejects)``."""

@@ -1,10 +1,10 @@
 """Ingest: every input format into ONE canonical topic-samples table plus a rejects table.
 
 * ``validate_trace(raw, source)``: a canonical trace read as a DataFrame (Parquet, CSV or JSON
-  Lines; docs/formats.md) → typed samples + rejects.  Checked per row with native expressions (no
+  Lines; docs/pipeline.md) → typed samples + rejects.  Checked per row with native expressions (no
   Python): ``timestamp`` present and in ms (or ISO-8601), ``topic`` present, rates and counts
   numbers ≥ 0 and finite, counts whole.  Absent optional fields take 0 (producerCount,
-  consumerCount; a missing rate column counts as 0, as in ``split --topics`` files).
+  consumerCount; a missing rate column counts as 0 as in ``bundlewise split``'s topic lists).
 * ``samples_from_dumps(spark, files, fmt)``: ``(name, text)`` pairs of dump files (broker-stats/topics,
   load reports, Prometheus text) parsed by ``dumps`` on the executors.
 
@@ -22,15 +22,12 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from bundlewise.model.errors import InputError
-from bundlewise.pipeline import dumps, schemas
+from bundlewise.pipeline import columns, dumps, schemas
 
 REQUIRED_COLUMNS = ("timestamp", "topic")
-DUMP_FORMATS = {
-    "topics-stats": dumps.parse_topics_dump,
-    "load-report": dumps.parse_load_report,
-    "prometheus": dumps.parse_prometheus,
-}
 CORRUPT = "_corrupt_record"
+COUNT_LIMIT = 9.2e18
+"""Counts are longs: a whole number at or above this is rejected (as a timestamp is)."""
 
 
 @dataclass(frozen=True)
@@ -89,8 +86,9 @@ def _reason_expr(raw: DataFrame, ts: Column, values: dict[str, Column]) -> Colum
         checks.append((present & v.isNull(), f"{name}: expected a number"))
         checks.append((v.isNotNull() & (F.isnan(v) | (F.abs(v) == float("inf"))), f"{name}: expected a finite number"))
         checks.append((v.isNotNull() & (v < 0), f"{name}: expected a number >= 0"))
-        if name in schemas.COUNT_FIELDS:
-            checks.append((v.isNotNull() & (v != F.floor(v)), f"{name}: expected a whole number"))
+        if name in columns.COUNT_FIELDS:  # rint, not floor: floor gives a long, which a huge double overflows
+            checks.append((v.isNotNull() & (F.rint(v) != v), f"{name}: expected a whole number"))
+            checks.append((v.isNotNull() & (v >= COUNT_LIMIT), f"{name}: expected a whole number below 2^63"))
     expr = F.when(checks[0][0], F.lit(checks[0][1]))
     for cond, text in checks[1:]:
         expr = expr.when(cond, F.lit(text))
@@ -105,7 +103,7 @@ def validate_trace(raw: DataFrame, source: str) -> tuple[DataFrame, DataFrame]:
             f"trace has no {', '.join(missing)} column (need timestamp, topic, msgRateIn, ...)", source=source
         )
     ts = _timestamp_expr(raw)
-    values = {name: _number_expr(raw, name) for name in (*schemas.RATE_FIELDS, *schemas.COUNT_FIELDS)}
+    values = {name: _number_expr(raw, name) for name in (*columns.RATE_FIELDS, *columns.COUNT_FIELDS)}
     reason = _reason_expr(raw, ts, values)
     broker = F.col("broker").cast("string") if "broker" in raw.columns else F.lit(None).cast("string")
     tagged = raw.withColumn("_reason", reason)
@@ -114,8 +112,8 @@ def validate_trace(raw: DataFrame, source: str) -> tuple[DataFrame, DataFrame]:
         broker.alias("broker"),
         F.trim(F.col("topic").cast("string")).alias("topic"),
         F.lit(None).cast("string").alias("bundle"),
-        *[F.coalesce(values[n], F.lit(0.0)).alias(n) for n in schemas.RATE_FIELDS],
-        *[F.coalesce(values[n], F.lit(0.0)).cast("long").alias(n) for n in schemas.COUNT_FIELDS],
+        *[F.coalesce(values[n], F.lit(0.0)).alias(n) for n in columns.RATE_FIELDS],
+        *[F.coalesce(values[n], F.lit(0.0)).cast("long").alias(n) for n in columns.COUNT_FIELDS],
         F.lit(1).cast("long").alias("topics"),
     )
     record_cols = [c for c in raw.columns if c != CORRUPT]
@@ -130,7 +128,7 @@ def validate_trace(raw: DataFrame, source: str) -> tuple[DataFrame, DataFrame]:
 
 def samples_from_dumps(spark: Any, files: Any, fmt: str) -> Ingested:
     """``files``: an RDD of ``(name, text)``; each parsed by ``dumps`` into rows and rejects."""
-    parse = DUMP_FORMATS[fmt]
+    parse = dumps.PARSERS[fmt]
 
     def tagged(item: tuple[str, str]) -> list[tuple[str, tuple[Any, ...]]]:
         rows, rejects = parse(item[0], item[1])

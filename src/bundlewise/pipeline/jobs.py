@@ -1,24 +1,35 @@
-"""The pipeline job: reads, routes, writes (besides it, only ``columnar``'s tasks touch paths).
+"""The pipeline's run: plan, scan, the general path for the rest, the small tables, the outputs.
 
-``run_pipeline`` reads the input (``--format``: trace | topics-stats | load-report | prometheus, or
-detected from the file names), runs the transforms and writes under ``out``:
+``run_pipeline`` reads the input (``--format``: trace | topics-stats | load-report | prometheus, or detected),
+runs the transforms and writes under ``out`` (atomically, ``outputs``):
 
     topic_samples/     the canonical samples with full topic, namespace and bundle
     bundle_load/       per (timestamp, bundle): NamespaceBundleStats + short/long-term averages
     broker_load/       per (timestamp, broker): totals + TimeAverageBrokerData
     split_candidates/  per (timestamp, bundle) meeting a split condition, with reasons
+    namespaces/        per namespace: its bundle boundaries (configured, or carried by the input)
     rejects/           malformed records with their reason
     broker_reports/    (load reports only) the broker-level rows
 
-and returns a ``Summary``.  An input path that does not exist or cannot be read is an ``InputError``.
+A run is, in Spark jobs:
+
+1. **Fast path** (``fragments.plan``: the input and, with ``topic_samples/``, ``out`` reachable through
+   ``pyarrow.fs``): one job scans every fragment (``columnar.scan``; cached) and counts what came back by kind.
+   Rows the scan did not take go through the general path (``general_sums``) — none for a clean input.
+   **General path** otherwise: Spark's readers (``reading``), native validation and resolution
+   (``ingest``, ``keyed``, ``transforms``), ``topic_samples/`` written by Spark.
+2. **Small tables**: the partial sums are small (one row per (timestamp, broker, bundle) and fragment).  Up to
+   ``DRIVER_ROWS`` they are collected once (Arrow) and finished on the driver by ``frames`` — no more Spark
+   jobs, outputs written by pyarrow; above, the same ``frames`` functions run in Spark tasks
+   (``transforms``) and Spark writes the outputs, its jobs submitted together so their fixed costs overlap.
+
+Returns a ``Summary``.  An input path that does not exist or cannot be read is an ``InputError``.
 """
 
 from __future__ import annotations
 
 import functools
 import json
-import os
-import shutil
 import threading
 import time
 from collections.abc import Callable
@@ -26,21 +37,29 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from pyspark.errors import AnalysisException
+import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
+from pyspark.sql.pandas.types import to_arrow_schema
 
 from bundlewise.config import Config
+from bundlewise.config.views import SplitSettings
 from bundlewise.model.errors import InputError
-from bundlewise.pipeline import columnar, ingest, keyed, schemas, transforms
+from bundlewise.pipeline import columnar, columns, fragments, frames, ingest, keyed, reading, schemas, transforms
 from bundlewise.pipeline.boundaries import Boundaries, parse_bundles_doc
+from bundlewise.pipeline.locations import Location
+from bundlewise.pipeline.outputs import Outputs
+from bundlewise.pipeline.reading import FORMATS, check_input, read_input
 
-FORMATS = ("trace", "topics-stats", "load-report", "prometheus")
-TRACE_EXTENSIONS = {".parquet": "parquet", ".csv": "csv", ".jsonl": "json", ".ndjson": "json", ".json": "json"}
-PROM_EXTENSIONS = (".prom", ".txt", ".metrics")
+__all__ = ["FORMATS", "Summary", "check_input", "format_summary", "read_bundles_file", "read_input", "run_pipeline"]
+
+DRIVER_ROWS = 2_000_000
+"""Partial-sum rows up to which the small tables are finished on the driver (about 250 MB of Arrow)."""
+DIRECT_ROWS = 16_000_000
+"""Input rows up to which the fast path's scan is collected in the same job (``_fast_sums``)."""
 Progress = Callable[[str], None]
-_OVERVIEW = " overview"
-"""The overview's key among the concurrent jobs (no output is named so)."""
+_PARTIAL = ["timestamp", "bundle", "namespace", "broker", *frames.SUMMED]
 
 
 @dataclass
@@ -71,59 +90,6 @@ class Summary:
         }
 
 
-def _is_local(path: str) -> bool:
-    return "://" not in path or path.startswith("file://")
-
-
-def _local(path: str) -> str:
-    return path[len("file://") :] if path.startswith("file://") else path
-
-
-def _files(path: str) -> list[str]:
-    p = _local(path)
-    if os.path.isdir(p):
-        out: list[str] = []
-        for root, _dirs, names in os.walk(p):
-            out.extend(os.path.join(root, n) for n in names if not n.startswith((".", "_")))
-        return sorted(out)
-    return [p]
-
-
-def check_input(path: str) -> None:
-    """An unreadable input path is bad input (exit 2)."""
-    if not _is_local(path):
-        return
-    p = _local(path)
-    if not os.path.exists(p):
-        raise InputError("no such file or directory", source=path)
-    if not os.access(p, os.R_OK) or (os.path.isdir(p) and not os.access(p, os.X_OK)):
-        raise InputError("permission denied", source=path)
-    files = _files(path)
-    if not files:
-        raise InputError("directory holds no input files", source=path)
-    for f in files:
-        if not os.access(f, os.R_OK):
-            raise InputError("permission denied", source=f)
-
-
-def detect_format(path: str) -> str:
-    """``trace`` unless the files are ``.prom``/``.txt`` (Prometheus) or JSON dumps (sniffed)."""
-    if not _is_local(path):
-        return "trace"
-    files = _files(path)
-    ext = os.path.splitext(files[0])[1].lower()
-    if ext in PROM_EXTENSIONS:
-        return "prometheus"
-    if ext == ".json":
-        with open(files[0], encoding="utf-8", errors="replace") as fh:
-            head = fh.read(1 << 16).lstrip()
-        if head.startswith("{") and "\n{" not in head[:4096]:
-            if '"lastStats"' in head or '"report"' in head or '"bandwidthIn"' in head:
-                return "load-report"
-            return "topics-stats"
-    return "trace"
-
-
 def read_bundles_file(path: str, default: Boundaries) -> Boundaries:
     try:
         with open(path, encoding="utf-8") as fh:
@@ -133,54 +99,6 @@ def read_bundles_file(path: str, default: Boundaries) -> Boundaries:
     except ValueError as e:
         raise InputError(f"not JSON: {e}", source=path) from None
     return parse_bundles_doc(doc, default, path)
-
-
-def _read_trace(spark: Any, path: str) -> Any:
-    exts = {os.path.splitext(f)[1].lower() for f in _files(path)} if _is_local(path) else {".parquet"}
-    kinds = {TRACE_EXTENSIONS.get(e) for e in exts}
-    if len(kinds) != 1 or None in kinds:
-        raise InputError(
-            f"trace files must all be .parquet, .csv or .jsonl (found {', '.join(sorted(exts))})", source=path
-        )
-    kind = kinds.pop()
-    reader = spark.read
-    if kind == "parquet":
-        return reader.parquet(path)
-    if kind == "csv":
-        return reader.option("header", "true").option("mode", "PERMISSIVE").csv(path)
-    return reader.option("mode", "PERMISSIVE").option("columnNameOfCorruptRecord", ingest.CORRUPT).json(path)
-
-
-def _is_parquet(path: str) -> bool:
-    return not _is_local(path) or all(f.lower().endswith(".parquet") for f in _files(path))
-
-
-def read_input(spark: Any, path: str, fmt: str | None) -> ingest.Ingested:
-    check_input(path)
-    fmt = fmt or detect_format(path)
-    if fmt not in FORMATS:
-        raise InputError(f"unknown format {fmt!r}; expected one of {', '.join(FORMATS)}")
-    try:
-        if fmt == "trace":
-            raw = _read_trace(spark, path)
-            samples, rejects = ingest.validate_trace(raw, path)
-            counted = raw if _is_parquet(path) else None
-            return ingest.Ingested(samples, rejects, input_rows=counted)
-        sc = spark.sparkContext
-        if _is_local(path):
-            # read on the executors by plain Python: Hadoop paths cannot hold the ':' of BROKER:PORT@TS names
-            names = _files(path)
-            files = sc.parallelize(names, max(1, min(len(names), sc.defaultParallelism * 4))).map(_read_text)
-        else:
-            files = sc.wholeTextFiles(path, minPartitions=sc.defaultParallelism)
-        return ingest.samples_from_dumps(spark, files, fmt)
-    except AnalysisException as e:
-        raise InputError(f"cannot read as {fmt}: {str(e).splitlines()[0]}", source=path) from None
-
-
-def _read_text(name: str) -> tuple[str, str]:
-    with open(name, encoding="utf-8", errors="replace") as fh:
-        return name, fh.read()
 
 
 class _Ticker:
@@ -208,6 +126,19 @@ class _Ticker:
         self.stop.set()
 
 
+@dataclass
+class _Sums:
+    """What the reading phase hands to the small tables: partial sums, rejects, broker reports — Spark
+    DataFrames, or Arrow tables already on the driver — and the cached tables to release at the end."""
+
+    partial: DataFrame | pa.Table
+    rejects: DataFrame | pa.Table | None  # None: known to hold none
+    reports: DataFrame | pa.Table | None = None
+    cached: list[DataFrame] = field(default_factory=list)
+    clean_check: DataFrame | None = None  # a Parquet input: its row count says whether it held rejects
+    rows: int | None = None  # the number of partial-sum rows, when known
+
+
 def run_pipeline(
     spark: Any,
     input_path: str,
@@ -219,263 +150,351 @@ def run_pipeline(
     bundle_counts_known: bool = False,
     write_topic_samples: bool = True,
     columnar: bool = True,
+    finish: str = "auto",
 ) -> Summary:
     """Read, transform, write; returns the run's summary.
 
-    ``write_topic_samples=False`` skips the one output as large as the input (fleet-scale runs);
-    ``columnar=False`` reads a local Parquet trace with Spark's reader instead of ``columnar.scan`` (the
-    general path, which the columnar scan is tested against).
+    ``write_topic_samples=False`` skips the one output as large as the input; ``columnar=False`` reads with
+    Spark's readers (the general path, which the fast path is tested against); ``finish`` is ``auto``,
+    ``driver`` or ``spark`` (where the small tables are computed; ``auto``: by their size).
     """
     t0 = time.perf_counter()
 
     def step(msg: str) -> None:
         progress(f"[{time.perf_counter() - t0:6.1f}s] {msg}")
 
-    outputs: dict[str, str] = {}
-    with _Ticker(spark, progress):
-        step(f"reading {input_path}")
-        samples_out = out if write_topic_samples else None
-        fragments = _columnar_plan(spark, input_path, fmt) if columnar else None
-        broker_reports: DataFrame | None = None
-        input_rows: DataFrame | None = None
-        if fragments is not None:
-            partial, rejects, cached = _columnar_sums(
-                spark, fragments, boundaries, input_path, samples_out, outputs, step
-            )
-        else:
-            data = read_input(spark, input_path, fmt)
-            broker_reports, input_rows = data.broker_reports, data.input_rows
-            partial, rejects, cached = _bundle_sums(data, boundaries, input_path, samples_out, outputs, step)
-        bundle_load = transforms.bundle_load(partial, config).cache()
-        counts = boundaries if bundle_counts_known else None
-
-        def tables(rejects: DataFrame) -> dict[str, DataFrame]:
-            found = {
-                "bundle_load": bundle_load.drop("rows", "reasons"),
-                "broker_load": transforms.broker_load(bundle_load),
-                "split_candidates": transforms.split_candidates(bundle_load, config, counts),
-                "rejects": rejects,
-            }
-            if broker_reports is not None:
-                found["broker_reports"] = broker_reports
-            return found
-
-        def overview() -> list[Any]:
-            return transforms.bundle_overview(bundle_load).collect()
-
-        if rejects is None:  # known clean: the summary and every output at once (their jobs' fixed costs overlap)
-            step("aggregating bundle load and time averages; writing the outputs")
-            done = _concurrently({_OVERVIEW: overview, **_writes(tables(_no_rejects(spark)), out)})
-            rows = done.pop(_OVERVIEW)
-            outputs.update(done)
-            reasons: dict[str, int] = {}
-        else:
-            step("aggregating bundle load and time averages")
-            rows = overview()
-            # a Parquet input counts its rows from metadata: a clean input needs no scan for rejects
-            clean = input_rows is not None and input_rows.count() == sum(r["rows"] for r in rows)
-            step("writing the outputs")
-            outputs.update(_concurrently(_writes(tables(_no_rejects(spark) if clean else rejects), out)))
-            reasons = {} if clean else _reasons(spark.read.parquet(outputs["rejects"]) if out is not None else rejects)
-        step("summarising")
-        summary = _summarise(rows, reasons)
-        bundle_load.unpersist()
-        if cached is not None:
-            cached.unpersist()
-    summary.outputs = outputs
+    source = Location.of(input_path)
+    outputs = Outputs(spark, Location.of(out)) if out is not None else None
+    try:
+        with _Ticker(spark, progress):
+            step(f"reading {source.path or source.uri}")
+            files, fs = reading.input_files(spark, source)
+            fmt = fmt or reading.detect_format(spark, files, fs)
+            if fmt not in FORMATS:
+                raise InputError(f"unknown format {fmt!r}; expected one of {', '.join(FORMATS)}")
+            samples = outputs if outputs is not None and write_topic_samples else None
+            plan = None
+            if columnar and fs is not None and (samples is None or samples.via_arrow):
+                plan = fragments.plan(source, fmt, files, spark.sparkContext.defaultParallelism)
+            if plan is not None:
+                sums = _fast_sums(spark, plan, boundaries, samples, step)
+            else:
+                sums = _general_sums(read_input(spark, source, fmt), boundaries, source, samples, step)
+            counts = boundaries if bundle_counts_known else None
+            summary, bundles = _finish(spark, sums, config, counts, outputs, finish, step)
+            if outputs is not None:
+                outputs.write_table("namespaces", frames.namespaces(bundles, boundaries, _NAMESPACES_ARROW))
+            for df in sums.cached:
+                df.unpersist()
+        summary.outputs = outputs.publish() if outputs is not None else {}
+    except BaseException:
+        if outputs is not None:
+            outputs.discard()
+        raise
+    summary.outputs = {k: v.removeprefix("file://") for k, v in summary.outputs.items()}
     summary.seconds = time.perf_counter() - t0
     step("done")
     return summary
 
 
-def _bundle_sums(
-    data: ingest.Ingested,
+def _fast_sums(
+    spark: Any, plan: fragments.Plan, boundaries: Boundaries, samples: Outputs | None, step: Progress
+) -> _Sums:
+    """``columnar.scan`` of every fragment; the rows it did not take through the general path.
+
+    An input of up to ``DIRECT_ROWS`` rows is scanned and collected in one job (its partial sums have at
+    most as many rows, in practice a few percent); a larger one is cached and counted by kind first, and its
+    sums stay in Spark until their size is known.
+    """
+    folder = samples.folder("topic_samples") if samples is not None else None
+    step(f"scanning {len(plan.fragments)} fragments ({plan.kind})")
+    scan = columnar.scan(spark, plan, boundaries, folder)
+    if plan.rows <= DIRECT_ROWS:
+        return _collected_sums(spark, plan, boundaries, samples, scan.toArrow(), step)
+    scanned = scan.cache()
+    kinds = {int(r["kind"]): int(r["n"]) for r in scanned.groupBy("kind").agg(F.count(F.lit(1)).alias("n")).collect()}
+    partial = scanned.where(F.col("kind") == columnar.SUMS).select(
+        *[F.col(c).cast("long") if c in columns.COUNT_FIELDS else F.col(c) for c in _PARTIAL]
+    )
+    rejects: DataFrame | None = None
+    if kinds.get(columnar.REJECT):
+        rejects = scanned.where(F.col("kind") == columnar.REJECT).select("source", "record", "reason")
+    reports = None
+    if kinds.get(columnar.REPORT):
+        records = [r["record"] for r in scanned.where(F.col("kind") == columnar.REPORT).select("record").collect()]
+        reports = spark.createDataFrame(columnar.broker_reports(records), schemas.BROKER_REPORTS)
+    if samples is not None and not kinds.get(columnar.SUMS):
+        _schema_only_samples(spark, boundaries, samples)
+    if not kinds.get(columnar.ROW) and not kinds.get(columnar.LINE):
+        return _Sums(partial, rejects, reports, [scanned], rows=kinds.get(columnar.SUMS, 0))
+    general, invalid = _others(spark, plan, scanned, kinds, boundaries, samples, step)
+    found = [r for r in (rejects, *invalid) if r is not None]
+    return _Sums(partial.unionByName(general), _union(found), reports, [scanned])
+
+
+def _collected_sums(
+    spark: Any,
+    plan: fragments.Plan,
     boundaries: Boundaries,
-    source: str,
-    samples_out: str | None,
-    outputs: dict[str, str],
+    samples: Outputs | None,
+    scanned: pa.Table,
     step: Progress,
-) -> tuple[DataFrame, DataFrame | None, DataFrame | None]:
-    """``(partial sums per (timestamp, bundle, namespace, broker), rejects (None: none), table to unpersist)``.
+) -> _Sums:
+    """The scan's rows, collected: the sums, rejects and broker reports stay Arrow tables on the driver."""
+    kind = scanned.column("kind")
+
+    def of(k: int) -> pa.Table:
+        return scanned.filter(pc.equal(kind, k))
+
+    partial = of(columnar.SUMS).select(_PARTIAL)
+    partial = partial.cast(
+        pa.schema([f.with_type(pa.int64()) if f.name in columns.COUNT_FIELDS else f for f in partial.schema])
+    )
+    found: list[Any] = []
+    rejects = of(columnar.REJECT)
+    if rejects.num_rows:
+        found.append(rejects.select(["source", "record", "reason"]).cast(_REJECTS_ARROW))
+    reports = None
+    records = of(columnar.REPORT)
+    if records.num_rows:
+        rows = columnar.broker_reports(records.column("record").to_pylist())
+        reports = pa.Table.from_pylist([dict(zip(_REPORTS_ARROW.names, r, strict=True)) for r in rows], _REPORTS_ARROW)
+    if samples is not None and partial.num_rows == 0:
+        _schema_only_samples(spark, boundaries, samples)
+    kinds = {k: of(k).num_rows for k in (columnar.ROW, columnar.LINE)}
+    if not any(kinds.values()):
+        return _Sums(partial, found[0] if found else None, reports, rows=partial.num_rows)
+    rest = spark.createDataFrame(scanned.filter(pc.is_in(kind, pa.array([columnar.ROW, columnar.LINE], pa.int8()))))
+    general, invalid = _others(spark, plan, rest, kinds, boundaries, samples, step)
+    found += [r.toArrow().cast(_REJECTS_ARROW) for r in invalid]
+    partial = pa.concat_tables([partial, general.select(*_PARTIAL).toArrow().cast(partial.schema)])
+    return _Sums(partial, pa.concat_tables(found) if found else None, reports, rows=partial.num_rows)
+
+
+def _others(
+    spark: Any,
+    plan: fragments.Plan,
+    scanned: DataFrame,
+    kinds: dict[int, int],
+    boundaries: Boundaries,
+    samples: Outputs | None,
+    step: Progress,
+) -> tuple[DataFrame, list[DataFrame]]:
+    """The rows the scan left to the general path → (their partial sums, their rejects); their resolved rows
+    are appended to ``topic_samples/`` by Spark."""
+    step(f"resolving {kinds.get(columnar.ROW, 0) + kinds.get(columnar.LINE, 0):,} rows on the general path")
+    name = plan.location.path or plan.location.uri
+    rows = _other_rows(spark, plan, scanned, kinds)
+    invalid: list[DataFrame] = []
+    if plan.kind not in fragments.DUMP_FORMATS:
+        rows, bad = ingest.validate_trace(rows, name)
+        invalid.append(bad)
+    resolved, unresolved = transforms.resolve(rows, boundaries, name)
+    invalid.append(unresolved)
+    if samples is not None:
+        samples.write_frame("topic_samples", resolved, mode="append", coalesce=True)
+    return transforms.partial_bundle_sums(resolved), invalid
+
+
+def _other_rows(spark: Any, plan: fragments.Plan, scanned: DataFrame, kinds: dict[int, int]) -> DataFrame:
+    """The rows the scan left to the general path, as Spark's reader reads them: typed rows cast back to the
+    input's column types; raw lines parsed by Spark's CSV/JSON reader."""
+    parts: list[DataFrame] = []
+    if kinds.get(columnar.ROW):
+        typed = scanned.where(F.col("kind") == columnar.ROW)
+        if plan.kind in fragments.DUMP_FORMATS:
+            parts.append(typed.select(*[F.col(f.name).cast(f.dataType) for f in schemas.TOPIC_SAMPLES.fields]))
+        else:
+            raw = reading._read_trace(spark, plan.location.uri, plan.kind).schema
+            names = [f for f in raw.fields if f.name in columnar.SCAN.names]
+            parts.append(typed.select(*[F.col(f.name).cast(f.dataType).alias(f.name) for f in names]))
+    if kinds.get(columnar.LINE):
+        lines = scanned.where(F.col("kind") == columnar.LINE).select("record")
+        parts.append(reading.read_lines(spark, lines, plan.kind, plan.header))
+    out = parts[0]
+    for p in parts[1:]:
+        out = out.unionByName(p, allowMissingColumns=True)
+    return out
+
+
+def _union(frames_: list[DataFrame]) -> DataFrame | None:
+    if not frames_:
+        return None
+    out = frames_[0]
+    for f in frames_[1:]:
+        out = out.unionByName(f)
+    return out
+
+
+def _schema_only_samples(spark: Any, boundaries: Boundaries, samples: Outputs) -> None:
+    """A ``topic_samples/`` no task wrote a row to still gets a (row-less) file with its schema."""
+    empty, _ = transforms.resolve(spark.createDataFrame([], schemas.TOPIC_SAMPLES), boundaries)
+    samples.write_frame("topic_samples", empty, mode="append", coalesce=True)
+
+
+def _general_sums(
+    data: ingest.Ingested, boundaries: Boundaries, source: Location, samples: Outputs | None, step: Progress
+) -> _Sums:
+    """The general path: partial sums of samples read by Spark.
 
     Canonical topic names take ``keyed``'s fast path (numeric bundle keys, named after the aggregation) when
-    the boundaries are uniform; the rest ``transforms.resolve``.  With ``samples_out``, the resolved rows are
-    first written to ``topic_samples/`` and the sums read back from that Parquet.  Without, one pass over the
-    input builds the (small, cached) keyed sums, which also count the other rows: only when there are some
-    does a second pass resolve them.
+    the boundaries are uniform; the rest ``transforms.resolve``.  With ``topic_samples/``, the resolved rows
+    are written first and the sums read back from that Parquet.
     """
+    name = source.path or source.uri
     bounds = keyed.uniform_bounds(boundaries)
     if bounds is None:
-        resolved, unresolved = transforms.resolve(data.samples, boundaries, source)
-        if samples_out is None:
-            return transforms.partial_bundle_sums(resolved), data.rejects.unionByName(unresolved), None
-        return _written_sums(resolved, samples_out, outputs, step), data.rejects.unionByName(unresolved), None
+        resolved, unresolved = transforms.resolve(data.samples, boundaries, name)
+        rejects = data.rejects.unionByName(unresolved)
+        if samples is None:
+            return _Sums(transforms.partial_bundle_sums(resolved), rejects, data.broker_reports)
+        step("writing topic_samples")
+        written = samples.write_frame("topic_samples", resolved)
+        read_back = resolved.sparkSession.read.parquet(written.uri)
+        return _Sums(transforms.partial_bundle_sums(read_back), rejects, data.broker_reports)
     tagged = keyed.tag(data.samples, bounds)
-    if samples_out is not None:
-        sums, unresolved, cached = _written_fast_sums(
-            data, tagged, bounds, boundaries, source, samples_out, outputs, step
-        )
-        return sums, data.rejects.unionByName(unresolved), cached
-    sums = keyed.keyed_sums(tagged).cache()
-    fast_sums, other_rows = keyed.split_sums(sums, bounds)
+    if samples is not None:
+        fast_rows, others = keyed.rows_split(tagged, bounds)
+        step("writing topic_samples")
+        written = samples.write_frame("topic_samples", fast_rows)
+        resolved, unresolved = transforms.resolve(others, boundaries, name)
+        samples.write_frame("topic_samples", resolved.select(*fast_rows.columns), mode="append", coalesce=True)
+        sums = transforms.partial_bundle_sums(fast_rows.sparkSession.read.parquet(written.uri))
+        return _Sums(sums, data.rejects.unionByName(unresolved), data.broker_reports, clean_check=data.input_rows)
+    keyed_sums = keyed.keyed_sums(tagged).cache()
+    fast_sums, other_rows = keyed.split_sums(keyed_sums, bounds)
     if other_rows == 0:  # every row canonical: no second pass over the input
-        return fast_sums, data.rejects, sums
-    resolved, unresolved = transforms.resolve(keyed.others(tagged), boundaries, source)
-    return fast_sums.unionByName(transforms.partial_bundle_sums(resolved)), data.rejects.unionByName(unresolved), sums
+        return _Sums(fast_sums, data.rejects, data.broker_reports, [keyed_sums], clean_check=data.input_rows)
+    resolved, unresolved = transforms.resolve(keyed.others(tagged), boundaries, name)
+    partial = fast_sums.unionByName(transforms.partial_bundle_sums(resolved))
+    return _Sums(partial, data.rejects.unionByName(unresolved), data.broker_reports, [keyed_sums])
 
 
-def _columnar_plan(spark: Any, path: str, fmt: str | None) -> list[columnar.Fragment] | None:
-    """The fragments of a local Parquet trace that ``columnar`` reads, else None (the general path)."""
-    check_input(path)
-    if (fmt or detect_format(path)) != "trace" or not _is_local(path) or not _is_parquet(path):
-        return None
-    return columnar.plan(_files(path), spark.sparkContext.defaultParallelism)
+_STAGE_ARROW = to_arrow_schema(schemas.BUNDLE_STAGE)
+_LOAD_ARROW = to_arrow_schema(schemas.BUNDLE_LOAD)
+_BROKER_ARROW = to_arrow_schema(schemas.BROKER_LOAD)
+_SPLIT_ARROW = to_arrow_schema(schemas.SPLIT_CANDIDATES)
+_REJECTS_ARROW = to_arrow_schema(schemas.REJECTS)
+_REPORTS_ARROW = to_arrow_schema(schemas.BROKER_REPORTS)
+_NAMESPACES_ARROW = to_arrow_schema(schemas.NAMESPACES)
 
 
-def _columnar_sums(
+def _finish(
     spark: Any,
-    fragments: list[columnar.Fragment],
-    boundaries: Boundaries,
-    source: str,
-    samples_out: str | None,
-    outputs: dict[str, str],
+    sums: _Sums,
+    config: Config,
+    counts: Boundaries | None,
+    outputs: Outputs | None,
+    finish: str,
     step: Progress,
-) -> tuple[DataFrame, DataFrame | None, DataFrame | None]:
-    """``columnar.scan`` of a local Parquet trace: clean rows summed (and written to ``topic_samples/``) by the
-    tasks; the other rows, if any, through the general path (validation, ``transforms.resolve``) with the
-    column types the input has."""
-    samples_dir = None
-    if samples_out is not None:
-        samples_dir = outputs["topic_samples"] = _fresh_dir(samples_out, "topic_samples")
-    step(f"scanning {len(fragments)} fragments (columnar)")
-    scanned = columnar.scan(spark, fragments, boundaries, samples_dir).cache()
-    counted = scanned.agg(F.count(F.when(F.col("rows").isNull(), 1)).alias("others")).first()
-    others = int(counted["others"]) if counted is not None else 0
-    sums = scanned.where(F.col("rows").isNotNull()).select(
-        "timestamp",
-        "bundle",
-        "broker",
-        *[F.col(c).cast("long") if c in schemas.COUNT_FIELDS else F.col(c) for c in schemas.SUM_FIELDS],
-        "rows",
-        "namespace",
-    )
-    if others == 0:
-        _ensure_schema(spark, samples_dir, boundaries)
-        return sums, None, scanned
-    step(f"resolving {others:,} rows on the general path")
-    raw = _read_trace(spark, source).schema
-    rows = scanned.where(F.col("rows").isNull()).select(
-        *[F.col(f.name).cast(f.dataType).alias(f.name) for f in raw.fields if f.name in columnar.SCAN.names]
-    )
-    samples, invalid = ingest.validate_trace(rows, source)
-    resolved, unresolved = transforms.resolve(samples, boundaries, source)
-    if samples_dir is not None:
-        _write(resolved, os.path.dirname(samples_dir), "topic_samples", mode="append")
-    return (sums.unionByName(transforms.partial_bundle_sums(resolved)), invalid.unionByName(unresolved), scanned)
+) -> tuple[Summary, list[str]]:
+    """The small tables from the partial sums: on the driver (Arrow) when they are few, else in Spark.
+    Returns the summary and the bundles seen."""
+    partial, rows = sums.partial, sums.rows
+    if isinstance(partial, DataFrame) and rows is None and finish == "auto":
+        partial = partial.cache()
+        sums.cached.append(partial)
+        rows = partial.count()
+    if finish == "driver" or (finish == "auto" and (rows or 0) <= DRIVER_ROWS):
+        step("bundle load, time averages, broker load and split candidates (driver)")
+        table = partial if isinstance(partial, pa.Table) else partial.toArrow()
+        return _finish_on_driver(sums, table, config, counts, outputs)
+    step("bundle load, time averages, broker load and split candidates (Spark)")
+    frame = spark.createDataFrame(partial) if isinstance(partial, pa.Table) else partial
+    return _finish_on_spark(spark, sums, frame, config, counts, outputs)
 
 
-def _ensure_schema(spark: Any, samples_dir: str | None, boundaries: Boundaries) -> None:
-    """A ``topic_samples/`` no task wrote a row to still gets a (row-less) file with its schema."""
-    if samples_dir is None or any(f.endswith(".parquet") for f in os.listdir(samples_dir)):
-        return
-    empty, _ = transforms.resolve(spark.createDataFrame([], schemas.TOPIC_SAMPLES), boundaries)
-    _write(empty, os.path.dirname(samples_dir), "topic_samples", mode="append")
+def _finish_on_driver(
+    sums: _Sums, partial: pa.Table, config: Config, counts: Boundaries | None, outputs: Outputs | None
+) -> tuple[Summary, list[str]]:
+    stage = frames.bundle_stage(partial.select(_PARTIAL), config.view(SplitSettings), _STAGE_ARROW)
+    overview = frames.overview(stage)
+    rejects = _rejects_table(sums)
+    if outputs is not None:
+        cap = config.view(SplitSettings).max_bundles
+        outputs.write_table("bundle_load", stage.select(_LOAD_ARROW.names).cast(_LOAD_ARROW))
+        outputs.write_table("broker_load", frames.broker_load(stage, _BROKER_ARROW))
+        outputs.write_table("split_candidates", frames.split_candidates(stage, cap, counts, _SPLIT_ARROW))
+        outputs.write_table("rejects", rejects)
+        if isinstance(sums.reports, pa.Table):
+            outputs.write_table("broker_reports", sums.reports)
+        elif sums.reports is not None:
+            outputs.write_frame("broker_reports", sums.reports, coalesce=True)
+    reasons = rejects.group_by("reason").aggregate([("reason", "count")]).to_pylist()
+    rows = overview.to_pylist()
+    return _summarise(rows, {r["reason"]: r["reason_count"] for r in reasons}), [r["bundle"] for r in rows]
 
 
-def _fresh_dir(out: str, name: str) -> str:
-    """``out/name`` emptied for tasks that write their own files into it (Spark's overwrite, by hand)."""
-    path = os.path.join(_local(out), name)
-    try:
-        if os.path.isdir(path):
-            shutil.rmtree(path)
-        elif os.path.exists(path):
-            os.remove(path)
-        os.makedirs(path)
-    except OSError as e:
-        raise InputError(f"cannot write: {e.strerror}", source=path) from None
-    return path
+def _rejects_table(sums: _Sums) -> pa.Table:
+    if sums.rejects is None or _clean(sums):
+        return _REJECTS_ARROW.empty_table()
+    if isinstance(sums.rejects, pa.Table):
+        return sums.rejects
+    table: pa.Table = sums.rejects.toArrow()
+    return table.cast(_REJECTS_ARROW)
 
 
-def _written_sums(resolved: DataFrame, out: str, outputs: dict[str, str], step: Progress) -> DataFrame:
-    """Writes ``topic_samples/`` and returns the partial bundle sums read back from it."""
-    step("writing topic_samples")
-    outputs["topic_samples"] = _write(resolved, out, "topic_samples")
-    return transforms.partial_bundle_sums(resolved.sparkSession.read.parquet(outputs["topic_samples"]))
+def _clean(sums: _Sums) -> bool:
+    """A Parquet input whose metadata row count equals the rows aggregated held no rejects."""
+    if sums.clean_check is None or not isinstance(sums.partial, DataFrame):
+        return False
+    aggregated = sums.partial.agg(F.sum("rows")).first()
+    return aggregated is not None and sums.clean_check.count() == int(aggregated[0] or 0)
 
 
-def _written_fast_sums(
-    data: ingest.Ingested,
-    tagged: DataFrame,
-    bounds: tuple[int, ...],
-    boundaries: Boundaries,
-    source: str,
-    out: str,
-    outputs: dict[str, str],
-    step: Progress,
-) -> tuple[DataFrame, DataFrame, None]:
-    """``topic_samples/`` on the fast path: the canonical rows are written first (one pass over the input).
-
-    When the input's row count is cheap (Parquet metadata) and equals the rows written (also metadata), every
-    row was valid and canonical: no second pass.  Otherwise the other rows are resolved and appended, and
-    their rejects returned.  Returns the partial bundle sums read back from ``topic_samples/``.
-    """
-    spark = tagged.sparkSession
-    fast_rows, others = keyed.rows_split(tagged, bounds)
-    step("writing topic_samples")
-    path = outputs["topic_samples"] = _write(fast_rows, out, "topic_samples")
-    if data.input_rows is not None and spark.read.parquet(path).count() == data.input_rows.count():
-        unresolved = spark.createDataFrame([], schemas.REJECTS)
+def _finish_on_spark(
+    spark: Any,
+    sums: _Sums,
+    partial: DataFrame,
+    config: Config,
+    counts: Boundaries | None,
+    outputs: Outputs | None,
+) -> tuple[Summary, list[str]]:
+    bundle_load = transforms.bundle_load(partial, config).cache()
+    sums.cached.append(bundle_load)
+    found = sums.rejects
+    if found is None or _clean(sums):
+        rejects = spark.createDataFrame([], schemas.REJECTS)
     else:
-        step("writing the other rows of topic_samples")
-        resolved, unresolved = transforms.resolve(others, boundaries, source)
-        _write(resolved.select(*fast_rows.columns), out, "topic_samples", mode="append")
-    return transforms.partial_bundle_sums(spark.read.parquet(path)), unresolved, None
-
-
-def _write(df: DataFrame, out: str, name: str, mode: str = "overwrite") -> str:
-    path = os.path.join(out, name)
-    try:
-        df.write.mode(mode).parquet(path)
-    except AnalysisException as e:
-        raise InputError(f"cannot write: {str(e).splitlines()[0]}", source=path) from None
-    return path
-
-
-def _writes(tables: dict[str, DataFrame], out: str | None) -> dict[str, Callable[[], Any]]:
-    """One job per table writing it to ``out/<name>`` (none without ``out``)."""
-    if out is None:
-        return {}
-    return {name: functools.partial(_write, df, out, name) for name, df in tables.items()}
+        rejects = spark.createDataFrame(found, schemas.REJECTS) if isinstance(found, pa.Table) else found
+    tables = {
+        "bundle_load": bundle_load.drop("rows", "reasons"),
+        "broker_load": transforms.broker_load(bundle_load),
+        "split_candidates": transforms.split_candidates(bundle_load, config, counts),
+        "rejects": rejects,
+    }
+    if sums.reports is not None:
+        reports = sums.reports
+        tables["broker_reports"] = (
+            spark.createDataFrame(reports, schemas.BROKER_REPORTS) if isinstance(reports, pa.Table) else reports
+        )
+    jobs: dict[str, Callable[[], Any]] = {"": transforms.bundle_overview(bundle_load).collect}
+    if outputs is not None:
+        for name, df in tables.items():
+            jobs[name] = functools.partial(outputs.write_frame, name, df)
+    done = _concurrently(jobs)
+    reasons = {r["reason"]: r["n"] for r in rejects.groupBy("reason").agg(F.count(F.lit(1)).alias("n")).collect()}
+    rows = [r.asDict() for r in done[""]]
+    return _summarise(rows, reasons), [r["bundle"] for r in rows]
 
 
 def _concurrently(jobs: dict[str, Callable[[], Any]]) -> dict[str, Any]:
     """Runs Spark actions from one driver thread each: their fixed costs (scheduling, code generation)
     overlap, and actions over the same cached table compute it once (Spark shares the partitions)."""
-    if not jobs:
-        return {}
     with ThreadPoolExecutor(max_workers=len(jobs)) as pool:
         futures = {name: pool.submit(job) for name, job in jobs.items()}
         return {name: f.result() for name, f in futures.items()}
 
 
-def _no_rejects(spark: Any) -> DataFrame:
-    empty: DataFrame = spark.createDataFrame([], schemas.REJECTS)
-    return empty
-
-
-def _reasons(rejects: DataFrame) -> dict[str, int]:
-    return {r["reason"]: r["n"] for r in rejects.groupBy("reason").agg(F.count(F.lit(1)).alias("n")).collect()}
-
-
-def _summarise(overview: list[Any], reasons: dict[str, int]) -> Summary:
-    """The summary from the collected ``bundle_overview`` rows and the count of rejects per reason."""
+def _summarise(overview: list[dict[str, Any]], reasons: dict[str, int]) -> Summary:
+    """The summary from the per-bundle overview rows and the count of rejects per reason."""
     rejected = sum(reasons.values())
     hottest = sorted(overview, key=lambda r: (-r["peakThroughput"], r["bundle"]))[:5]
     return Summary(
         rows_in=sum(int(r["rows"]) for r in overview) + rejected,
         rows_rejected=rejected,
         bundles=len(overview),
-        brokers=len({b for r in overview for b in r["brokers"]}),
+        brokers=len({b for r in overview for b in r["brokers"] if b is not None}),
         time_span=(min((r["t0"] for r in overview), default=None), max((r["t1"] for r in overview), default=None)),
         hottest=[
             {"bundle": r["bundle"], "peakThroughput": r["peakThroughput"], "peakMsgRate": r["peakMsgRate"]}

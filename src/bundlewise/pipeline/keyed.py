@@ -8,10 +8,9 @@ reduces to a few native expressions per row:
   ``non-persistent``, exactly three non-empty ``/``-separated parts, no surrounding spaces), so its full
   name is the name itself and its namespace is ``tenant/ns`` (``substring_index``, no regex, no copy
   of a rebuilt name);
-* ``bundle_index``: the CRC-32 of the name (``model.hashing``) → the index i of bundle ``[p_i, p_{i+1})``
-  (``NamespaceBundles#findBundle``): by arithmetic ``min(h div seg, N - 1)`` for N equal bundles, else by a
-  balanced tree of
-  comparisons against the literal boundaries (no per-row array search);
+* ``bundle_index``: the CRC-32 of the name (``NamespaceBundleFactory#getLongHashCode``) → the index i of
+  bundle ``[p_i, p_{i+1})`` (``NamespaceBundles#findBundle``): by arithmetic ``min(h div seg, N - 1)`` for N
+  equal bundles, else by a balanced tree of comparisons against the literal boundaries (no per-row array search);
 * ``keyed_sums``: the per (timestamp, broker, canonical?, namespace, bundle index) sums — a hash aggregation
   (numeric aggregates only) — after which ``split_sums`` names the (few) canonical groups and counts the
   other rows.
@@ -31,7 +30,7 @@ from pyspark.sql import functions as F
 
 from bundlewise.model.bundles import initial_boundaries
 from bundlewise.model.hashing import FULL_UPPER_BOUND
-from bundlewise.pipeline import schemas
+from bundlewise.pipeline import columns, schemas
 from bundlewise.pipeline.boundaries import Boundaries
 
 DOMAINS = ("persistent://", "non-persistent://")
@@ -157,7 +156,7 @@ def rows_split(tagged: DataFrame, bounds: tuple[int, ...]) -> tuple[DataFrame, D
 
 def partial_sums(df: DataFrame, keys: list[str]) -> DataFrame:
     """Per ``keys`` (which include ``timestamp`` and ``broker``): the sums and the row count (numeric only)."""
-    return df.groupBy(*keys).agg(*[F.sum(c).alias(c) for c in schemas.SUM_FIELDS], F.count(F.lit(1)).alias("rows"))
+    return df.groupBy(*keys).agg(*[F.sum(c).alias(c) for c in columns.SUM_FIELDS], F.count(F.lit(1)).alias("rows"))
 
 
 def with_bundle_names(sums: DataFrame, bounds: tuple[int, ...]) -> DataFrame:

@@ -1,12 +1,12 @@
 """The schemas of the pipeline's tables (docs/pipeline.md describes every column).
 
-* ``TOPIC_SAMPLES``: the one canonical input table every format is read into (docs/formats.md): one row
+* ``TOPIC_SAMPLES``: the one canonical input table every format is read into (docs/pipeline.md, Inputs): one row
   per (timestamp, topic) — or, for load reports, per (timestamp, bundle) with ``topic`` null and
   ``topics`` the bundle's topic count.  ``bundle`` is set when the input carries the owning bundle
   (broker-stats/topics dumps, load reports); ``broker`` when it carries the owner.
 * ``REJECTS``: malformed records with the file they came from and the reason.
 * ``BROKER_REPORTS``: broker-level rows of load-report dumps (resources and reported totals).
-* ``BUNDLE_LOAD`` / ``BROKER_LOAD`` / ``SPLIT_CANDIDATES``: the transforms' outputs.
+* ``BUNDLE_LOAD`` / ``BROKER_LOAD`` / ``SPLIT_CANDIDATES`` / ``NAMESPACES``: the transforms' outputs.
 """
 
 from __future__ import annotations
@@ -22,13 +22,7 @@ from pyspark.sql.types import (
     StructType,
 )
 
-RATE_FIELDS = ("msgRateIn", "msgRateOut", "msgThroughputIn", "msgThroughputOut")
-COUNT_FIELDS = ("producerCount", "consumerCount")
-NUMBER_FIELDS = (*RATE_FIELDS, *COUNT_FIELDS)
-TRACE_COLUMNS = ("timestamp", "topic", *NUMBER_FIELDS, "broker")
-"""The columns of a canonical trace (docs/formats.md)."""
-SUM_FIELDS = (*RATE_FIELDS, "topics", *COUNT_FIELDS)
-"""The summed columns of the partial bundle sums (beside ``rows``, the input rows summed)."""
+from bundlewise.pipeline.columns import AVERAGE_FIELDS, RATE_FIELDS
 
 TOPIC_SAMPLES = StructType(
     [
@@ -67,13 +61,6 @@ BROKER_REPORTS = StructType(
         StructField("numBundles", LongType(), False),
     ]
 )
-
-AVERAGE_FIELDS = tuple(
-    f"{window}{name}"
-    for window in ("shortTerm", "longTerm")
-    for name in ("MsgThroughputIn", "MsgThroughputOut", "MsgRateIn", "MsgRateOut")
-)
-"""The eight averages, named as Pulsar's ``TimeAverageBrokerData`` names its sums."""
 
 BUNDLE_LOAD = StructType(
     [
@@ -129,3 +116,14 @@ SPLIT_CANDIDATES = StructType(
         StructField("withinNamespaceCap", BooleanType(), False),
     ]
 )
+
+NAMESPACES = StructType(
+    [
+        StructField("namespace", StringType(), False),
+        StructField("boundaries", ArrayType(LongType(), False), False),
+        StructField("bundleCount", LongType(), False),
+        StructField("source", StringType(), False),
+        StructField("complete", BooleanType(), False),
+    ]
+)
+"""Per namespace of a run: its bundle boundaries, ``configured`` or carried by the ``input``."""

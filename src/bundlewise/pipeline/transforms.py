@@ -2,30 +2,31 @@
 
 1. ``with_topic_names``: the full name and namespace of a topic as the model's ``TopicName`` reads it,
    with native string functions (proven equal to ``TopicName.parse`` in tests); its hash is Spark's native
-   ``crc32`` over the UTF-8 full name, proven equal to ``model.hashing.crc32_hash``.
+   ``crc32`` over the UTF-8 full name, proven equal to ``model.hashing.crc32_hash``
+   (``NamespaceBundleFactory#getLongHashCode``).
 2. ``resolve``: hash → bundle by the namespace's boundaries, bundle i = ``[p_i, p_{i+1})``, the last closed
    at 0xffffffff (``NamespaceBundles#findBundle``; a carried bundle wins); unusable rows go to the rejects.
-   Measured on this
-   2-core machine, a native CRC-32 per row (2.6 s per 10M rows with the scan) costs far less than finding the
-   distinct topics (10 s) or a broadcast join back, so names are resolved per row with native functions.
+   Measured on this 2-core machine, a native CRC-32 per row (2.6 s per 10M rows with the scan) costs far less
+   than finding the distinct topics (10 s) or a broadcast join back, so names are resolved per row natively.
 3. ``partial_bundle_sums``: per (timestamp, bundle, broker) sums — a hash aggregation of numbers only.
 4. ``bundle_load``: one shuffle by bundle, then per task (``frames.bundle_stage``, Arrow and numpy): one
    ``NamespaceBundleStats`` sample per (timestamp, bundle), the short-term (10) and long-term (1000)
    ``TimeAverageMessageData`` over each bundle's samples in time order with Pulsar's recurrence
-   (``model.load.time_average_step``) starting from ``DEFAULT_STATS`` (``BundleData``), and the split reasons of
-   ``BundleSplitterTask``, proven equal to ``algorithms.splitting.conditions.split_reasons``.
-5. ``broker_load``: per (timestamp, broker), when the owner is known: totals and the eight sums of
-   ``TimeAverageBrokerData``.
-6. ``split_candidates``: the rows with reasons, with the namespace cap.
+   (``model.load.time_average_step``) starting from ``DEFAULT_STATS``, and the split reasons of
+   ``BundleSplitterTask#findBundlesToSplit``, proven equal to ``algorithms.splitting.conditions.split_reasons``.
+5. ``broker_load``, ``split_candidates``, ``bundle_overview``: ``frames``' functions of the same names in
+   Spark tasks, after one shuffle that puts every row of a broker / namespace / bundle in one task (the
+   driver runs the same functions on the whole table when it is small, ``jobs``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pyarrow as pa
-from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
+from pyspark.sql import types as T
 from pyspark.sql.pandas.types import to_arrow_schema
 
 from bundlewise.config import Config
@@ -102,7 +103,7 @@ def _hex8(c: Column) -> Column:
 
 
 def bundle_name(namespace: Column, lower: Column, upper: Column) -> Column:
-    """``tenant/ns/0xllllllll_0xuuuuuuuu`` (``NamespaceBundle#toString``)."""
+    """``tenant/ns/0xllllllll_0xuuuuuuuu`` (``NamespaceBundle#getBundleRange``)."""
     return F.concat(namespace, F.lit("/0x"), _hex8(lower), F.lit("_0x"), _hex8(upper))
 
 
@@ -111,7 +112,7 @@ def _array(bounds: tuple[int, ...]) -> Column:
 
 
 def bundle_range(namespace: Column, h: Column, boundaries: Boundaries) -> tuple[Column, Column]:
-    """``(lower, upper)`` of the bundle holding hash ``h`` (null outside the boundaries).
+    """``(lower, upper)`` of the bundle holding hash ``h`` (null outside; ``NamespaceBundles#findBundle``).
 
     Equal bundles (``--bundles N``) use arithmetic, ``min(h // seg, N - 1)``; other boundaries a search of the
     namespace's boundary array.
@@ -193,7 +194,7 @@ def bundle_load(partial: DataFrame, config: Config, buckets: int | None = None) 
     Arrow and numpy: the finished sums, Pulsar's recurrence, the split conditions.
     """
     parts = buckets or int(partial.sparkSession.conf.get("spark.sql.shuffle.partitions") or 2)
-    limits = frames.SplitThresholds.of(config)
+    limits = config.view(SplitSettings)
     cols = ["timestamp", "bundle", "namespace", "broker", *frames.SUMMED]
     target = to_arrow_schema(schemas.BUNDLE_STAGE)
 
@@ -205,74 +206,68 @@ def bundle_load(partial: DataFrame, config: Config, buckets: int | None = None) 
     return partial.select(*cols).repartition(parts, "bundle").mapInArrow(run, schemas.BUNDLE_STAGE)
 
 
+def _by_group(df: DataFrame, key: str, fn: Callable[[pa.Table], pa.Table], schema: T.StructType) -> DataFrame:
+    """``fn`` on every ``key`` group at once: one shuffle by ``key``, then one Arrow task per partition."""
+    parts = int(df.sparkSession.conf.get("spark.sql.shuffle.partitions") or 2)
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        received = [b for b in batches if b.num_rows]
+        if received:
+            yield from fn(pa.Table.from_batches(received)).to_batches()
+
+    return df.repartition(parts, key).mapInArrow(run, schema)
+
+
 def broker_load(bundle_load: DataFrame) -> DataFrame:
-    """Per (timestamp, broker) for bundles whose owner is known: totals and ``TimeAverageBrokerData``."""
-    s = F.sum
-    return (
-        bundle_load.where(F.col("broker").isNotNull())
-        .groupBy("timestamp", "broker")
-        .agg(
-            *[s(c).alias(c) for c in schemas.RATE_FIELDS],
-            F.count(F.lit(1)).alias("bundles"),
-            s("topics").alias("topics"),
-            s("producerCount").alias("producerCount"),
-            s("consumerCount").alias("consumerCount"),
-            *[s(c).alias(c) for c in schemas.AVERAGE_FIELDS],
-        )
-        .select(*schemas.BROKER_LOAD.fieldNames())
-    )
+    """Per (timestamp, broker) for bundles whose owner is known: totals and ``TimeAverageBrokerData``
+    (``frames.broker_load`` on every bundle of a broker)."""
+    target = to_arrow_schema(schemas.BROKER_LOAD)
+    known = bundle_load.where(F.col("broker").isNotNull())
+    return _by_group(known, "broker", lambda t: frames.broker_load(t, target), schemas.BROKER_LOAD)
 
 
 def split_candidates(bundle_load: DataFrame, config: Config, counts: Boundaries | None = None) -> DataFrame:
-    """The rows of ``bundle_load`` with split ``reasons``, with the namespace cap (``BundleSplitterTask``).
-
-    ``bundleCount`` is the namespace's current bundle count: from ``counts`` (the boundaries the bundles were
-    cut by) when given, else the number of distinct bundles of the namespace in the data at that time.
-    Candidates of a namespace are taken in (broker, bundle) order; ``withinNamespaceCap`` is Pulsar's
-    ``count + acceptedSoFar < loadBalancerNamespaceMaximumBundles``.
-    """
-    candidates = bundle_load.where(F.size("reasons") > 0)
-    if counts is None:
-        observed = bundle_load.groupBy("timestamp", "namespace").agg(F.count(F.lit(1)).alias("bundleCount"))
-        candidates = candidates.join(observed, ["timestamp", "namespace"], "left")
-    else:
-        count: Column = F.lit(len(counts.default) - 1).cast("long")
-        if counts.per_namespace:
-            lookup = F.create_map(
-                *[x for ns, bs in counts.per_namespace.items() for x in (F.lit(ns), F.lit(len(bs) - 1).cast("long"))]
-            )
-            count = F.coalesce(F.element_at(lookup, F.col("namespace")), count)
-        candidates = candidates.withColumn("bundleCount", count)
-    order = Window.partitionBy("timestamp", "namespace").orderBy(F.col("broker").asc_nulls_last(), "bundle")
-    accepted = F.row_number().over(order) - 1
+    """The rows of ``bundle_load`` with split ``reasons``, with the namespace cap (``frames.split_candidates``
+    on every bundle of a namespace; ``counts``: the boundaries the bundles were cut by, when known)."""
+    target = to_arrow_schema(schemas.SPLIT_CANDIDATES)
     cap = config.view(SplitSettings).max_bundles
-    return candidates.select(
-        "timestamp",
-        "namespace",
-        "bundle",
-        "broker",
-        "topics",
-        "sessions",
-        (F.col("longTermMsgRateIn") + F.col("longTermMsgRateOut")).alias("longTermMsgRate"),
-        (F.col("longTermMsgThroughputIn") + F.col("longTermMsgThroughputOut")).alias("longTermMsgThroughput"),
-        "reasons",
-        "bundleCount",
-        (F.col("bundleCount") + accepted < F.lit(cap)).alias("withinNamespaceCap"),
+    cols = bundle_load.select(*SPLIT_STAGE_COLUMNS)
+    return _by_group(
+        cols, "namespace", lambda t: frames.split_candidates(t, cap, counts, target), schemas.SPLIT_CANDIDATES
     )
+
+
+SPLIT_STAGE_COLUMNS = (
+    "timestamp",
+    "namespace",
+    "bundle",
+    "broker",
+    "topics",
+    "sessions",
+    "longTermMsgRateIn",
+    "longTermMsgRateOut",
+    "longTermMsgThroughputIn",
+    "longTermMsgThroughputOut",
+    "reasons",
+)
+"""The columns of the bundle stage that ``frames.split_candidates`` reads."""
+
+OVERVIEW = T.StructType(
+    [
+        T.StructField("namespace", T.StringType()),
+        T.StructField("bundle", T.StringType()),
+        T.StructField("rows", T.LongType()),
+        T.StructField("t0", T.LongType()),
+        T.StructField("t1", T.LongType()),
+        T.StructField("peakThroughput", T.DoubleType()),
+        T.StructField("peakMsgRate", T.DoubleType()),
+        T.StructField("brokers", T.ArrayType(T.StringType())),
+        T.StructField("candidates", T.LongType()),
+    ]
+)
 
 
 def bundle_overview(bundle_load: DataFrame) -> DataFrame:
-    """Per bundle, the figures of the run's summary: rows aggregated, first and last timestamp, peak total
-    throughput and message rate (in + out), its brokers and the samples with split reasons — one small
-    table, collected once."""
-    tput = F.col("msgThroughputIn") + F.col("msgThroughputOut")
-    rate = F.col("msgRateIn") + F.col("msgRateOut")
-    return bundle_load.groupBy("namespace", "bundle").agg(
-        F.sum("rows").alias("rows"),
-        F.min("timestamp").alias("t0"),
-        F.max("timestamp").alias("t1"),
-        F.max(tput).alias("peakThroughput"),
-        F.max(rate).alias("peakMsgRate"),
-        F.collect_set("broker").alias("brokers"),
-        F.count(F.when(F.size("reasons") > 0, 1)).alias("candidates"),
-    )
+    """Per bundle, the figures of the run's summary (``frames.overview`` on every sample of a bundle)."""
+    target = to_arrow_schema(OVERVIEW)
+    return _by_group(bundle_load, "bundle", lambda t: frames.overview(t).select(target.names).cast(target), OVERVIEW)

@@ -1,0 +1,138 @@
+"""The general path's reading: the input through Spark's own data sources and Hadoop file systems.
+
+Used when the fast path cannot read an input (a file system pyarrow does not open here, a Parquet file with
+other column types, a CSV trace whose files have different headers, ``--spark-reader``), and by the simulator
+to read a workload.  A trace is read by Spark's Parquet reader, its CSV reader (header, every column a string)
+or its JSON reader on the file's lines (every trace field as text; permissive: a malformed line becomes a
+``_corrupt_record``) — the same reader that parses the lines the fast path hands over (``read_lines``).  Dump
+files are read whole — local ones by plain Python on the executors (Hadoop paths cannot hold the ``:`` of
+``host:port``), others with ``wholeTextFiles`` — and parsed by ``dumps`` there.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import Any
+
+import pyarrow.fs as pafs
+from pyspark.errors import AnalysisException
+
+from bundlewise.model.errors import InputError
+from bundlewise.pipeline import fragments, ingest, locations
+from bundlewise.pipeline.columns import TRACE_COLUMNS
+from bundlewise.pipeline.locations import Location
+
+FORMATS = ("trace", "topics-stats", "load-report", "prometheus")
+
+
+def check_input(path: str) -> None:
+    """A local input that does not exist, cannot be read or holds no files is bad input (exit 2); other
+    locations are checked once the session is up (``input_files``)."""
+    location = Location.of(path)
+    if location.path is None:
+        return
+    p = location.path
+    if not os.path.exists(p):
+        raise InputError("no such file or directory", source=path)
+    if not os.access(p, os.R_OK) or (os.path.isdir(p) and not os.access(p, os.X_OK)):
+        raise InputError("permission denied", source=path)
+    files = fragments.input_files(location)
+    assert files is not None
+    for f in files:
+        if not os.access(f, os.R_OK):
+            raise InputError("permission denied", source=f)
+
+
+def input_files(spark: Any, location: Location) -> tuple[list[str], pafs.FileSystem | None]:
+    """The input's files — paths inside its pyarrow file system (with it), or URIs through Hadoop (None)."""
+    files = fragments.input_files(location)
+    if files is not None:
+        fs, _ = location.arrow_fs() or (None, None)
+        return files, fs
+    found = locations.hadoop_files(spark, location)
+    if found is None:
+        raise InputError("no such file or directory", source=location.uri)
+    if not found:
+        raise InputError("directory holds no input files", source=location.uri)
+    return found, None
+
+
+def detect_format(spark: Any, files: Sequence[str], fs: pafs.FileSystem | None) -> str:
+    """``fragments.detect_format`` through pyarrow, or through Hadoop for the first bytes of a ``.json`` file."""
+    if fs is not None:
+        return fragments.detect_format(fs, files)
+    ext = os.path.splitext(files[0])[1].lower()
+    if ext in fragments.PROM_EXTENSIONS:
+        return "prometheus"
+    if ext == ".json":
+        head = spark.read.text(files[0], wholetext=True).head()
+        text = (head[0] if head is not None else "")[: 1 << 16].lstrip()
+        if text.startswith("{") and "\n{" not in text[:4096]:
+            report = any(k in text for k in ('"lastStats"', '"report"', '"bandwidthIn"'))
+            return "load-report" if report else "topics-stats"
+    return "trace"
+
+
+def read_input(spark: Any, path: str | Location, fmt: str | None) -> ingest.Ingested:
+    """The input as canonical samples and rejects, read by Spark (the general path)."""
+    location = path if isinstance(path, Location) else Location.of(path)
+    files, fs = input_files(spark, location)
+    fmt = fmt or detect_format(spark, files, fs)
+    if fmt not in FORMATS:
+        raise InputError(f"unknown format {fmt!r}; expected one of {', '.join(FORMATS)}")
+    source = location.path or location.uri
+    try:
+        if fmt == "trace":
+            kind = fragments.trace_kind(files, source)
+            raw = _read_trace(spark, location.uri, kind)
+            samples, rejects = ingest.validate_trace(raw, source)
+            return ingest.Ingested(samples, rejects, input_rows=raw if kind == "parquet" else None)
+        sc = spark.sparkContext
+        if location.is_local:
+            names = list(files)
+            texts = sc.parallelize(names, max(1, min(len(names), sc.defaultParallelism * 4))).map(_read_text)
+        else:
+            texts = sc.wholeTextFiles(location.uri, minPartitions=sc.defaultParallelism)
+        return ingest.samples_from_dumps(spark, texts, fmt)
+    except AnalysisException as e:
+        raise InputError(f"cannot read as {fmt}: {str(e).splitlines()[0]}", source=source) from None
+
+
+def _json_schema() -> Any:
+    """JSON Lines are read with every trace field as text (a number's literal, as written): each value is then
+    judged alone by ``ingest.validate_trace``, never by a type inferred from other lines."""
+    from pyspark.sql.types import StringType, StructField, StructType
+
+    return StructType([StructField(c, StringType(), True) for c in (*TRACE_COLUMNS, ingest.CORRUPT)])
+
+
+def _read_trace(spark: Any, uri: str, kind: str) -> Any:
+    reader = spark.read
+    if kind == "parquet":
+        return reader.parquet(uri)
+    if kind == "csv":
+        return reader.option("header", "true").option("mode", "PERMISSIVE").csv(uri)
+    # lines first, then Spark's JSON reader on them: the very code that reads lines the fast path hands over
+    return read_lines(spark, reader.text(uri), "json", ())
+
+
+def read_lines(spark: Any, lines: Any, kind: str, header: Sequence[str]) -> Any:
+    """Raw lines of a CSV/JSON trace (a one-column DataFrame) parsed by Spark's own reader, with the options
+    ``_read_trace`` reads whole files with (the CSV header given, every column a string)."""
+    from pyspark.sql import DataFrame
+    from pyspark.sql.types import StringType, StructField, StructType
+
+    jvm = spark.sparkContext._jvm
+    text = getattr(lines._jdf, "as")(jvm.org.apache.spark.sql.Encoders.STRING())  # a Dataset[String]
+    if kind == "csv":
+        schema = StructType([StructField(c, StringType(), True) for c in header])
+        jdf = spark.read.schema(schema).option("header", "false").option("mode", "PERMISSIVE")._jreader.csv(text)
+    else:
+        jdf = spark.read.schema(_json_schema()).option("mode", "PERMISSIVE")._jreader.json(text)
+    return DataFrame(jdf, spark)
+
+
+def _read_text(name: str) -> tuple[str, str]:
+    with open(name, encoding="utf-8", errors="replace") as fh:
+        return name, fh.read()
