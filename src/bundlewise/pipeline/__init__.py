@@ -1,7 +1,8 @@
 """The load-data pipeline on Apache Spark (PySpark is imported only inside this subpackage).
 
-Modules: ``session`` (the SparkSession), ``schemas`` (table schemas), ``dumps`` (pure-Python parsers of
-Pulsar's stats dumps), ``boundaries`` (where bundle boundaries come from), ``ingest`` (every format into
-the canonical topic-samples table + rejects), ``transforms`` (pure DataFrame functions) and ``jobs``
-(the only code reading and writing paths).  See docs/pipeline.md.
+``session`` (the SparkSession), ``locations`` and ``outputs`` (URIs, file systems, atomic outputs),
+``fragments`` and ``columnar`` (the fast path: Spark tasks reading with pyarrow), ``reading``, ``ingest``,
+``keyed`` and ``transforms`` (the general path on Spark's readers and native expressions), ``frames`` (the small
+tables in Arrow/numpy), ``dumps`` (Pulsar's stats dumps), ``boundaries``, ``columns``/``schemas``, and
+``jobs`` (the run).  See docs/pipeline.md.
 """

@@ -292,7 +292,7 @@ def _others(
     resolved, unresolved = transforms.resolve(rows, boundaries, name)
     invalid.append(unresolved)
     if samples is not None:
-        samples.write_frame("topic_samples", resolved, mode="append", coalesce=True)
+        samples.write_frame("topic_samples", resolved, mode="append")
     return transforms.partial_bundle_sums(resolved), invalid
 
 
@@ -357,10 +357,15 @@ def _general_sums(
         fast_rows, others = keyed.rows_split(tagged, bounds)
         step("writing topic_samples")
         written = samples.write_frame("topic_samples", fast_rows)
+        spark = fast_rows.sparkSession
+        sums = transforms.partial_bundle_sums(spark.read.parquet(written.uri))
+        if data.input_rows is not None and spark.read.parquet(written.uri).count() == data.input_rows.count():
+            return _Sums(sums, None, data.broker_reports)  # every row canonical and valid (Parquet metadata)
+        step("writing the other rows of topic_samples")
         resolved, unresolved = transforms.resolve(others, boundaries, name)
-        samples.write_frame("topic_samples", resolved.select(*fast_rows.columns), mode="append", coalesce=True)
-        sums = transforms.partial_bundle_sums(fast_rows.sparkSession.read.parquet(written.uri))
-        return _Sums(sums, data.rejects.unionByName(unresolved), data.broker_reports, clean_check=data.input_rows)
+        samples.write_frame("topic_samples", resolved.select(*fast_rows.columns), mode="append")
+        sums = transforms.partial_bundle_sums(spark.read.parquet(written.uri))
+        return _Sums(sums, data.rejects.unionByName(unresolved), data.broker_reports)
     keyed_sums = keyed.keyed_sums(tagged).cache()
     fast_sums, other_rows = keyed.split_sums(keyed_sums, bounds)
     if other_rows == 0:  # every row canonical: no second pass over the input
