@@ -214,6 +214,8 @@ class NamespaceService:
         answer = await self.find(bundle.name, authoritative=authoritative)
         if isinstance(answer, Redirect):
             raise RedirectError(answer)
+        if isinstance(answer, Connect) and answer.http_url != self.identity.web_url:
+            raise RedirectError(Redirect(answer.http_url, self.manager.is_leader()))
         if self.ownership.get(bundle.name) is None:
             raise ServerError(f"Bundle {bundle.name} is not owned by this broker")
         await self.split_and_own(bundle, name, boundaries, unload)
