@@ -1,7 +1,8 @@
 """A broker's own admin client (``PulsarService#getAdminClient``), for the leader's unloads and splits.
 
 Requests go to this broker's own web service and follow redirects (307 to the leader, then to the
-owner) as Pulsar's admin client does, with at most 20 hops; with a token
+owner) as Pulsar's admin client does, with at most 20 hops, presenting the credentials at every hop
+(an HTTP library's own redirect handling drops them when the port changes); with a token
 (``brokerClientAuthenticationParameters``) every request carries ``Authorization: Bearer <token>``.
 ``unload`` is ``namespaces().unloadNamespaceBundle(ns, range, destination)``; ``split`` is
 ``splitNamespaceBundle(ns, range, unload, null)``.  Both answer whether the request succeeded (2xx);
@@ -24,9 +25,9 @@ MAX_REDIRECTS = 20
 class AdminClient:
     def __init__(self, base_url: str, token: str | None, timeout: float) -> None:
         headers = {"Authorization": f"Bearer {token}"} if token else {}
-        self.client = httpx.AsyncClient(
-            base_url=base_url, headers=headers, timeout=timeout, follow_redirects=True, max_redirects=MAX_REDIRECTS
-        )
+        self.base_url = base_url.rstrip("/")
+        self.headers = {**headers, "Content-Type": "application/json"}
+        self.client = httpx.AsyncClient(timeout=timeout, follow_redirects=False)
 
     @staticmethod
     def _path(bundle: str, action: str) -> str:
@@ -34,8 +35,13 @@ class AdminClient:
         return f"/admin/v2/namespaces/{b.namespace}/{b.range_name}/{action}"
 
     async def _put(self, path: str, params: dict[str, str], what: str) -> bool:
+        url = str(httpx.URL(self.base_url + path, params=params))
         try:
-            resp = await self.client.put(path, params=params, headers={"Content-Type": "application/json"})
+            for _ in range(MAX_REDIRECTS + 1):
+                resp = await self.client.put(url, headers=self.headers)
+                if resp.status_code not in (301, 302, 307, 308):
+                    break
+                url = resp.headers["location"]
         except httpx.HTTPError as e:
             log.warning("%s failed: %r", what, e)
             return False
