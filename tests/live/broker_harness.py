@@ -45,11 +45,11 @@ def put(url: str, timeout: float = 30.0, **kw: Any) -> httpx.Response:
     return httpx.put(url, timeout=timeout, follow_redirects=False, **kw)
 
 
-def follow(url: str, method: str = "GET", **kw: Any) -> tuple[httpx.Response, list[str]]:
+def follow(url: str, method: str = "GET", timeout: float = 30.0, **kw: Any) -> tuple[httpx.Response, list[str]]:
     """Follow 307s like Pulsar's client (at most 20 hops); returns the last response and the hops' URLs."""
     hops: list[str] = []
     for _ in range(21):
-        r = httpx.request(method, url, timeout=30.0, follow_redirects=False, **kw)
+        r = httpx.request(method, url, timeout=timeout, follow_redirects=False, **kw)
         hops.append(url)
         if r.status_code != 307:
             return r, hops
@@ -63,11 +63,13 @@ def lookup_url(broker: BrokerProcess, topic: str, authoritative: bool | None = N
     return f"{broker.web_url}/lookup/v2/topic/{domain}/{rest}{q}"
 
 
-def lookup(broker: BrokerProcess, topic: str, tries: float = 20.0) -> tuple[dict[str, Any], list[str]]:
+def lookup(
+    broker: BrokerProcess, topic: str, tries: float = 20.0, timeout: float = 30.0
+) -> tuple[dict[str, Any], list[str]]:
     """A client's lookup: follow redirects, retry failures until ``tries`` seconds passed."""
     deadline = time.monotonic() + tries
     while True:
-        r, hops = follow(lookup_url(broker, topic))
+        r, hops = follow(lookup_url(broker, topic), timeout=timeout)
         if r.status_code == 200:
             return r.json(), hops
         if time.monotonic() > deadline:
