@@ -158,7 +158,12 @@ def test_split_of_an_unowned_bundle_assigns_it_first_and_specified_positions_use
 
 
 def test_split_errors(server: ServerProcess, tmp_path: Path) -> None:
-    with cluster(server, 1, tmp_path, {"supportedNamespaceBundleSplitAlgorithms": "range_equally_divide,specified_positions_divide"}) as c:
+    with cluster(
+        server,
+        1,
+        tmp_path,
+        {"supportedNamespaceBundleSplitAlgorithms": "range_equally_divide,specified_positions_divide"},
+    ) as c:
         a = c.brokers[0]
         get(f"{a.web_url}/admin/v2/namespaces/{NS}/bundles")
         r = put(admin(a, B0, "split", "?splitAlgorithmName=topic_count_equally_divide"))

@@ -9,7 +9,18 @@ from pathlib import Path
 
 import jwt
 import pytest
-from broker_harness import SESSION_MS, cluster, decisions, follow, get, leader_of, lookup_url, put, steady_trace, wait_until
+from broker_harness import (
+    SESSION_MS,
+    cluster,
+    decisions,
+    follow,
+    get,
+    leader_of,
+    lookup_url,
+    put,
+    steady_trace,
+    wait_until,
+)
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 
@@ -44,19 +55,24 @@ def test_missing_wrong_and_expired_tokens_fail_with_authentication_required() ->
     assert a.authenticate({"authorization": f"Bearer {ALICE}"}) == "alice"
     expired = make_token(SECRET, "alice", expires_in=-10)
     forged = make_token(b"another-secret-another-secret-0123456789", "admin")
-    for headers in ({}, {"authorization": "Basic xyz"}, {"authorization": f"Bearer {expired}"}, {"authorization": f"Bearer {forged}"}):
-        with pytest.raises(AuthenticationError, match="^Authentication required$"):
+    for headers in (
+        {},
+        {"authorization": "Basic xyz"},
+        {"authorization": f"Bearer {expired}"},
+        {"authorization": f"Bearer {forged}"},
+    ):
+        with pytest.raises(AuthenticationError, match=r"^Authentication required$"):
             a.authenticate(headers)
     # naming the provider gets the detailed message (PR #25221)
-    with pytest.raises(AuthenticationError, match="^Invalid HTTP Authorization header$"):
+    with pytest.raises(AuthenticationError, match=r"^Invalid HTTP Authorization header$"):
         a.authenticate({"x-pulsar-auth-method-name": "token"})
-    with pytest.raises(AuthenticationError, match="^Failed to authentication token: JWT expired"):
+    with pytest.raises(AuthenticationError, match=r"^Failed to authentication token: JWT expired"):
         a.authenticate({"x-pulsar-auth-method-name": "token", "authorization": f"Bearer {expired}"})
-    with pytest.raises(AuthenticationError, match="^Failed to authentication token: Signature verification failed"):
+    with pytest.raises(AuthenticationError, match=r"^Failed to authentication token: Signature verification failed"):
         a.authenticate({"x-pulsar-auth-method-name": "token", "authorization": f"Bearer {forged}"})
     with pytest.raises(AuthenticationError, match=r"^Unsupported authentication method: \[basic\]\.$"):
         a.authenticate({"x-pulsar-auth-method-name": "basic"})
-    with pytest.raises(AuthenticationError, match="^Blank token found$"):
+    with pytest.raises(AuthenticationError, match=r"^Blank token found$"):
         a.authenticate({"x-pulsar-auth-method-name": "token", "authorization": "Bearer  "})
 
 
@@ -70,7 +86,10 @@ def test_anonymous_role_the_role_claim_and_the_audience() -> None:
     assert c.authenticate({"authorization": "Bearer " + jwt.encode({"sub": "a", "aud": ["broker-1"]}, SECRET)}) == "a"
     with pytest.raises(AuthenticationError, match="not contains this broker: broker-1"):
         c.authenticate(
-            {"x-pulsar-auth-method-name": "token", "authorization": "Bearer " + jwt.encode({"sub": "a", "aud": "b2"}, SECRET)}
+            {
+                "x-pulsar-auth-method-name": "token",
+                "authorization": "Bearer " + jwt.encode({"sub": "a", "aud": "b2"}, SECRET),
+            }
         )
     with pytest.raises(InputError, match="Audience stands for this broker not"):
         authority(**AUTH, tokenAudienceClaim="aud")
@@ -104,7 +123,7 @@ def test_public_keys_from_file_urls_paths_and_base64(tmp_path: Path) -> None:
 def test_authorization_rules() -> None:
     a = authority(**AUTHZ)
     a.require_super_user("admin")
-    with pytest.raises(AuthorizationError, match="^This operation requires super-user access$") as e:
+    with pytest.raises(AuthorizationError, match=r"^This operation requires super-user access$") as e:
         a.require_super_user("alice")
     assert e.value.status == 401
     with pytest.raises(AuthorizationError) as e:
@@ -176,14 +195,16 @@ def test_without_a_broker_client_token_the_leaders_split_is_refused_and_with_one
     for with_token in (False, True):
         settings = {**base, **({"brokerClientAuthenticationParameters": f"token:{ADMIN}"} if with_token else {})}
         work = tmp_path / str(with_token)
-        c = LocalCluster(2, store_url=etcd_server.url, settings=settings, time_scale=60, workload=str(trace), work_dir=work)
+        c = LocalCluster(
+            2, store_url=etcd_server.url, settings=settings, time_scale=60, workload=str(trace), work_dir=work
+        )
         try:
             c.start()
             r, _ = follow(lookup_url(c.brokers[0], "persistent://hot/ns/topic-0"), headers=bearer(ALICE))
             assert r.status_code == 200
-            leader = c.broker(wait_until(lambda: leader_of_with(c), 10, "a leader"))
+            leader = c.broker(wait_until(lambda c=c: leader_of_with(c), 10, "a leader"))
             if with_token:
-                wait_until(lambda: any(d["type"] == "split" for d in decisions(leader)), 30, "a split")
+                wait_until(lambda b=leader: any(d["type"] == "split" for d in decisions(b)), 30, "a split")
             else:
                 time.sleep(4)  # several split checks (report every second of Pulsar time)
                 assert not any(d["type"] == "split" for d in decisions(leader))

@@ -9,6 +9,7 @@ every broker's served set at 20+ Hz: no bundle may ever be served by two brokers
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Iterator
@@ -58,10 +59,8 @@ def clients(c: LocalCluster, topics: list[str], pause: float = 0.05) -> Iterator
             for t in topics:
                 if stop.is_set():
                     return
-                try:
+                with contextlib.suppress(Exception):
                     lookup(live[i % len(live)], t, tries=0.5, timeout=0.5)
-                except Exception:
-                    pass
                 i += 1
             stop.wait(pause)
 
@@ -172,10 +171,8 @@ def test_sigkill_the_leader_while_it_forwards_an_unload(server: ServerProcess, t
             pending = pool.submit(lambda: put(url, timeout=5))
             time.sleep(0.005)
             leader.kill()
-            try:
+            with contextlib.suppress(Exception):
                 pending.result()
-            except Exception:
-                pass
             survivors = [b for b in c.brokers if b.is_running]
             wait_until(
                 lambda: set(owners) <= set().union(*(served_by(b) for b in survivors)), SESSION + 5, "all owned again"
@@ -196,10 +193,8 @@ def test_sigkill_the_owner_during_a_split(server: ServerProcess, tmp_path: Path)
             pending = pool.submit(lambda: put(f"{owner.web_url}/admin/v2/namespaces/{ns}/{rng}/split", timeout=5))
             time.sleep(0.01)
             owner.kill()
-            try:
+            with contextlib.suppress(Exception):
                 pending.result()
-            except Exception:
-                pass
         survivors = [b for b in c.brokers if b.is_running]
         with clients(c, TOPICS):
             policies = read_store(c.store_url, f"/admin/local-policies/{NS}")

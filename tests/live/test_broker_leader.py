@@ -48,7 +48,9 @@ def test_leader_failover_after_sigkill(server: ServerProcess, tmp_path: Path) ->
         for b in c.brokers:
             if b.is_running:
                 assert get(f"{b.web_url}/admin/v2/brokers/leaderBroker").json()["brokerId"] == second
-        wait_until(lambda: first not in get(f"{c.broker(second).web_url}/admin/v2/brokers").json(), 5, "dead broker gone")
+        wait_until(
+            lambda: first not in get(f"{c.broker(second).web_url}/admin/v2/brokers").json(), 5, "dead broker gone"
+        )
 
 
 @contextmanager

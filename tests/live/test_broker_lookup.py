@@ -8,7 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
-from broker_harness import cluster, follow, get, leader_of, lookup, lookup_url, read_store, children, wait_until
+from broker_harness import children, cluster, get, leader_of, lookup, lookup_url, read_store, wait_until
 
 from bundlewise.live.store import connect
 from bundlewise.live.store.servers import ServerProcess
@@ -21,7 +21,9 @@ def bundle_of(topic: str, n: int = 4) -> str:
     return NamespaceBundles.initial(ns, n).bundle_for_hash(crc32_hash(topic)).name
 
 
-def test_brokers_register_with_local_broker_data_and_an_empty_time_average(server: ServerProcess, tmp_path: Path) -> None:
+def test_brokers_register_with_local_broker_data_and_an_empty_time_average(
+    server: ServerProcess, tmp_path: Path
+) -> None:
     with cluster(server, 2, tmp_path) as c:
         ids = sorted(b.broker_id for b in c.brokers)
         assert children(c.store_url, "/loadbalance/brokers") == ids
@@ -130,7 +132,10 @@ def test_concurrent_lookups_from_every_broker_converge_on_one_owner(server: Serv
         for bundle, urls in by_bundle.items():
             assert len(urls) == 1, f"{bundle} answered by {urls}"
             assert read_store(c.store_url, f"/namespace/{bundle}")["httpUrl"] == urls.pop()
-        served = {b.broker_id: set(get(f"{b.web_url}/admin/v2/brokers/standalone/{b.broker_id}/ownedNamespaces").json()) for b in c.brokers}
+        served = {
+            b.broker_id: set(get(f"{b.web_url}/admin/v2/brokers/standalone/{b.broker_id}/ownedNamespaces").json())
+            for b in c.brokers
+        }
         everything = [x for s in served.values() for x in s]
         assert sorted(everything) == sorted(by_bundle)
 
@@ -143,11 +148,17 @@ def test_with_an_inactive_leader_each_broker_decides_locally_and_redirects_autho
 
     async def squat(url: str) -> None:
         store = await connect(url, session_timeout=30)
-        await store.put("/loadbalance/leader", json.dumps({"brokerId": "gone:1", "serviceUrl": "http://gone:1"}).encode(), -1, ephemeral=True)
+        await store.put(
+            "/loadbalance/leader",
+            json.dumps({"brokerId": "gone:1", "serviceUrl": "http://gone:1"}).encode(),
+            -1,
+            ephemeral=True,
+        )
         root_holder["store"] = store
 
-    from bundlewise.live.cluster import LocalCluster
     from broker_harness import FAST
+
+    from bundlewise.live.cluster import LocalCluster
 
     c = LocalCluster(2, store_url=server.url, settings=FAST, work_dir=tmp_path)
     loop = asyncio.new_event_loop()

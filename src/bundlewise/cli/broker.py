@@ -52,7 +52,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument(
         "--load-data-log",
         metavar="FILE",
-        help="append each shedding cycle's LoadData here as a modular snapshot (JSON Lines; bundlewise shed replays it)",
+        help="append each shedding cycle's LoadData here as a modular snapshot (JSON Lines; "
+        "bundlewise shed replays it)",
     )
     p.add_argument("--log-level", default="INFO", choices=("DEBUG", "INFO", "WARNING", "ERROR"))
     p.set_defaults(func=run)

@@ -180,7 +180,7 @@ class Broker:
             lifespan="off",
         )
         self._server = uvicorn.Server(config)
-        self._server.capture_signals = contextlib.nullcontext  # type: ignore[method-assign]  # the broker owns signals
+        self._server.capture_signals = contextlib.nullcontext  # the broker owns the signals
         self._serve_task = asyncio.get_running_loop().create_task(self._server.serve(), name="web-service")
         deadline = time.monotonic() + 30
         while not self._server.started:

@@ -90,7 +90,13 @@ class BrokerProcess(ServerProcess):
         cmd += ["--web", self.broker_id, "--decisions", str(self.decisions_path)]
         cmd += ["--load-data-log", str(self.load_data_path)]
         for key, value in self.settings.items():
-            text = ",".join(value) if isinstance(value, list | tuple) else str(value).lower() if isinstance(value, bool) else str(value)
+            text = (
+                ",".join(value)
+                if isinstance(value, list | tuple)
+                else str(value).lower()
+                if isinstance(value, bool)
+                else str(value)
+            )
             cmd += ["--set", f"{key}={text}"]
         return cmd + list(self.args)
 

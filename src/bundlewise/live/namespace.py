@@ -36,7 +36,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -133,6 +133,7 @@ class NamespaceService:
     async def _search_for_candidate(self, bundle: str, authoritative: bool) -> LookupAnswer:
         me = self.identity.broker_id
         leader = self.manager.leader_id()
+        candidate: str | None
         if authoritative:
             candidate, redirect_authoritative = me, True
         elif self.manager.is_leader() or leader is None or leader not in self.manager.active_brokers():
@@ -253,14 +254,14 @@ class NamespaceService:
             log.info("split %s into %s", bundle.name, ", ".join(c.range_name for c in children))
             if unload:
                 for child in children:
-                    self._spawn(lambda c=child: self.unload_owned(c.name))
+                    self._spawn(self.unload_owned, child.name)
             return children
         raise ServerError(f"Failed to split {bundle.name}: the bundles changed {SPLIT_RETRY_LIMIT} times in a row")
 
-    def _spawn(self, make: Callable[[], Any]) -> None:
+    def _spawn(self, fn: Callable[[str], Awaitable[None]], arg: str) -> None:
         async def run() -> None:
             with contextlib.suppress(Exception):
-                await make()
+                await fn(arg)
 
         task = asyncio.get_running_loop().create_task(run())
         self.background.add(task)

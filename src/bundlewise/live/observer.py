@@ -4,8 +4,8 @@ Each round asks every broker at once for ``GET /admin/v2/brokers/{cluster}/{id}/
 bundles it serves at that moment, fencing applied) with a short timeout -- a broker that does not answer
 in time (paused, killed, restarting) claims nothing in that round.  A bundle claimed by two brokers in
 one round is a double-owner observation.  A round waits at most 0.8 ``interval`` for answers, so a
-broker that hangs does not slow the sampling down; its late answers are dropped.  Rounds start every ``interval`` seconds (20 Hz by default);
-``rounds`` counts them so a caller can check the rate it got.
+broker that hangs does not slow the sampling down; its late answers are dropped.  Rounds start every
+``interval`` seconds (20 Hz by default); ``rounds`` counts them so a caller can check the rate it got.
 """
 
 from __future__ import annotations

@@ -16,6 +16,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from dataclasses import dataclass
 
 from bundlewise.live import values
@@ -71,10 +72,8 @@ class BundlesCache:
                 self._cache[namespace] = found
                 return found
             boundaries = await self._initial(namespace)
-            try:
+            with contextlib.suppress(BadVersionError):  # another broker created it first: read theirs
                 await self.store.put(path, JSON.encode(values.local_policies(boundaries)), -1)
-            except BadVersionError:
-                pass  # another broker created it first: read theirs
 
     async def _initial(self, namespace: str) -> list[int]:
         res = await self.store.get(layout.policies(namespace))

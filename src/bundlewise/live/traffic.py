@@ -1,11 +1,12 @@
 """Emulated traffic: what a broker carries is the workload's topics in the bundles it serves right now.
 
 At Pulsar time ``t`` (the broker's ``PulsarClock``), each workload topic has the rates of the latest
-trace sample at or before ``t`` (sample-and-hold, ``traffic.trace.TraceWorkload``).  A topic belongs to
-the served bundle of its namespace whose range holds its hash (``model.hashing``), so topics follow ownership: when a bundle moves or splits, its topics' load moves with it.
-A bundle's ``NamespaceBundleStats`` sums its topics' rates and producer/consumer counts and counts its
-topics; the broker's ``SystemResources`` are the cost model (``traffic.cost.BrokerSpec.resources``) of
-the sum over the served bundles.  Without a workload the broker is idle: no topics, base CPU only.
+trace sample at or before ``t`` (sample-and-hold, ``traffic.trace.TraceWorkload``).  A topic belongs
+to the served bundle of its namespace whose range holds its hash (``model.hashing``), so topics follow
+ownership: when a bundle moves or splits, its topics' load moves with it.  A bundle's
+``NamespaceBundleStats`` sums its topics' rates and producer/consumer counts and counts its topics;
+the broker's ``SystemResources`` are the cost model (``traffic.cost.BrokerSpec.resources``) of the sum
+over the served bundles.  Without a workload the broker is idle: no topics, base CPU only.
 """
 
 from __future__ import annotations

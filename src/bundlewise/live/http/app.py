@@ -13,25 +13,41 @@ from __future__ import annotations
 
 import json
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 from urllib.parse import unquote_plus
 
 from fastapi import FastAPI, Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 
 from bundlewise.live import metrics, values
-from bundlewise.live.auth import AuthenticationError, AuthorizationError
+from bundlewise.live.auth import AuthenticationError, Authority, AuthorizationError
 from bundlewise.live.http import render
+from bundlewise.live.manager import LoadManager
+from bundlewise.live.namespace import NamespaceService
 from bundlewise.live.outcomes import Connect, Redirect, RedirectError, RestError, ServerError, Unavailable
-from bundlewise.live.store import JSON, layout
+from bundlewise.live.ownership import OwnershipCache
+from bundlewise.live.policies import BundlesCache
+from bundlewise.live.store import JSON, MetadataStore, layout
 from bundlewise.model.bundles import Bundle
 from bundlewise.model.errors import HashOutOfRange, InputError
 from bundlewise.model.names import TopicName
 
-if TYPE_CHECKING:
-    from bundlewise.live.broker import Broker
-
 OWNED_STATUS = {"broker_assignment": "shared", "is_controlled": False, "is_active": True}
+
+
+class Broker(Protocol):
+    """What the HTTP layer uses of a broker (``live.broker.Broker``)."""
+
+    identity: values.BrokerIdentity
+    authority: Authority
+    namespace: NamespaceService
+    bundles: BundlesCache
+    manager: LoadManager
+    store: MetadataStore
+    ownership: OwnershipCache
+    started: bool
+
+    def healthy(self) -> bool: ...
 
 
 def create_app(broker: Broker) -> FastAPI:

@@ -67,8 +67,8 @@ def redirect_location(request: Request, target: Redirect) -> str:
     query = [(k, v) for k, v in parse_qsl(request.url.query, keep_blank_values=True) if k != "authoritative"]
     query = [(k, v) for k, v in query if k not in target.drop]
     query.append(("authoritative", "true" if target.authoritative else "false"))
-    raw_path = request.scope.get("raw_path") or request.url.path.encode()
-    return urlunsplit((base.scheme or "http", base.netloc, raw_path.decode("latin-1"), urlencode(query), ""))
+    raw_path: bytes = request.scope.get("raw_path") or request.url.path.encode()
+    return str(urlunsplit((base.scheme or "http", base.netloc, raw_path.decode("latin-1"), urlencode(query), "")))
 
 
 def redirect(request: Request, target: Redirect) -> Response:

@@ -196,8 +196,8 @@ class LeaderWork:
         load = self.data.load
         counts: dict[str, int] = {}
         for broker in load.brokers.values():
-            for bundle in broker.localData.lastStats:
-                ns = bundle_namespace(bundle)
+            for name in broker.localData.lastStats:
+                ns = bundle_namespace(name)
                 if ns not in counts:
                     known = await self.ctx.bundles.get(ns)
                     counts[ns] = len(known.bundles)
@@ -206,9 +206,9 @@ class LeaderWork:
         self.split_ran = True
         now = self.ctx.clock.now_ms()
         for d in decisions:
-            bundle = Bundle.parse(d.bundle)
-            current = await self.ctx.bundles.get(bundle.namespace)
-            if not bundle.can_split or bundle not in current.bundles.bundles:
+            target = Bundle.parse(d.bundle)
+            current = await self.ctx.bundles.get(target.namespace)
+            if not target.can_split or target not in current.bundles.bundles:
                 continue
             async with self.data.lock:
                 load.bundleData.pop(d.bundle, None)
