@@ -4,7 +4,11 @@
   ``NamespaceEphemeralData`` (``OwnershipCache#tryAcquiringOwnership``); concurrent calls for one
   bundle share one attempt.  Another broker's node makes it raise ``LockBusyError``.
 * ``owner(bundle)`` is ``#getOwnerAsync``: this broker's own entry when it owns the bundle (``disabled``
-  while an unload is under way), else the P8 node's value, else None.
+  while an unload is under way), else the P8 node's value, else None.  Other brokers' nodes are read
+  through a cache that any notification of the node drops (Pulsar reads them through the lock
+  cache too), so a lookup of a bundle owned elsewhere costs no store read while nothing changes; a
+  read that overlaps any notification (or session event) is not cached, so a deletion that raced
+  the read cannot leave a stale owner behind.
 * ``release(bundle)`` deletes the node (conditioned on the version held) after marking the bundle
   inactive; ``disable(bundle)`` is the first step of ``OwnedBundle#handleUnloadRequest``.
 * **Fencing.**  ``serving(bundle)`` is true only while the bundle is active here, its lock is valid,
@@ -26,7 +30,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from bundlewise.live.store import LockManager, MetadataStore, ResourceLock, layout
+from bundlewise.live.store import LockManager, MetadataStore, Notification, ResourceLock, SessionEvent, layout
 from bundlewise.live.store.codec import JSON
 
 log = logging.getLogger(__name__)
@@ -50,7 +54,19 @@ class OwnershipCache:
         self._locks: LockManager[Any] = LockManager(store, codec=JSON)
         self._owned: dict[str, OwnedBundle] = {}
         self._pending: dict[str, asyncio.Future[OwnedBundle]] = {}
+        self._remote: dict[str, dict[str, Any]] = {}
+        self._events = 0  # notifications seen: a read overlapping one is not cached
         self.on_lost: Callable[[str], None] | None = None
+        self._unregister = store.register_listener(self._on_notification, layout.OWNERSHIP_ROOT)
+        self._unregister_session = store.register_session_listener(self._on_session)
+
+    def _on_session(self, event: SessionEvent) -> None:
+        self._events += 1
+        self._remote.clear()  # notifications may have been missed while disconnected
+
+    def _on_notification(self, n: Notification) -> None:
+        self._events += 1
+        self._remote.pop(n.path[len(layout.OWNERSHIP_ROOT) + 1 :], None)
 
     # -- queries ---------------------------------------------------------------------------
     def owned(self) -> dict[str, OwnedBundle]:
@@ -73,8 +89,16 @@ class OwnershipCache:
         ob = self._owned.get(bundle)
         if ob is not None:
             return {**self.self_data, "disabled": not ob.active}
+        cached = self._remote.get(bundle)
+        if cached is not None:
+            return cached
+        seen = self._events
         value = await self._locks.read(layout.ownership(bundle))
-        return value if isinstance(value, dict) else None
+        if not isinstance(value, dict):
+            return None
+        if self.store.is_connected and seen == self._events:
+            self._remote[bundle] = value
+        return value
 
     # -- changes ---------------------------------------------------------------------------
     async def try_acquire(self, bundle: str) -> OwnedBundle:
@@ -123,6 +147,8 @@ class OwnershipCache:
         log.info("released ownership of %s", bundle)
 
     async def close(self) -> None:
+        self._unregister()
+        self._unregister_session()
         for ob in self._owned.values():
             ob.active = False
         self._owned.clear()
