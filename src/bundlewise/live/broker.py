@@ -19,6 +19,7 @@ import contextlib
 import json
 import logging
 import os
+import socket
 import sys
 import time
 from dataclasses import dataclass
@@ -36,7 +37,7 @@ from bundlewise.live.modular import ModularLoadManager
 from bundlewise.live.namespace import NamespaceService
 from bundlewise.live.ownership import OwnershipCache
 from bundlewise.live.policies import BundlesCache
-from bundlewise.live.store import MetadataStore, connect
+from bundlewise.live.store import AuthError, ConnectionLossError, MetadataStore, connect
 from bundlewise.live.traffic import EmulatedTraffic
 from bundlewise.model.errors import InputError
 from bundlewise.model.load import LocalBrokerData
@@ -133,11 +134,14 @@ class Broker:
                 "(only org.apache.pulsar.broker.loadbalance.impl.ModularLoadManagerImpl)",
                 field="loadManagerClassName",
             )
-        self.store = await connect(
-            self.options.store_url,
-            session_timeout=settings.session_timeout_ms / 1000.0,
-            operation_timeout=settings.operation_timeout_ms / 1000.0,
-        )
+        try:
+            self.store = await connect(
+                self.options.store_url,
+                session_timeout=settings.session_timeout_ms / 1000.0,
+                operation_timeout=settings.operation_timeout_ms / 1000.0,
+            )
+        except (ConnectionLossError, AuthError) as e:
+            raise InputError(f"cannot open the metadata store: {e}", field="--store") from None
         self.ownership = OwnershipCache(self.store, values.namespace_ephemeral_data(self.identity))
         self.bundles = BundlesCache(self.store, self.config.view(SplitSettings).default_bundles)
         auth = self.config.view(AuthSettings)
@@ -179,9 +183,18 @@ class Broker:
             access_log=False,
             lifespan="off",
         )
+        sock = socket.socket(socket.AF_INET6 if ":" in self.options.host else socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((self.options.host, self.options.port))
+        except OSError as e:
+            sock.close()
+            raise InputError(
+                f"cannot serve on {self.options.host}:{self.options.port}: {e.strerror}", field="--web"
+            ) from None
         self._server = uvicorn.Server(config)
         self._server.capture_signals = contextlib.nullcontext  # the broker owns the signals
-        self._serve_task = asyncio.get_running_loop().create_task(self._server.serve(), name="web-service")
+        self._serve_task = asyncio.get_running_loop().create_task(self._server.serve([sock]), name="web-service")
         deadline = time.monotonic() + 30
         while not self._server.started:
             if self._serve_task.done():
