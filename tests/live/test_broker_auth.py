@@ -28,7 +28,7 @@ from bundlewise.config import Config
 from bundlewise.config.views import AuthSettings
 from bundlewise.live.auth import AuthenticationError, Authority, AuthorizationError, make_token
 from bundlewise.live.cluster import LocalCluster
-from bundlewise.live.store.servers import EtcdServer
+from bundlewise.live.store.servers import EtcdServer, ZooKeeperServer
 from bundlewise.model.errors import InputError
 
 SECRET = b"0123456789abcdef0123456789abcdef-bundlewise"
@@ -225,3 +225,33 @@ def test_leader_of_helper_sees_401_without_a_token(etcd_server: EtcdServer, tmp_
     with cluster(etcd_server, 1, tmp_path, AUTHZ) as c:
         assert leader_of(c) is None
         assert leader_of_with(c) == c.brokers[0].broker_id
+
+
+def test_brokers_on_a_zookeeper_with_digest_credentials_protect_their_nodes(
+    zk_server: ZooKeeperServer, tmp_path: Path
+) -> None:
+    """Store credentials pass through: nodes get the digest ACL, a client without them cannot touch them."""
+    import asyncio
+
+    from bundlewise.live.store import AuthError, connect
+
+    secured = zk_server.url.replace("zk://", "zk://bw:secret@")
+    c = LocalCluster(
+        2, store_url=secured, settings={"metadataStoreSessionTimeoutMillis": SESSION_MS}, work_dir=tmp_path
+    )
+    try:
+        c.start()
+        data, _ = follow(lookup_url(c.brokers[0], "persistent://acme/orders/t-3"))
+        assert data.status_code == 200
+        plain = c.store_url.replace("zk://bw:secret@", "zk://")
+        broker_node = f"/loadbalance/brokers/{c.brokers[0].broker_id}"
+
+        async def intrude() -> None:
+            async with await connect(plain, session_timeout=10) as s:
+                assert await s.get(broker_node) is not None  # world-readable
+                with pytest.raises(AuthError):
+                    await s.delete(broker_node)
+
+        asyncio.run(intrude())
+    finally:
+        c.stop()
