@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
@@ -52,6 +53,13 @@ def test_brokers_register_with_local_broker_data_and_an_empty_time_average(
             }
         r = get(f"{c.brokers[0].web_url}/admin/v2/brokers/standalone")
         assert sorted(r.json()) == ids
+        health = get(f"{c.brokers[0].web_url}/admin/v2/brokers/health")
+        assert health.status_code == 200 and health.text == "ok"
+        other = get(f"{c.brokers[0].web_url}/admin/v2/brokers/health?brokerId={c.brokers[1].broker_id}")
+        assert other.status_code == 307 and other.headers["location"].startswith(c.brokers[1].web_url)
+        paths = get(f"{c.brokers[0].web_url}/openapi.json").json()["paths"]
+        assert "/lookup/v2/topic/{domain}/{tenant}/{namespace}/{topic}" in paths
+        assert "put" in paths["/admin/v2/namespaces/{tenant}/{namespace}/{bundle}/split"]
         leader = read_store(c.store_url, "/loadbalance/leader")
         assert leader["brokerId"] in ids and leader["serviceUrl"] == f"http://{leader['brokerId']}"
 
@@ -73,6 +81,9 @@ def test_a_report_is_rewritten_when_ownership_changes_the_bundle_count(server: S
         )
         assert later["lastUpdate"] > first["lastUpdate"]
         assert later["numBundles"] == 1 and list(later["lastStats"]) == [bundle]
+        # nothing changes any more (an idle broker, one bundle): seven more report runs, no write
+        time.sleep(1.5)
+        assert read_store(c.store_url, path)["lastUpdate"] == later["lastUpdate"]
 
 
 def test_lookup_chain_non_leader_to_leader_to_candidate_to_connect(server: ServerProcess, tmp_path: Path) -> None:

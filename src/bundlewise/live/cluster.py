@@ -157,10 +157,19 @@ class LocalCluster:
             self.add_broker(timeout=timeout)
         return self
 
-    def add_broker(self, timeout: float = 60.0, settings: Mapping[str, Any] | None = None) -> BrokerProcess:
-        port = free_port()
+    def add_broker(
+        self,
+        timeout: float = 60.0,
+        settings: Mapping[str, Any] | None = None,
+        args: tuple[str, ...] = (),
+        port: int | None = None,
+    ) -> BrokerProcess:
+        """Start one more broker (its own ``--set`` values and flags, e.g. ``("--cores", "16")``, on top)."""
+        port = port or free_port()
         merged = {"brokerServicePort": free_port(), **self.settings, **(settings or {})}
-        broker = BrokerProcess(self.store_url, log_dir=self.dir, settings=merged, args=self._broker_args(), port=port)
+        broker = BrokerProcess(
+            self.store_url, log_dir=self.dir, settings=merged, args=(*self._broker_args(), *args), port=port
+        )
         broker.start(timeout)
         self.brokers.append(broker)
         return broker
