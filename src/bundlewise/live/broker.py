@@ -183,7 +183,8 @@ class Broker:
             access_log=False,
             lifespan="off",
         )
-        sock = socket.socket(socket.AF_INET6 if ":" in self.options.host else socket.AF_INET, socket.SOCK_STREAM)
+        family = socket.AF_INET6 if ":" in self.options.host else socket.AF_INET
+        sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)  # proto set: asyncio sets TCP_NODELAY
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             sock.bind((self.options.host, self.options.port))

@@ -96,6 +96,15 @@ class NamespaceService:
 
     async def find(self, bundle: str, *, authoritative: bool, read_only: bool = False) -> LookupAnswer | None:
         """``#findBrokerServiceUrl``, de-duplicated per bundle and flags."""
+        known = self.ownership.known_owner(bundle)
+        if known is not None:  # the common case, answered without a store read or a task
+            try:
+                connect = self._connect_to(bundle, known)
+            except Exception:
+                self.counters.failures += 1
+                raise
+            self.counters.answers += 1
+            return connect
         key = (bundle, authoritative, read_only)
         pending = self._inflight.get(key)
         if pending is None:

@@ -84,6 +84,13 @@ class OwnershipCache:
         now = time.monotonic()
         return [b for b, ob in self._owned.items() if ob.serving(now)]
 
+    def known_owner(self, bundle: str) -> dict[str, Any] | None:
+        """The owner when known without a store read (our own entry or a cached node), else None."""
+        ob = self._owned.get(bundle)
+        if ob is not None:
+            return {**self.self_data, "disabled": not ob.active}
+        return self._remote.get(bundle)
+
     async def owner(self, bundle: str) -> dict[str, Any] | None:
         """``getOwnerAsync``: our own entry (``disabled`` while unloading), else the node's value."""
         ob = self._owned.get(bundle)
