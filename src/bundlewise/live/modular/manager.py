@@ -27,6 +27,7 @@ from bundlewise.live.modular.aggregate import LoadDataAggregator
 from bundlewise.live.modular.leader import LeaderWork
 from bundlewise.live.modular.reporter import BrokerReporter
 from bundlewise.live.store import JSON, LeaderElection, LeaderElectionState, Notification, layout
+from bundlewise.model.decisions import Logged
 from bundlewise.model.errors import InputError
 
 log = logging.getLogger(__name__)
@@ -146,16 +147,9 @@ class ModularLoadManager:
             choice = self.family.assign(bundle, self.data.load, self.ctx.config, self.assign_rng)
             if choice.broker is not None:
                 self.data.preallocated[bundle] = choice.broker
-                line = {
-                    "strategy": self.family.placement.strategy.name,
-                    "time_ms": self.ctx.clock.now_ms(),
-                    "type": "assignment",
-                    "bundle": bundle,
-                    "broker": choice.broker,
-                    "best": list(choice.best),
-                    "reason": choice.reason,
-                    "leader": self.ctx.identity.broker_id,
-                }
+                now = self.ctx.clock.now_ms()
+                line = Logged(self.family.placement.strategy.name, self.leader_work.cycles, now, choice).to_json()
+                line.update(best=list(choice.best), leader=self.ctx.identity.broker_id)
                 self.ctx.log_decision(line)
             return choice.broker
 
