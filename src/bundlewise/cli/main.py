@@ -14,11 +14,11 @@ import sys
 from collections.abc import Sequence
 
 from bundlewise import __version__
-from bundlewise.cli import bundle, pipeline, place, shed, simulate, split, store, sweep, throttle
+from bundlewise.cli import broker, bundle, pipeline, place, shed, simulate, split, store, sweep, throttle
 from bundlewise.cli.common import MissingExtra
 from bundlewise.model.errors import InputError
 
-COMMAND_MODULES = (bundle, split, place, shed, pipeline, throttle, simulate, sweep, store)
+COMMAND_MODULES = (bundle, split, place, shed, pipeline, throttle, simulate, sweep, store, broker)
 
 
 class _Parser(argparse.ArgumentParser):

@@ -9,6 +9,7 @@ from typing import Any, Protocol, Self, TypeVar
 
 from bundlewise.config.keys import Key, registry
 from bundlewise.config.keys_extensible import EXTENSIBLE_KEYS
+from bundlewise.config.keys_live import LIVE_KEYS
 from bundlewise.config.keys_modular import MODULAR_KEYS
 from bundlewise.config.keys_sim import SIM_KEYS
 from bundlewise.config.keys_throttling import THROTTLING_KEYS
@@ -16,7 +17,7 @@ from bundlewise.config.views import ALL_VIEWS, LeaderSettings, PlacementSettings
 from bundlewise.model.errors import InputError
 from bundlewise.model.resources import ResourceWeights
 
-ALL_KEYS: dict[str, Key] = registry(MODULAR_KEYS, EXTENSIBLE_KEYS, THROTTLING_KEYS, SIM_KEYS)
+ALL_KEYS: dict[str, Key] = registry(MODULAR_KEYS, EXTENSIBLE_KEYS, THROTTLING_KEYS, SIM_KEYS, LIVE_KEYS)
 WATCHED_PREFIXES = ("loadBalancer", "dispatchThrottling", "dispatcher")
 
 

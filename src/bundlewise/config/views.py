@@ -312,6 +312,79 @@ class SimSettings:
         return cls(float(c["unloadBlipSeconds"]))
 
 
+@dataclass(frozen=True, slots=True)
+class BrokerSettings:
+    """A running broker (``PulsarService``, ``ModularLoadManagerImpl``, ``NamespaceService``): its session,
+    identity, task periods and timeouts, in real milliseconds before ``--time-scale``."""
+
+    session_timeout_ms: int
+    operation_timeout_ms: int
+    cluster: str
+    broker_service_port: int
+    persistent_topics: bool
+    non_persistent_topics: bool
+    report_interval_ms: int
+    unload_timeout_ms: int
+    load_manager_class: str
+    split_algorithms: tuple[str, ...]
+
+    @classmethod
+    def of(cls, c: Mapping[str, Any]) -> BrokerSettings:
+        return cls(
+            session_timeout_ms=int(c["metadataStoreSessionTimeoutMillis"]),
+            operation_timeout_ms=int(c["metadataStoreOperationTimeoutSeconds"]) * SECOND_MS,
+            cluster=str(c["clusterName"]),
+            broker_service_port=int(c["brokerServicePort"]),
+            persistent_topics=bool(c["enablePersistentTopics"]),
+            non_persistent_topics=bool(c["enableNonPersistentTopics"]),
+            report_interval_ms=int(c["loadBalancerReportUpdateMinIntervalMillis"]),
+            unload_timeout_ms=int(c["namespaceBundleUnloadingTimeoutMs"]),
+            load_manager_class=str(c["loadManagerClassName"]),
+            split_algorithms=tuple(c["supportedNamespaceBundleSplitAlgorithms"]),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class AuthSettings:
+    """Who may act (``AuthenticationProviderToken``, ``AuthorizationService``, ``PulsarWebResource``)."""
+
+    authentication: bool
+    authorization: bool
+    super_users: frozenset[str]
+    anonymous_role: str | None
+    secret_key: str | None
+    public_key: str | None
+    public_alg: str
+    role_claim: str
+    audience_claim: str | None
+    audience: str | None
+    authenticate_metrics: bool
+    client_plugin: str
+    client_parameters: str
+
+    @classmethod
+    def of(cls, c: Mapping[str, Any]) -> AuthSettings:
+        def opt(key: str) -> str | None:
+            value = c[key]
+            return None if value is None or str(value).strip() == "" else str(value).strip()
+
+        return cls(
+            authentication=bool(c["authenticationEnabled"]),
+            authorization=bool(c["authorizationEnabled"]),
+            super_users=frozenset(c["superUserRoles"]),
+            anonymous_role=opt("anonymousUserRole"),
+            secret_key=opt("tokenSecretKey"),
+            public_key=opt("tokenPublicKey"),
+            public_alg=str(c["tokenPublicAlg"]),
+            role_claim=str(c["tokenAuthClaim"]),
+            audience_claim=opt("tokenAudienceClaim"),
+            audience=opt("tokenAudience"),
+            authenticate_metrics=bool(c["authenticateMetricsEndpoint"]),
+            client_plugin=str(c["brokerClientAuthenticationPlugin"] or ""),
+            client_parameters=str(c["brokerClientAuthenticationParameters"] or ""),
+        )
+
+
 ALL_VIEWS = (
     LeaderSettings,
     ReportSettings,
@@ -324,4 +397,6 @@ ALL_VIEWS = (
     TransferSettings,
     DispatchSettings,
     SimSettings,
+    BrokerSettings,
+    AuthSettings,
 )

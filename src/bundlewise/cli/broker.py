@@ -1,0 +1,119 @@
+"""``bundlewise broker``: run one broker of the live load manager (docs/live.md).
+
+``bundlewise broker --store URL --web HOST:PORT [--config broker.conf] [--set K=V] [--cores N]
+[--nic-mbps M] [--workload TRACE] [--time-scale K] [--time-origin MS] [--decisions FILE]
+[--load-data-log FILE]``: the broker's id is ``HOST:PORT``; it registers in the store, reports its
+load, runs for leader, owns bundles and answers Pulsar's lookup and admin HTTP paths on ``--web``
+until SIGTERM or Ctrl-C (a graceful stop: bundles unloaded, nodes released).  The workload trace
+(Parquet, CSV or JSON Lines; docs/formats.md) is read with Arrow here, not Spark.  When the broker is
+ready it prints ``{"brokerId", "webServiceUrl", "pid"}`` as one JSON line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+from bundlewise.cli.common import add_config_options, config_from_args, needs_extra
+from bundlewise.model.errors import InputError
+from bundlewise.traffic.trace import TraceWorkload
+
+_HOSTPORT = re.compile(r"^([A-Za-z0-9._-]+):([0-9]{1,5})$")
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "broker",
+        help="run one broker of the live load manager on a metadata store",
+        description="Run one broker: registration, load reports, leader election, bundle ownership and Pulsar's "
+        "lookup/admin HTTP surface (with /openapi.json and /metrics) on --web.",
+    )
+    p.add_argument("--store", required=True, metavar="URL", help="zk://HOST:PORT/CHROOT or etcd://HOST:PORT/PREFIX")
+    p.add_argument("--web", required=True, metavar="HOST:PORT", help="where to serve HTTP; also the broker id")
+    add_config_options(p)
+    p.add_argument("--cores", type=float, default=8.0, metavar="N", help="CPU cores of the emulated broker (8)")
+    p.add_argument("--nic-mbps", type=float, default=10000.0, metavar="M", help="NIC speed in Mbit/s (10000)")
+    p.add_argument("--workload", metavar="TRACE", help="topic-samples trace: Parquet, CSV or JSON Lines")
+    p.add_argument(
+        "--time-scale", type=float, default=1.0, metavar="K", help="run balancer intervals and the workload K× faster"
+    )
+    p.add_argument(
+        "--time-origin",
+        type=int,
+        metavar="MS",
+        help="epoch ms where Pulsar time and the trace start (give every broker of a cluster the same; default: now)",
+    )
+    p.add_argument("--decisions", metavar="FILE", help="append the leader's decisions here (JSON Lines)")
+    p.add_argument(
+        "--load-data-log",
+        metavar="FILE",
+        help="append each shedding cycle's LoadData here as a modular snapshot (JSON Lines; "
+        "bundlewise shed replays it)",
+    )
+    p.add_argument("--log-level", default="INFO", choices=("DEBUG", "INFO", "WARNING", "ERROR"))
+    p.set_defaults(func=run)
+
+
+def read_trace(path: str) -> TraceWorkload:
+    """A topic-samples trace read with Arrow (docs/formats.md)."""
+    import pyarrow as pa
+    import pyarrow.csv as pacsv
+    import pyarrow.json as pajson
+    import pyarrow.parquet as pq
+
+    suffix = Path(path).suffix.lower()
+    try:
+        table: Any
+        if suffix == ".parquet":
+            table = pq.read_table(path)
+        elif suffix == ".csv":
+            table = pacsv.read_csv(path)
+        elif suffix in (".jsonl", ".json", ".ndjson"):
+            table = pajson.read_json(path)
+        else:
+            raise InputError("expected a .parquet, .csv or .jsonl trace", source=path, field="--workload")
+    except (OSError, pa.ArrowInvalid) as e:
+        raise InputError(f"cannot read the trace: {e}", source=path, field="--workload") from None
+    return TraceWorkload(table, path)
+
+
+def run(args: argparse.Namespace) -> int:
+    config = config_from_args(args)
+    m = _HOSTPORT.match(args.web)
+    if m is None or not 0 < int(m.group(2)) < 65536:
+        raise InputError(f"expected HOST:PORT, got {args.web!r}", field="--web")
+    if args.time_scale <= 0:
+        raise InputError(f"expected a positive number, got {args.time_scale}", field="--time-scale")
+    if args.cores <= 0 or args.nic_mbps <= 0:
+        raise InputError("expected positive numbers", field="--cores/--nic-mbps")
+    with needs_extra("live", "bundlewise broker"):
+        from bundlewise.live.broker import BrokerOptions, run_broker
+        from bundlewise.live.store.url import StoreUrl
+
+        StoreUrl.parse(args.store)
+        options = BrokerOptions(
+            store_url=args.store,
+            host=m.group(1),
+            port=int(m.group(2)),
+            config=config,
+            cores=args.cores,
+            nic_mbps=args.nic_mbps,
+            workload=read_trace(args.workload) if args.workload else None,
+            time_scale=args.time_scale,
+            time_origin_ms=args.time_origin,
+            decisions=Path(args.decisions) if args.decisions else None,
+            load_data_log=Path(args.load_data_log) if args.load_data_log else None,
+        )
+        logging.basicConfig(
+            stream=sys.stderr,
+            level=args.log_level,
+            format=f"%(asctime)s {args.web} %(levelname)s %(name)s: %(message)s",
+        )
+        for noisy in ("httpx", "httpcore", "kazoo"):
+            logging.getLogger(noisy).setLevel(logging.WARNING)
+        return asyncio.run(run_broker(options))

@@ -1,0 +1,54 @@
+"""Keys of the running broker (``bundlewise broker``): metadata session, identity, authentication and
+authorization, with Pulsar's ``ServiceConfiguration`` names and defaults.
+
+Token keys follow ``AuthenticationProviderToken`` (``tokenSecretKey`` / ``tokenPublicKey`` in the
+``data:;base64,…``, ``file://…``, path or base64 forms of ``AuthTokenUtils#readKeyFromUrl``);
+``brokerClientAuthenticationParameters`` is what brokers present to each other
+(``token:<jwt>`` or ``file:///path``), as Pulsar's ``AuthenticationToken`` client plugin reads it.
+"""
+
+from __future__ import annotations
+
+from bundlewise.config.keys import Key
+
+LIVE_KEYS: tuple[Key, ...] = (
+    Key(
+        "metadataStoreSessionTimeoutMillis",
+        30000,
+        "int",
+        "ms",
+        "Metadata-store session timeout (ZooKeeper session, etcd lease TTL); never scaled by --time-scale",
+        dynamic=False,
+        minimum=1000,
+    ),
+    Key("clusterName", "standalone", "str", "name", "The cluster the broker belongs to", dynamic=False),
+    Key("brokerServicePort", 6650, "int", "port", "Port advertised in pulsarServiceUrl", dynamic=False, minimum=0),
+    Key("enablePersistentTopics", True, "bool", "", "The broker serves persistent topics", dynamic=False),
+    Key("enableNonPersistentTopics", True, "bool", "", "The broker serves non-persistent topics", dynamic=False),
+    Key("authenticationEnabled", False, "bool", "", "Require an authenticated role on HTTP requests"),
+    Key("authorizationEnabled", False, "bool", "", "Check the role's permissions (with authenticationEnabled)"),
+    Key("authenticationProviders", [], "list", "classes", "Authentication providers (token only)"),
+    Key("superUserRoles", [], "list", "roles", "Roles that may unload, split and read broker admin data"),
+    Key("anonymousUserRole", "", "str", "role", "Role of a request no provider accepted"),
+    Key("tokenSecretKey", "", "str", "key", "HMAC key of HS256/384/512 tokens (data:, file:, path or base64)"),
+    Key("tokenPublicKey", "", "str", "key", "Public key of RS*/ES*/PS* tokens (data:, file:, path or base64)"),
+    Key("tokenPublicAlg", "RS256", "str", "name", "Key family of tokenPublicKey"),
+    Key("tokenAuthClaim", "sub", "str", "claim", "Claim holding the role"),
+    Key("tokenAudienceClaim", "", "str", "claim", "Claim holding the audience"),
+    Key("tokenAudience", "", "str", "name", "The audience this broker accepts"),
+    Key("authenticateMetricsEndpoint", False, "bool", "", "Authenticate GET /metrics"),
+    Key(
+        "brokerClientAuthenticationPlugin",
+        "",
+        "str",
+        "class",
+        "How brokers authenticate to each other (AuthenticationToken)",
+    ),
+    Key(
+        "brokerClientAuthenticationParameters",
+        "",
+        "str",
+        "text",
+        "Credentials brokers present to each other: token:<jwt> or file:///path",
+    ),
+)

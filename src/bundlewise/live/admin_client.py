@@ -1,0 +1,64 @@
+"""A broker's own admin client (``PulsarService#getAdminClient``), for the leader's unloads and splits.
+
+Requests go to this broker's own web service and follow redirects (307 to the leader, then to the
+owner) as Pulsar's admin client does, with at most 20 hops, presenting the credentials at every hop
+(an HTTP library's own redirect handling drops them when the port changes); with a token
+(``brokerClientAuthenticationParameters``) every request carries ``Authorization: Bearer <token>``.
+``unload`` is ``namespaces().unloadNamespaceBundle(ns, range, destination)``; ``split`` is
+``splitNamespaceBundle(ns, range, unload, null)``.  Both answer whether the request succeeded (2xx);
+failures are logged, as ``#doLoadShedding`` and ``#checkNamespaceBundleSplit`` log and go on.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import httpx
+
+from bundlewise.model.bundles import Bundle
+
+log = logging.getLogger(__name__)
+
+MAX_REDIRECTS = 20
+
+
+class AdminClient:
+    def __init__(self, base_url: str, token: str | None, timeout: float) -> None:
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        self.base_url = base_url.rstrip("/")
+        self.headers = {**headers, "Content-Type": "application/json"}
+        self.client = httpx.AsyncClient(timeout=timeout, follow_redirects=False)
+
+    @staticmethod
+    def _path(bundle: str, action: str) -> str:
+        b = Bundle.parse(bundle)
+        return f"/admin/v2/namespaces/{b.namespace}/{b.range_name}/{action}"
+
+    async def _put(self, path: str, params: dict[str, str], what: str) -> bool:
+        url = str(httpx.URL(self.base_url + path, params=params))
+        try:
+            for _ in range(MAX_REDIRECTS + 1):
+                resp = await self.client.put(url, headers=self.headers)
+                if resp.status_code not in (301, 302, 307, 308):
+                    break
+                url = resp.headers["location"]
+        except httpx.HTTPError as e:
+            log.warning("%s failed: %r", what, e)
+            return False
+        if resp.is_success:
+            return True
+        log.warning("%s failed: HTTP %d %s", what, resp.status_code, resp.text[:300])
+        return False
+
+    async def unload(self, bundle: str, destination: str | None) -> bool:
+        params = {"destinationBroker": destination} if destination else {}
+        return await self._put(self._path(bundle, "unload"), params, f"unload of {bundle}")
+
+    async def split(self, bundle: str, unload: bool, algorithm: str | None = None) -> bool:
+        params = {"unload": "true" if unload else "false"}
+        if algorithm:
+            params["splitAlgorithmName"] = algorithm
+        return await self._put(self._path(bundle, "split"), params, f"split of {bundle}")
+
+    async def close(self) -> None:
+        await self.client.aclose()

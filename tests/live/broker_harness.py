@@ -1,0 +1,164 @@
+"""Helpers of the broker tests: clusters of real broker processes on the session's stores, HTTP calls
+without following redirects, deadline-based waits, store reads, workload traces."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from bundlewise.live.cluster import BrokerProcess, LocalCluster
+from bundlewise.live.store import connect
+from bundlewise.live.store.servers import ServerProcess
+
+SESSION_MS = 4000  # metadataStoreSessionTimeoutMillis of the test brokers: short, so faults are quick
+FAST = {
+    "metadataStoreSessionTimeoutMillis": SESSION_MS,
+    "loadBalancerSheddingEnabled": "false",
+    "loadBalancerAutoBundleSplitEnabled": "false",
+}
+
+
+@contextmanager
+def cluster(
+    server: ServerProcess, n: int, tmp: Path, settings: dict[str, Any] | None = None, **kw: Any
+) -> Iterator[LocalCluster]:
+    c = LocalCluster(n, store_url=server.url, settings={**FAST, **(settings or {})}, work_dir=tmp, **kw)
+    try:
+        c.start()
+        yield c
+    finally:
+        c.stop()
+
+
+def get(url: str, timeout: float = 10.0, **kw: Any) -> httpx.Response:
+    return httpx.get(url, timeout=timeout, follow_redirects=False, **kw)
+
+
+def put(url: str, timeout: float = 30.0, **kw: Any) -> httpx.Response:
+    return httpx.put(url, timeout=timeout, follow_redirects=False, **kw)
+
+
+def follow(url: str, method: str = "GET", timeout: float = 30.0, **kw: Any) -> tuple[httpx.Response, list[str]]:
+    """Follow 307s like Pulsar's client (at most 20 hops); returns the last response and the hops' URLs."""
+    hops: list[str] = []
+    for _ in range(21):
+        r = httpx.request(method, url, timeout=timeout, follow_redirects=False, **kw)
+        hops.append(url)
+        if r.status_code != 307:
+            return r, hops
+        url = r.headers["location"]
+    raise AssertionError(f"more than 20 redirects: {hops}")
+
+
+def lookup_url(broker: BrokerProcess, topic: str, authoritative: bool | None = None) -> str:
+    domain, rest = topic.split("://")
+    q = "" if authoritative is None else f"?authoritative={'true' if authoritative else 'false'}"
+    return f"{broker.web_url}/lookup/v2/topic/{domain}/{rest}{q}"
+
+
+def lookup(
+    broker: BrokerProcess, topic: str, tries: float = 20.0, timeout: float = 30.0
+) -> tuple[dict[str, Any], list[str]]:
+    """A client's lookup: follow redirects, retry failures until ``tries`` seconds passed."""
+    deadline = time.monotonic() + tries
+    while True:
+        r, hops = follow(lookup_url(broker, topic), timeout=timeout)
+        if r.status_code == 200:
+            return r.json(), hops
+        if time.monotonic() > deadline:
+            raise AssertionError(f"lookup of {topic} kept failing: {r.status_code} {r.text[:200]}")
+        time.sleep(0.1)
+
+
+def wait_until(predicate: Callable[[], Any], timeout: float, what: str, every: float = 0.05) -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            value = predicate()
+        except (httpx.HTTPError, OSError, ValueError, KeyError):
+            value = None
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:.1f} s waiting for: {what}")
+        time.sleep(every)
+
+
+def leader_of(c: LocalCluster) -> str | None:
+    for b in c.brokers:
+        if not b.is_running:
+            continue
+        try:
+            r = get(f"{b.web_url}/admin/v2/brokers/leaderBroker", timeout=2.0)
+        except httpx.HTTPError:
+            continue
+        if r.status_code == 200:
+            return str(r.json()["brokerId"])
+    return None
+
+
+def owned(b: BrokerProcess) -> list[str]:
+    r = get(f"{b.web_url}/admin/v2/brokers/standalone/{b.broker_id}/ownedNamespaces", timeout=2.0)
+    assert r.status_code == 200, r.text
+    return list(r.json())
+
+
+def read_store(url: str, path: str) -> Any:
+    """One node's JSON value (None when absent), read with a client of its own."""
+
+    async def body() -> Any:
+        async with await connect(url, session_timeout=10) as s:
+            res = await s.get(path)
+            return None if res is None else json.loads(res.value) if res.value else None
+
+    return asyncio.run(body())
+
+
+def children(url: str, path: str) -> list[str]:
+    async def body() -> list[str]:
+        async with await connect(url, session_timeout=10) as s:
+            return await s.get_children(path)
+
+    return asyncio.run(body())
+
+
+def write_trace(path: Path, rows: list[dict[str, Any]]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+def steady_trace(path: Path, namespace: str, topics: int, rate: float, size: float = 1024.0) -> Path:
+    """One sample group at time 0: ``topics`` topics of ``namespace`` with ``rate`` msg/s in and out."""
+    rows = [
+        {
+            "timestamp": 0,
+            "topic": f"persistent://{namespace}/topic-{i}",
+            "msgRateIn": rate,
+            "msgRateOut": rate,
+            "msgThroughputIn": rate * size,
+            "msgThroughputOut": rate * size,
+            "producerCount": 1,
+            "consumerCount": 1,
+        }
+        for i in range(topics)
+    ]
+    return write_trace(path, rows)
+
+
+def decisions(b: BrokerProcess) -> list[dict[str, Any]]:
+    if not b.decisions_path.exists():
+        return []
+    return [json.loads(line) for line in b.decisions_path.read_text().splitlines() if line.strip()]
+
+
+def load_data(b: BrokerProcess) -> list[dict[str, Any]]:
+    if not b.load_data_path.exists():
+        return []
+    return [json.loads(line) for line in b.load_data_path.read_text().splitlines() if line.strip()]

@@ -1,0 +1,68 @@
+"""``bundlewise broker`` on bad input: one line ``error: …`` and exit 2, never a traceback."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from bundlewise.live.store.servers import EtcdServer, free_port
+
+
+def broker(*args: str) -> subprocess.CompletedProcess[str]:
+    cmd = [sys.executable, "-m", "bundlewise.cli.main", "broker", *args]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--store", "etcd://127.0.0.1:1/x", "--web", "nohost"], "error: --web: expected HOST:PORT, got 'nohost'"),
+        (["--store", "mysql://x:1", "--web", "127.0.0.1:1"], "error: --store: expected zk://HOST:PORT"),
+        (["--store", "etcd://127.0.0.1:1", "--web", "127.0.0.1:1", "--time-scale", "0"], "error: --time-scale:"),
+        (
+            ["--store", "etcd://127.0.0.1:1", "--web", "127.0.0.1:1", "--set", "metadataStoreSessionTimeoutMillis=x"],
+            "error: --set: metadataStoreSessionTimeoutMillis: expected a number (ms), got 'x'",
+        ),
+    ],
+)
+def test_bad_arguments(args: list[str], message: str) -> None:
+    out = broker(*args)
+    assert out.returncode == 2
+    assert out.stderr.startswith(message), out.stderr
+    assert "Traceback" not in out.stderr and out.stderr.count("\n") == 1
+
+
+def test_bad_trace_and_unreachable_store_and_unsupported_load_manager(tmp_path: Path) -> None:
+    port = free_port()
+    bad = tmp_path / "trace.jsonl"
+    bad.write_text('{"timestamp": 0, "topic": "t"}\n')
+    out = broker("--store", f"etcd://127.0.0.1:{port}", "--web", "127.0.0.1:1", "--workload", str(bad))
+    assert out.returncode == 2 and out.stderr.startswith(f"error: {bad}: missing column 'msgRateIn'"), out.stderr
+    out = broker("--store", f"etcd://127.0.0.1:{port}", "--web", f"127.0.0.1:{free_port()}")
+    assert out.returncode == 2 and out.stderr.splitlines()[-1].startswith(
+        "error: --store: cannot open the metadata store"
+    )
+    out = broker(
+        "--store",
+        f"etcd://127.0.0.1:{port}",
+        "--web",
+        "127.0.0.1:1",
+        "--set",
+        "loadManagerClassName=org.apache.pulsar.broker.loadbalance.extensions.ExtensibleLoadManagerImpl",
+    )
+    assert out.returncode == 2 and "loadManagerClassName" in out.stderr.splitlines()[-1]
+
+
+def test_a_taken_web_port_is_a_one_line_error(etcd_server: EtcdServer) -> None:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        port = s.getsockname()[1]
+        out = broker("--store", f"{etcd_server.url}/cli", "--web", f"127.0.0.1:{port}")
+    assert out.returncode == 2, out.stderr
+    assert out.stderr.splitlines()[-1].startswith(f"error: --web: cannot serve on 127.0.0.1:{port}")

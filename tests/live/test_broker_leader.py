@@ -1,0 +1,204 @@
+"""The modular leader on real broker processes: election and failover, the shedding cycle moving load on a
+skewed cluster (decisions equal to ``bundlewise shed`` on the same LoadData), the split check."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+from broker_harness import (
+    SESSION_MS,
+    cluster,
+    decisions,
+    get,
+    leader_of,
+    load_data,
+    lookup,
+    owned,
+    read_store,
+    steady_trace,
+    wait_until,
+)
+
+from bundlewise.live.cluster import LocalCluster
+from bundlewise.live.store.servers import ServerProcess
+
+TOPICS = [f"persistent://skew/ns/topic-{i}" for i in range(32)]
+
+
+def test_leader_failover_after_sigkill(server: ServerProcess, tmp_path: Path) -> None:
+    with cluster(server, 3, tmp_path) as c:
+        first = wait_until(lambda: leader_of(c), 10, "a leader")
+        assert read_store(c.store_url, "/loadbalance/leader") == {"brokerId": first, "serviceUrl": f"http://{first}"}
+        killed_at = time.monotonic()
+        c.broker(first).kill()
+        second = wait_until(
+            lambda: (x := leader_of(c)) not in (None, first) and x, SESSION_MS / 1000 + 5, "a new leader"
+        )
+        assert time.monotonic() - killed_at < SESSION_MS / 1000 + 5
+        assert second in {b.broker_id for b in c.brokers if b.is_running}
+        for b in c.brokers:
+            if b.is_running:
+                assert get(f"{b.web_url}/admin/v2/brokers/leaderBroker").json()["brokerId"] == second
+        wait_until(
+            lambda: first not in get(f"{c.broker(second).web_url}/admin/v2/brokers").json(), 5, "dead broker gone"
+        )
+
+
+@contextmanager
+def clients(c: LocalCluster, topics: list[str]) -> Iterator[list[int]]:
+    """Pulsar clients: keep looking every topic up (through any live broker), so unloaded bundles get owned again."""
+    stop = threading.Event()
+    count = [0]
+
+    def run() -> None:
+        i = 0
+        while not stop.is_set():
+            live = [b for b in c.brokers if b.is_running]
+            for t in topics:
+                if stop.is_set():
+                    return
+                try:
+                    lookup(live[i % len(live)], t, tries=5)
+                    count[0] += 1
+                except AssertionError:
+                    pass
+                i += 1
+            stop.wait(0.2)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    try:
+        yield count
+    finally:
+        stop.set()
+        thread.join(30)
+
+
+SKEW = {
+    "metadataStoreSessionTimeoutMillis": SESSION_MS,
+    "defaultNumberOfNamespaceBundles": 8,
+    "loadBalancerSheddingEnabled": "true",
+    "loadBalancerAutoBundleSplitEnabled": "false",
+    "loadBalancerBundleUnloadMinThroughputThreshold": 0,
+    "loadBalancerReportUpdateMinIntervalMillis": 1000,
+}
+
+
+def shed_replay(snapshots: list[dict[str, Any]], strategy: str, settings: dict[str, Any]) -> list[dict[str, Any]]:
+    """``bundlewise shed`` on the leader's logged LoadData, one step per cycle."""
+    args = [sys.executable, "-m", "bundlewise.cli.main", "shed", "--strategy", strategy, "-"]
+    for k, v in settings.items():
+        args += ["--set", f"{k}={v}"]
+    doc = {"steps": [{k: v for k, v in s.items() if k != "cycle"} for s in snapshots]}
+    out = subprocess.run(args, input=json.dumps(doc), capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    return [json.loads(line) for line in out.stdout.splitlines()]
+
+
+@pytest.mark.parametrize(
+    ("strategy", "extra"),
+    [
+        ("ThresholdShedder", {}),
+        ("AvgShedder", {"loadBalancerLoadPlacementStrategy": "AvgShedder"}),
+    ],
+)
+def test_shedding_moves_load_off_a_skewed_broker_as_bundlewise_shed_decides(
+    server: ServerProcess, tmp_path: Path, strategy: str, extra: dict[str, Any]
+) -> None:
+    trace = steady_trace(tmp_path / "trace.jsonl", "skew/ns", 32, 250.0)
+    settings = {**SKEW, "loadBalancerLoadSheddingStrategy": strategy, **extra}
+    c = LocalCluster(
+        1,
+        store_url=server.url,
+        settings=settings,
+        time_scale=60,
+        workload=str(trace),
+        work_dir=tmp_path,
+        broker_args=("--nic-mbps", "100"),
+    )
+    try:
+        c.start()
+        hot = c.brokers[0]
+        for t in TOPICS:
+            lookup(hot, t)
+        assert len(owned(hot)) == 8
+        c.add_broker()
+        c.add_broker()
+        with clients(c, TOPICS):
+            wait_until(
+                lambda: any(d["type"] == "unload" and d.get("label") == "Success" for d in decisions(hot)),
+                60,
+                "the leader's first unload",
+            )
+            wait_until(lambda: any(owned(b) for b in c.brokers[1:]), 30, "a bundle owned by another broker")
+        time.sleep(1.5)  # let the cycle in flight finish its log lines
+        in_store = {b.broker_id: read_store(c.store_url, f"/loadbalance/brokers/{b.broker_id}") for b in c.brokers}
+    finally:
+        c.stop()
+    cycles = load_data(hot)
+    assert cycles, "the leader logged no shedding input"
+    replay = shed_replay(cycles, strategy, settings)
+    assert len(replay) == len(cycles)
+    logged = decisions(hot)
+    for step, snap in zip(replay, cycles, strict=True):
+        cycle = snap["cycle"]
+        mine = [
+            (d["broker"], d["bundle"], d.get("destination"))
+            for d in logged
+            if d["type"] == "unload" and d["tick"] == cycle and d.get("label") == "Success"
+        ]
+        assert [(u["broker"], u["bundle"], u["destination"]) for u in step["unload"]] == mine, f"cycle {cycle}"
+    moved = [(u["bundle"], u["destination"]) for s in replay for u in s["unload"]]
+    assert moved and all(d != hot.broker_id for _, d in moved)
+    # the reports the leader decided on are the brokers' reports in the store: each report read back
+    # equals, field for field, the one every cycle that saw its version decided on
+    matched = 0
+    for snap in cycles:
+        for broker, report in snap["brokers"].items():
+            stored = in_store[broker]
+            if stored is not None and stored["lastUpdate"] == report["lastUpdate"]:
+                assert {k: stored[k] for k in report if k in stored} == {k: report[k] for k in report if k in stored}
+                matched += 1
+    assert matched > 0
+
+
+def test_split_check_splits_a_hot_bundle(server: ServerProcess, tmp_path: Path) -> None:
+    trace = steady_trace(tmp_path / "trace.jsonl", "hot/ns", 10, 10.0)
+    settings = {
+        "metadataStoreSessionTimeoutMillis": SESSION_MS,
+        "defaultNumberOfNamespaceBundles": 1,
+        "loadBalancerSheddingEnabled": "false",
+        "loadBalancerAutoBundleSplitEnabled": "true",
+        "loadBalancerNamespaceBundleMaxTopics": 3,
+        "loadBalancerReportUpdateMinIntervalMillis": 1000,
+    }
+    c = LocalCluster(2, store_url=server.url, settings=settings, time_scale=60, workload=str(trace), work_dir=tmp_path)
+    try:
+        c.start()
+        topics = [f"persistent://hot/ns/topic-{i}" for i in range(10)]
+        lookup(c.brokers[0], topics[0])
+        leader = c.broker(wait_until(lambda: leader_of(c), 10, "a leader"))
+        split = wait_until(
+            lambda: next((d for d in decisions(leader) if d["type"] == "split"), None), 30, "a split decision"
+        )
+        assert split["bundle"] == "hot/ns/0x00000000_0xffffffff"
+        assert split["reason"].startswith("split: ")
+        stored = read_store(c.store_url, "/admin/local-policies/hot/ns")
+        assert stored["bundles"]["numBundles"] >= 2
+        assert "0x7fffffff" in stored["bundles"]["boundaries"]  # range_equally_divide's cut of the full range
+        assert split["reason"] == "split: Topics (10 topics > 3) (children unloaded)"
+        metrics = get(f"{leader.web_url}/metrics").text
+        line = next(x for x in metrics.splitlines() if x.startswith("pulsar_lb_bundles_split_total{"))
+        assert line.startswith('pulsar_lb_bundles_split_total{cluster="standalone", metric="bundlesSplit"} ')
+        assert int(line.rsplit(" ", 1)[1]) >= 1
+    finally:
+        c.stop()

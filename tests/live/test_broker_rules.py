@@ -1,0 +1,183 @@
+"""The broker's pure rules: values, metrics text, redirects and error pages, traffic, top-k, the clock."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import numpy as np
+from starlette.requests import Request
+
+from bundlewise.algorithms.leader import top_k_bundles
+from bundlewise.config import Config
+from bundlewise.live import metrics, values
+from bundlewise.live.clock import PulsarClock
+from bundlewise.live.http.render import error_page, redirect_location, server_error
+from bundlewise.live.manager import Sample
+from bundlewise.live.outcomes import Redirect
+from bundlewise.live.traffic import EmulatedTraffic
+from bundlewise.model.bundles import NamespaceBundles
+from bundlewise.model.hashing import crc32_hash
+from bundlewise.model.load import BundleData, LocalBrokerData, NamespaceBundleStats
+from bundlewise.traffic.cost import BrokerSpec
+from bundlewise.traffic.trace import TraceWorkload
+
+ID = values.BrokerIdentity("broker-1.pulsar", 8080, 6650, "c1")
+
+
+def request(path: str, query: str = "", method: str = "GET", headers: dict[str, str] | None = None) -> Request:
+    scope = {
+        "type": "http",
+        "method": method,
+        "path": path,
+        "raw_path": path.encode(),
+        "query_string": query.encode(),
+        "headers": [(k.lower().encode(), v.encode()) for k, v in (headers or {}).items()],
+        "scheme": "http",
+        "server": ("b1", 8080),
+    }
+    return Request(scope)
+
+
+def test_identity_and_pulsar_values() -> None:
+    assert ID.broker_id == "broker-1.pulsar:8080"
+    assert values.BrokerIdentity("host.", 80, 6650, "c").broker_id == "host:80"
+    assert values.leader_broker(ID) == {"brokerId": "broker-1.pulsar:8080", "serviceUrl": "http://broker-1.pulsar:8080"}
+    assert values.leader_id({"serviceUrl": "http://old:8080"}) == "old:8080"
+    assert values.namespace_ephemeral_data(ID) == {
+        "nativeUrl": "pulsar://broker-1.pulsar:6650",
+        "nativeUrlTls": None,
+        "httpUrl": "http://broker-1.pulsar:8080",
+        "httpUrlTls": None,
+        "disabled": False,
+        "advertisedListeners": {},
+    }
+    assert json.dumps(values.lookup_data("pulsar://b2:6650", "http://b2:8080"), separators=(",", ":")) == (
+        '{"brokerUrl":"pulsar://b2:6650","httpUrl":"http://b2:8080","nativeUrl":"pulsar://b2:6650","brokerUrlSsl":""}'
+    )
+    report = values.local_broker_data(ID, LocalBrokerData())
+    assert list(report)[:6] == [
+        "webServiceUrl",
+        "webServiceUrlTls",
+        "pulsarServiceUrl",
+        "pulsarServiceUrlTls",
+        "persistentTopicsEnabled",
+        "nonPersistentTopicsEnabled",
+    ]
+    assert report["loadReportType"] == "LocalBrokerData"
+    # LocalBrokerData#equals: the URLs only, so a new report is the same lock value
+    other = values.local_broker_data(ID, LocalBrokerData(msgRateIn=5.0))
+    assert values.same_broker(report, other)
+    assert not values.same_broker(
+        report, values.local_broker_data(values.BrokerIdentity("b2", 1, 2, "c"), LocalBrokerData())
+    )
+    assert values.boundaries_of(values.local_policies([0, 0x80000000, 0xFFFFFFFF])) == [0, 0x80000000, 0xFFFFFFFF]
+
+
+def test_metrics_text_as_pulsar_writes_it() -> None:
+    text = metrics.render(
+        "standalone",
+        [
+            Sample("pulsar_lb_cpu_usage", (("broker", "b1"), ("metric", "loadBalancing")), 26.5625),
+            Sample("pulsar_lb_unload_bundle_total", (("metric", "bundleUnloading"),), 3),
+        ],
+        [("pulsar_broker_lookup_answers", 7)],
+    )
+    assert text == (
+        "# TYPE pulsar_lb_cpu_usage gauge\n"
+        'pulsar_lb_cpu_usage{cluster="standalone", broker="b1", metric="loadBalancing"} 26.5625\n'
+        "# TYPE pulsar_lb_unload_bundle_total gauge\n"
+        'pulsar_lb_unload_bundle_total{cluster="standalone", metric="bundleUnloading"} 3\n'
+        "# TYPE pulsar_broker_lookup_answers counter\n"
+        'pulsar_broker_lookup_answers{cluster="standalone"} 7\n'
+    )
+
+
+def test_redirects_keep_the_path_and_query_and_set_authoritative() -> None:
+    r = request("/lookup/v2/topic/persistent/t/ns/my+topic%3A1", "authoritative=false&listenerName=x")
+    assert redirect_location(r, Redirect("http://b3:8080", True)) == (
+        "http://b3:8080/lookup/v2/topic/persistent/t/ns/my+topic%3A1?listenerName=x&authoritative=true"
+    )
+    u = request("/admin/v2/namespaces/t/ns/0x00000000_0x40000000/unload", "destinationBroker=b2:8080", "PUT")
+    assert redirect_location(u, Redirect("http://b1:8080", False, drop=("destinationBroker",))) == (
+        "http://b1:8080/admin/v2/namespaces/t/ns/0x00000000_0x40000000/unload?authoritative=false"
+    )
+
+
+def test_error_pages_follow_accept_and_the_method() -> None:
+    j = error_page(request("/lookup/x", headers={"Accept": "application/json"}), 401, "Authentication required")
+    assert j.status_code == 401 and j.headers["content-type"] == "application/json"
+    assert json.loads(bytes(j.body)) == {"url": "/lookup/x", "status": "401", "message": "Authentication required"}
+    h = error_page(request("/lookup/x"), 401, "Authentication required")
+    assert b"<h2>HTTP ERROR 401 Authentication required</h2>" in bytes(h.body)
+    assert error_page(request("/a", method="PUT"), 401, "m").body == b""
+    assert error_page(request("/a", headers={"Accept": "application/xml"}), 401, "m").body == b""
+    assert bytes(server_error("boom").body) == (
+        b"\n --- An unexpected error occurred in the server ---\n\nMessage: boom\n\nStacktrace:\n\n"
+    )
+
+
+def test_traffic_follows_the_served_bundles() -> None:
+    import pyarrow as pa
+
+    topics = [f"persistent://t/ns/x{i}" for i in range(6)]
+    table = pa.table(
+        {
+            "timestamp": [0] * 6 + [60_000] * 6,
+            "topic": topics * 2,
+            "msgRateIn": [10.0] * 6 + [20.0] * 6,
+            "msgRateOut": [5.0] * 12,
+            "msgThroughputIn": [1000.0] * 12,
+            "msgThroughputOut": [2000.0] * 12,
+            "producerCount": [1] * 12,
+            "consumerCount": [2] * 12,
+        }
+    )
+    clock = PulsarClock.starting_now(1.0)
+    traffic = EmulatedTraffic(BrokerSpec("b", cpu_cores=4, nic_mbps=100), clock, TraceWorkload(table, "t"))
+    halves = NamespaceBundles.initial("t/ns", 2).bundles
+    stats = traffic.bundle_stats([b.name for b in halves])
+    inside = [sum(1 for t in topics if b.includes_hash(crc32_hash(t))) for b in halves]
+    assert [s.topics for s in stats.values()] == inside and sum(inside) == 6
+    first = stats[halves[0].name]
+    assert first == NamespaceBundleStats(
+        10.0 * inside[0], 1000.0 * inside[0], 5.0 * inside[0], 2000.0 * inside[0], 2 * inside[0], inside[0], inside[0]
+    )
+    res = traffic.resources(stats)
+    assert res.bandwidth_in.usage == 6 * 1000.0 * 8 / 1000 and res.bandwidth_in.limit == 100_000.0
+    assert res.cpu.limit == 400.0
+    # one minute later (Pulsar time) the second sample group holds
+    late = EmulatedTraffic(traffic.spec, PulsarClock(clock.origin_ms - 61_000, 1.0), traffic.workload)
+    assert late.bundle_stats([halves[0].name])[halves[0].name].msgRateIn == 20.0 * inside[0]
+    idle = EmulatedTraffic(traffic.spec, clock)
+    assert idle.bundle_stats([halves[0].name]) == {halves[0].name: NamespaceBundleStats()}
+
+
+def test_pulsar_clock_runs_k_times_faster_from_the_origin() -> None:
+    now = int(time.time() * 1000)
+    clock = PulsarClock(now - 1000, 60.0)
+    assert 59_000 <= clock.elapsed_ms() <= 61_000 + 60 * 50
+    assert clock.real_seconds(60_000) == 1.0
+
+
+def test_top_k_bundles_of_the_leaders_bundle_data_writes() -> None:
+    def data(tput_in: float, rate: float) -> BundleData:
+        d = BundleData.default()
+        d.update(NamespaceBundleStats(msgRateIn=rate, msgThroughputIn=tput_in))
+        return d
+
+    bundles = {
+        "a/b/0x00000000_0x40000000": data(1e6, 10),
+        "a/b/0x40000000_0x80000000": data(5e6, 10),
+        "x/y/0x00000000_0xffffffff": data(9e6, 10),
+        "a/b/0x80000000_0xc0000000": data(1.05e6, 900),
+    }
+    config = Config().with_values({"loadBalancerMaxNumberOfBundlesInBundleLoadReport": 1})
+    assert top_k_bundles(bundles, 2, config) == ["x/y/0x00000000_0xffffffff", "a/b/0x40000000_0x80000000"]
+    # same throughput at 1e5 B/s resolution: the message rate decides
+    assert top_k_bundles(bundles, 4, config)[2:] == ["a/b/0x80000000_0xc0000000", "a/b/0x00000000_0x40000000"]
+    excluded = config.with_values({"loadBalancerSheddingExcludedNamespaces": "x/y"})
+    assert "x/y/0x00000000_0xffffffff" not in top_k_bundles(bundles, 4, excluded)
+    everything = config.with_values({"loadBalancerMaxNumberOfBundlesInBundleLoadReport": 0})
+    assert top_k_bundles(bundles, 1, everything) == list(bundles)
+    assert np.isclose(bundles["a/b/0x00000000_0x40000000"].shortTermData.msgThroughputIn, 1e6)
