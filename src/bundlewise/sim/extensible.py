@@ -4,6 +4,9 @@
 store, the top-bundles store and the registered brokers.  This adapter produces them from the engine's
 arrays, as the brokers' reporters would (Pulsar's ``BrokerLoadDataReporter``, ``TopBundleLoadDataReporter``):
 
+* **Registry**: the engine tells the adapter which brokers are up as soon as events change them, before any
+  lookup: a stopped broker leaves the registry and both stores at once (its registry entry is ephemeral), so
+  no assignment can pick it.
 * **Reporting**: every tick each running broker's ``BrokerLoadReporter`` updates its local
   ``BrokerLoadData`` (EMAs of weighted max usage and throughput) and pushes it to the broker-load store
   when the report rule says so.  Top-k bundles are refreshed from the broker's live bundle stats when
@@ -69,18 +72,23 @@ class ExtensibleManager:
         self.store: dict[str, BrokerLoadData] = {}
         self.top_store: dict[str, TopBundlesLoadData] = {}
         self.view: TickView | None = None
+        self.available: tuple[str, ...] = ()
         self.last_split: int | None = None
+
+    def brokers_changed(self, brokers: list[str], now: int) -> None:
+        """The registry after this tick's events: departed brokers leave it and both stores."""
+        self.available = tuple(brokers)
+        up = set(brokers)
+        for gone in [b for b in (*self.store, *self.top_store, *self.reporters) if b not in up]:
+            self.store.pop(gone, None)
+            self.top_store.pop(gone, None)
+            self.reporters.pop(gone, None)
+            self.top_reporters.pop(gone, None)
 
     # -- reporting -------------------------------------------------------------------------------
 
     def observe(self, view: TickView, config: Config, now: int) -> None:
         self.view = view
-        up = set(view.brokers)
-        for gone in [b for b in self.store if b not in up]:
-            self.store.pop(gone, None)
-            self.top_store.pop(gone, None)
-            self.reporters.pop(gone, None)
-            self.top_reporters.pop(gone, None)
         for name in view.brokers:
             rep = self.reporters.setdefault(name, BrokerLoadReporter())
             t = view.totals(name)
@@ -116,7 +124,7 @@ class ExtensibleManager:
 
     def snapshot(self, now: int, with_top_bundles: bool = False) -> ExtensibleSnapshot:
         """The stores and the registered brokers, in slot order."""
-        available = tuple(self.view.brokers) if self.view is not None else ()
+        available = self.available
         return ExtensibleSnapshot(
             timestamp=now,
             brokers={b: self.store[b] for b in available if b in self.store},

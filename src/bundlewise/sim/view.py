@@ -45,6 +45,8 @@ class Manager(Protocol):
 
     name: str
 
+    def brokers_changed(self, brokers: list[str], now: int) -> None: ...  # the brokers up, after events
+
     def observe(self, view: TickView, config: Config, now: int) -> None: ...
 
     def assign(self, bundle: str, config: Config, rng: random.Random) -> Assignment: ...
