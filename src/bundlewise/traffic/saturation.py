@@ -23,12 +23,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from bundlewise.traffic.cost import MICROS, BrokerSpec, Capacities, Usage
+from bundlewise.traffic.cost import BrokerSpec, Capacities, Usage, traffic_cores
 
 
 def served(spec: BrokerSpec, rate_in: float, rate_out: float, tput_in: float, tput_out: float) -> tuple[float, float]:
     """``(s_in, s_out)``: the fractions of the offered inbound and outbound traffic ``spec`` delivers."""
-    variable = spec.cores_used(rate_in, rate_out, tput_in, tput_out) - spec.cpu_base_cores
+    variable = spec.traffic_cores(rate_in, rate_out, tput_in, tput_out)
     room = spec.cpu_cores - spec.cpu_base_cores
     s_cpu = 1.0 if variable <= max(room, 0.0) else max(0.0, room) / variable
     nic = spec.nic_mbps * 1e6 / 8
@@ -41,11 +41,9 @@ def service_factors(
     capacity: Capacities, rate_in: np.ndarray, rate_out: np.ndarray, tput_in: np.ndarray, tput_out: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
     """``served`` for every broker slot (arrays over slots)."""
-    variable = (rate_in + rate_out) * capacity.us_per_msg * MICROS + (tput_in + tput_out) / 1024.0 * (
-        capacity.us_per_kib * MICROS
-    )
+    variable = traffic_cores(capacity, rate_in, rate_out, tput_in, tput_out)
     room = capacity.cpu_cores - capacity.cpu_base
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         s_cpu = np.where(variable <= np.maximum(room, 0.0), 1.0, np.maximum(0.0, room) / variable)
         nic = capacity.nic_mbps * 1e6 / 8
         s_in = np.minimum(s_cpu, np.where(tput_in <= nic, 1.0, nic / tput_in))
