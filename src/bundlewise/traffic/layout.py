@@ -19,5 +19,5 @@ class RecordedLayout:
     source: str = ""
 
     def brokers(self) -> list[str]:
-        """The recorded owners, in order of first mention."""
-        return list(dict.fromkeys(self.owners.values()))
+        """The recorded owners, by name."""
+        return sorted(set(self.owners.values()))
