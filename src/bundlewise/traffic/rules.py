@@ -249,10 +249,13 @@ def check(
     raw text in ``records``); a table with ``bundle`` and ``topics`` columns (the pipeline's outputs) may hold
     bundle-level rows: no topic, a bundle."""
     n = table.num_rows
-    reason = np.full(n, None, dtype=object)
+    code = np.zeros(n, dtype=np.int32)  # 0: a sample so far; k: texts[k] is the first reason that failed
+    texts: list[str] = [""]
 
     def first(mask: np.ndarray, text: str) -> None:
-        reason[mask & (reason == None)] = text  # noqa: E711 -- elementwise on an object array
+        if mask.any():
+            texts.append(text)
+            code[mask & (code == 0)] = len(texts) - 1
 
     if malformed is not None:
         first(malformed, MALFORMED)
@@ -270,8 +273,7 @@ def check(
     if "bundle" in table.column_names:
         bundle_rows = (topic_index < 0) & ~table.column("bundle").is_null().to_numpy(zero_copy_only=False)
     first((topic_index < 0) & ~bundle_rows, TOPIC_MISSING)
-    blank = np.array([w == TOPIC_MISSING for w in why] + [False], dtype=bool)[topic_index]
-    first(blank, TOPIC_MISSING)
+    first(np.array([w == TOPIC_MISSING for w in why] + [False], dtype=bool)[topic_index], TOPIC_MISSING)
     values: dict[str, np.ndarray] = {}
     for name in NUMBER_FIELDS:
         v, present, ok = _numbers(table, name)
@@ -283,12 +285,17 @@ def check(
                 first(np.rint(v) != v, not_whole(name))
                 first(v >= LONG_LIMIT, too_big(name))
         values[name] = v
-    named = np.array([w if w != TOPIC_MISSING else None for w in why] + [None], dtype=object)[topic_index]
-    late = (reason == None) & (named != None)  # noqa: E711 -- elementwise on object arrays
-    reason[late] = named[late]
-    good = reason == None  # noqa: E711
+    named = [w for w in why if w is not None and w != TOPIC_MISSING]
+    if named:  # each rejected name's own message, after the other rules
+        base = len(texts)
+        texts += list(dict.fromkeys(named))
+        number = {w: base + k for k, w in enumerate(dict.fromkeys(named))}
+        per_topic = np.array([number.get(w, 0) if w is not None else 0 for w in why] + [0], dtype=np.int32)
+        late = per_topic[topic_index]
+        code = np.where((code == 0) & (late > 0), late, code)
+    good = code == 0
     samples = _samples(table, good, ts, topic_index, full, values)
-    rejects = _rejects(table, ~good, reason, source, records)
+    rejects = _rejects(table, ~good, np.array(texts, dtype=object)[code], source, records)
     return Checked(samples, rejects)
 
 
@@ -300,25 +307,33 @@ def _samples(
     full: list[str | None],
     values: dict[str, np.ndarray],
 ) -> pa.Table:
-    keep = np.flatnonzero(good)
-    names = pa.array([*full, None], pa.string())
-    topic = pa.DictionaryArray.from_arrays(pa.array(np.where(index < 0, len(full), index)[keep], pa.int32()), names)
-    broker: pa.Array = pa.nulls(len(keep), pa.string())
-    if "broker" in table.column_names:
-        broker = table.column("broker").cast(pa.string()).take(pa.array(keep))
+    every = bool(good.all())
+    keep = None if every else np.flatnonzero(good)
+
+    def kept(x: np.ndarray) -> np.ndarray:
+        return x if keep is None else x[keep]
+
+    def column(name: str, kind: pa.DataType) -> pa.ChunkedArray:
+        col = table.column(name).cast(kind)
+        return col if keep is None else col.take(pa.array(keep))
+
+    names = pa.array([f or "" for f in full], pa.string())  # rejected names: never referenced by a sample
+    ids = kept(index)
+    topic = pa.DictionaryArray.from_arrays(pa.array(np.maximum(ids, 0), pa.int32(), mask=ids < 0), names)
+    rows = len(ts) if keep is None else len(keep)
     cols: dict[str, Any] = {
-        "timestamp": pa.array(ts[keep], pa.int64()),
-        "broker": broker,
-        "topic": topic.cast(pa.string()),
+        "timestamp": pa.array(kept(ts), pa.int64()),
+        "broker": column("broker", pa.string()) if "broker" in table.column_names else pa.nulls(rows, pa.string()),
+        "topic": topic,
     }
     for name in RATE_FIELDS:
-        cols[name] = pa.array(values[name][keep], pa.float64())
+        cols[name] = pa.array(kept(values[name]), pa.float64())
     for name in COUNT_FIELDS:
-        cols[name] = pa.array(values[name][keep].astype(np.int64), pa.int64())
+        cols[name] = pa.array(kept(values[name]).astype(np.int64), pa.int64())
     if "bundle" in table.column_names:
-        cols["bundle"] = table.column("bundle").cast(pa.string()).take(pa.array(keep))
+        cols["bundle"] = column("bundle", pa.string())
         if "topics" in table.column_names:
-            cols["topics"] = table.column("topics").cast(pa.int64()).fill_null(1).take(pa.array(keep))
+            cols["topics"] = column("topics", pa.int64()).fill_null(1)
     return pa.table(cols)
 
 
@@ -370,8 +385,8 @@ def check_topic_names(samples: pa.Table) -> tuple[pa.Table, dict[str, int]]:
         reason = why[index[i]] if index[i] >= 0 else TOPIC_MISSING
         key = reason if reason is not None else TOPIC_MISSING
         counts[key] = counts.get(key, 0) + 1
-    names = pa.array([*full, None], pa.string())
-    topic = pa.DictionaryArray.from_arrays(pa.array(np.where(index < 0, len(full), index), pa.int32()), names)
+    names = pa.array([f or "" for f in full], pa.string())
+    topic = pa.DictionaryArray.from_arrays(pa.array(np.maximum(index, 0), pa.int32(), mask=index < 0), names)
     i = samples.schema.get_field_index("topic")
     fixed = samples.set_column(i, "topic", topic.cast(pa.string()))
     return fixed.filter(pa.array(keep)), counts

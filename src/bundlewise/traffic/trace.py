@@ -115,8 +115,8 @@ class TraceWorkload:
         def ordered(values: np.ndarray) -> np.ndarray:
             return values if order is None else values[order]
 
-        self.values = np.stack([ordered(_numbers(table, c, float)) for c in RATE_COLUMNS])
-        self.sessions = np.stack([ordered(_numbers(table, c, np.int64)) for c in COUNT_COLUMNS])
+        self.values = [ordered(_numbers(table, c, float)) for c in RATE_COLUMNS]
+        self.sessions = [ordered(_numbers(table, c, np.int64)) for c in COUNT_COLUMNS]
         self.namespaces = namespaces[1]
         self.topics = Topics(names, namespaces[0], hashes)
         self._weights = self._recorded_weights(table, order, len(names))
@@ -193,7 +193,7 @@ class TraceWorkload:
         if g >= 0:
             lo, hi = self.bounds[g], self.bounds[g + 1]
             for k in range(4):
-                out[k][self.tidx[lo:hi]] = self.values[k, lo:hi]
+                out[k][self.tidx[lo:hi]] = self.values[k][lo:hi]
         rates: Rates = (out[0], out[1], out[2], out[3])
         self._cache = (g, rates)
         return rates
@@ -208,8 +208,8 @@ class TraceWorkload:
         prod, cons = np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64)
         if g >= 0:
             lo, hi = self.bounds[g], self.bounds[g + 1]
-            prod[self.tidx[lo:hi]] = self.sessions[0, lo:hi]
-            cons[self.tidx[lo:hi]] = self.sessions[1, lo:hi]
+            prod[self.tidx[lo:hi]] = self.sessions[0][lo:hi]
+            cons[self.tidx[lo:hi]] = self.sessions[1][lo:hi]
         if self._weights is not None:
             self._weights.fill(weights, max(g, 0))
         counts: Counts = (weights, prod, cons)
