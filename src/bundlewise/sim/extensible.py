@@ -23,8 +23,9 @@ arrays, as the brokers' reporters would (Pulsar's ``BrokerLoadDataReporter``, ``
   assigned at once by the family's placement among the other brokers (the lookup that follows an unload).
 * **Assignment**: the family's placement over the running brokers and the store.
 * **Splits**: every ``loadBalancerSplitIntervalMinutes`` each broker's own split strategy over its live
-  bundle stats, cut down to the bundles meeting a split condition (``split_conditions``; a bundle that
-  meets none only loses its hit counter, exactly as when it is absent).
+  bundle stats, cut down to the bundles meeting a split condition (``split_conditions``) and those holding
+  a hit counter: a bundle that meets none and has no counter is as if absent (a test proves the decisions
+  equal to the strategy's over every bundle).
 """
 
 from __future__ import annotations
@@ -173,8 +174,16 @@ class ExtensibleManager:
             topics, sessions, rates[:, 0] + rates[:, 1], rates[:, 2] + rates[:, 3], config.view(SplitSettings)
         )
         maybe = np.asarray(met.any(axis=1), dtype=bool)
+        names = None
         for name in view.brokers:
             ids = view.owned_ids(name)
-            stats: Mapping[str, NamespaceBundleStats] = view.stats_of(ids[maybe[ids]])
+            keep = maybe[ids]
+            counting = self.family.splitters.get(name)
+            if counting is not None and counting.hits:  # a bundle with a hit counter is passed as it is: with
+                # fewer than 2 topics the strategy keeps its counter, absent it would drop it
+                if names is None:
+                    names = np.array(view.stats_names(), dtype=object)
+                keep = keep | np.isin(names[ids], list(counting.hits))
+            stats: Mapping[str, NamespaceBundleStats] = view.stats_of(ids[keep])
             out += self.family.broker_splits(name, stats, count, (), config)
         return out

@@ -10,7 +10,9 @@ Pulsar ``ModularLoadManagerImpl#updateAll``:
   arrays), starting a never-seen bundle from the default prior (50 msg/s, 50000 B/s in and out).  A bundle
   listed by two reports — it moved and its old owner has not rewritten its report yet — is sampled twice,
   first from the earlier broker's report, as Pulsar's leader does; its topics and sessions are the last
-  report's.  Bundles no report mentions are dropped; a split parent is forgotten at once.
+  report's.  Bundles no report mentions are dropped.  A split parent's data is removed at once
+  (``#checkNamespaceBundleSplit``); while its owner's report still lists it, the next update samples it again
+  from the prior, as Pulsar's leader does, until the owner writes a report without it.
   ``TimeAverageBrokerData`` is recomputed for every broker from its reported bundles.
 * ``load`` is the ``LoadData`` the strategies read.  Its ``bundleData`` is ``LazyBundleData``, a mapping
   that builds ``BundleData`` objects from the arrays only for the bundles a strategy looks at, so a
@@ -214,8 +216,6 @@ class LeaderView:
         """One ``updateAll``: sample every report's bundles, drop the rest, recompute broker averages."""
         self._grow()
         ids, vals, topics, sessions, rank = self._reported_samples()
-        live = self.cluster.alive[ids]
-        ids, vals, topics, sessions, rank = ids[live], vals[live], topics[live], sessions[live], rank[live]
         rep = np.unique(ids)
         fresh = rep[~self.has[rep]]
         self.short[fresh] = PRIOR

@@ -98,3 +98,6 @@ class TickView:
 
     def stats_of(self, ids: np.ndarray) -> dict[str, NamespaceBundleStats]:
         return self._m.stats(self._cl, ids)
+
+    def stats_names(self) -> list[str]:
+        return self._cl.bundle_names[: len(self._m.per_bundle)]

@@ -39,6 +39,8 @@ class TickView(Protocol):
 
     def stats_of(self, ids: np.ndarray) -> dict[str, NamespaceBundleStats]: ...
 
+    def stats_names(self) -> list[str]: ...  # per bundle id measured this tick: its name
+
 
 class Manager(Protocol):
     """The engine's side of a load manager."""
