@@ -267,3 +267,35 @@ def test_a_recorded_production_replays_from_its_recorded_layout(
     counts = {r["broker"]: r["bundles"] for r in tick0}
     want = {b: sum(1 for o in recorded.values() if o == b) for b in ("spare", "b1", "b2", "b3")}
     assert counts == want
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "message"),
+    [
+        ("t.csv", "a,b\n1,2\n", "t.csv: trace has no timestamp, topic column"),
+        ("t.csv", "timestamp,topic\n", "t.csv: the trace has no valid samples"),
+        ("t.parquet", "garbage", "t.parquet: cannot read as parquet:"),
+        ("t.jsonl", '{"timestamp": -1, "topic": "a"}\n', "t.jsonl: the trace has no valid samples: 1 rows rejected"),
+    ],
+)
+def test_a_bad_workload_is_one_line_and_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str, content: str, message: str
+) -> None:
+    path = tmp_path / name
+    path.write_text(content)
+    code = main(["simulate", "--no-progress", "--workload", str(path), "--strategy", "OverloadShedder"])
+    out, err = capsys.readouterr()
+    assert code == 2 and out == "" and err.count("\n") == 1 and message in err, err
+
+
+def test_dumps_and_remote_paths_go_through_spark_traces_do_not(tmp_path: Path) -> None:
+    from bundlewise.cli.traces import needs_spark
+
+    (tmp_path / "b1@1.prom").write_text("pulsar_rate_in 1\n")
+    (tmp_path / "b1@1.json").write_text('{"t/ns": {"0x00000000_0xffffffff": {"persistent": {}}}}')
+    (tmp_path / "t.jsonl").write_text('{"timestamp": 1, "topic": "a"}\n{"timestamp": 2, "topic": "a"}\n')
+    assert needs_spark(str(tmp_path / "b1@1.prom")) and needs_spark(str(tmp_path / "b1@1.json"))
+    assert needs_spark("hdfs://nn:8020/traces/t.parquet") and needs_spark("s3a://bucket/t")
+    assert not needs_spark(str(tmp_path / "t.jsonl")) and not needs_spark(f"file://{tmp_path / 't.jsonl'}")
+    (tmp_path / "out" / "topic_samples").mkdir(parents=True)
+    assert not needs_spark(str(tmp_path / "out"))

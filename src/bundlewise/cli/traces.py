@@ -25,6 +25,7 @@ from typing import Any
 import pyarrow as pa
 
 from bundlewise.cli.common import needs_extra
+from bundlewise.model.errors import InputError
 from bundlewise.traffic import readers, recording, rules
 from bundlewise.traffic.layout import RecordedLayout
 from bundlewise.traffic.trace import TraceWorkload
@@ -90,7 +91,16 @@ def _without_jvm(path: str) -> Workload:
     if found is not None:
         layout = recording.layout_of(checked.samples, recording.read_namespaces(found.namespaces), path)
     rows = sum(t.num_rows for t, _, _ in parts)
-    return Workload(TraceWorkload(checked.samples, path), layout, rows, _reasons(checked.rejects))
+    rejected = _reasons(checked.rejects)
+    _some_samples(checked.samples.num_rows, rows, rejected, path)
+    return Workload(TraceWorkload(checked.samples, path), layout, rows, rejected)
+
+
+def _some_samples(samples: int, rows: int, rejected: Counter[str], path: str) -> None:
+    """A trace whose every row is rejected is bad input: one line naming the commonest reason."""
+    if samples == 0 and rejected:
+        reason, n = rejected.most_common(1)[0]
+        raise InputError(f"the trace has no valid samples: {rows} rows rejected, {n} for {reason!r}", source=path)
 
 
 def _reasons(rejects: Any) -> Counter[str]:
@@ -112,6 +122,7 @@ def _through_spark(spark: Any, path: str) -> Workload:
     rows = table.num_rows + sum(rejected.values())
     table, unnamed = rules.check_topic_names(table)
     rejected.update(unnamed)
+    _some_samples(table.num_rows, rows, rejected, path)
     return Workload(TraceWorkload(table, path), layout, rows, rejected, spark=True)
 
 
