@@ -95,6 +95,16 @@ def test_timestamps_are_ms_or_iso_8601(text: str, ms: int | None) -> None:
     assert rules.text_timestamp(text) == ms
 
 
+def test_names_are_stripped_of_pythons_whitespace_and_quoted_as_written() -> None:
+    from bundlewise.model.errors import InputError
+    from bundlewise.model.names import BLANKS, TopicName
+
+    assert set(BLANKS) == {chr(i) for i in range(0x110000) if chr(i).isspace()}
+    assert str(TopicName.parse("\u2003\ta\u00a0")) == "persistent://public/default/a"
+    with pytest.raises(InputError, match="^topic 'x://it's': domain must be one of"):
+        TopicName.parse("x://it's")
+
+
 # -- every row's verdict, both ways --------------------------------------------------------------------------
 
 NUMBERS = st.one_of(
@@ -116,7 +126,25 @@ TIMESTAMPS = st.one_of(
     ),
     NUMBERS,
 )
-TOPIC_PIECES = st.sampled_from(["persistent://", "non-persistent://", "x://", "t", "ns", "/", " ", "a", "-", "é"])
+TOPIC_PIECES = st.sampled_from(
+    [
+        "persistent://",
+        "non-persistent://",
+        "x://",
+        "t",
+        "ns",
+        "/",
+        " ",
+        "a",
+        "-",
+        "é",
+        "\t",
+        "'",
+        "\\",
+        "\u00a0",
+        "\u2003",
+    ]
+)
 TOPICS = st.one_of(st.lists(TOPIC_PIECES, max_size=7).map("".join), st.just(""))
 ROW = st.fixed_dictionaries(
     {"timestamp": st.none() | TIMESTAMPS, "topic": st.none() | TOPICS},
