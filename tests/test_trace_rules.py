@@ -101,7 +101,7 @@ def test_names_are_stripped_of_pythons_whitespace_and_quoted_as_written() -> Non
 
     assert set(BLANKS) == {chr(i) for i in range(0x110000) if chr(i).isspace()}
     assert str(TopicName.parse("\u2003\ta\u00a0")) == "persistent://public/default/a"
-    with pytest.raises(InputError, match="^topic 'x://it's': domain must be one of"):
+    with pytest.raises(InputError, match=r"^topic 'x://it's': domain must be one of"):
         TopicName.parse("x://it's")
 
 
