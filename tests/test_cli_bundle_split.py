@@ -219,3 +219,20 @@ def test_split_check_prints_nothing_when_a_later_step_is_bad(
     assert main(["split-check", str(f)]) == 2
     out, err = capsys.readouterr()
     assert out == "" and err.count("\n") == 1 and "steps[1]: missing 'brokers'" in err
+
+
+def test_split_check_reads_a_bundle_on_two_reports_as_reported(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    hot = {"topics": 3, "producerCount": 1}
+    doc = {
+        "brokers": {"b1": {"lastStats": {"t/ns/0x00000000_0xffffffff": hot}}, "b2": {"lastStats": {}}},
+        "config": {"loadBalancerNamespaceBundleMaxTopics": 2},
+    }
+    doc["brokers"]["b2"]["lastStats"] = {"t/ns/0x00000000_0xffffffff": hot}
+    f = tmp_path / "snap.json"
+    f.write_text(json.dumps(doc))
+    code, out, err = run(capsys, "split-check", str(f))
+    assert code == 0 and err.count("\n") == 1
+    assert err.startswith(f"warning: {f}: snapshot: bundle t/ns/0x00000000_0xffffffff is listed by b1 and b2;")
+    assert [s["broker"] for s in out[0]["split"]] == ["b1"]  # b2's listing is the same bundle: split once

@@ -110,7 +110,6 @@ def test_leader_bundle_data_accumulates_samples_across_steps() -> None:
         ({"brokers": {"b": {"msgRateIn": -1}}}, "msgRateIn"),
         ({"brokers": {"b": {"cpu": {"usage": "x", "limit": 1}}}}, "cpu.usage"),
         ({"brokers": {"b": {"lastStats": {"x": {"msgRateOut": float("nan")}}}}}, "msgRateOut"),
-        ({"brokers": {"a": {"bundles": ["x"]}, "b": {"bundles": ["x"]}}}, "bundles"),
         ({"brokers": {"a": {"weightedMaxEMA": 0.1}}}, "weightedMaxEMA"),
         ({"brokers": {}, "topBundles": {}}, "snapshot"),
         ({"bundleData": {}}, "brokers"),
@@ -125,3 +124,33 @@ def test_bad_snapshots_name_the_field(doc: dict[str, object], field: str) -> Non
 def test_weights_view_reads_config() -> None:
     w = Config().with_values({"loadBalancerDirectMemoryResourceWeight": "2"}).weights()
     assert w == ResourceWeights(cpu=1.0, direct_memory=2.0, bandwidth_in=1.0, bandwidth_out=1.0, memory=0.0)
+
+
+def test_a_bundle_on_two_reports_is_sampled_from_each_report() -> None:
+    """Pulsar's ``#updateBundleData`` reads each broker's report as reported: a bundle two reports list (it
+    moved; the old owner has not written since) gets both samples in one update, the earlier broker's first."""
+    from bundlewise.algorithms.leader import LeaderBundleData
+    from bundlewise.model.snapshot import parse_modular_snapshot
+
+    doc = {
+        "brokers": {
+            "a": {
+                "bundles": ["t/ns/0x00000000_0xffffffff"],
+                "lastStats": {"t/ns/0x00000000_0xffffffff": {"msgRateIn": 10}},
+            },
+            "b": {
+                "bundles": ["t/ns/0x00000000_0xffffffff"],
+                "lastStats": {"t/ns/0x00000000_0xffffffff": {"msgRateIn": 30}},
+            },
+        }
+    }
+    snap = parse_modular_snapshot(doc)
+    assert snap.shared == {"t/ns/0x00000000_0xffffffff": ("a", "b")}
+    load = LeaderBundleData().apply(snap)
+    short = load.bundleData["t/ns/0x00000000_0xffffffff"].shortTermData
+    assert (short.numSamples, short.msgRateIn) == (2, 20.0)  # the prior replaced by 10, then (10 + 30) / 2
+    assert (
+        load.brokers["a"].timeAverageData.shortTermMsgRateIn
+        == load.brokers["b"].timeAverageData.shortTermMsgRateIn
+        == 20.0
+    )

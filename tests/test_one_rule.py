@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from hypothesis import example, given, settings
+from hypothesis import event, example, given, settings
 from hypothesis import strategies as st
 
 from bundlewise.algorithms.extensible.reporting import bundle_sort_key, top_bundle_eligible, top_k_bundles
@@ -183,13 +183,14 @@ def test_vectorised_cost_model_equals_the_broker_rule(rows: list) -> None:
 def _cluster(n_bundles: int) -> Cluster:
     ns = NamespaceBundles.initial("t/ns", n_bundles)
     empty = np.zeros(0, dtype=np.int64)
-    return Cluster([BrokerSpec("a"), BrokerSpec("b")], ["a", "b"], [ns], [], empty, empty, empty)
+    return Cluster([BrokerSpec("a"), BrokerSpec("b")], ["a", "b"], [ns], [], empty)
 
 
-# one written report per broker and step: (slot, msgRateIn, msgThroughputIn, topics, sessions) per bundle id
+# one written report per broker and step: (slots, msgRateIn, msgThroughputIn, topics, sessions) per bundle id;
+# slots 2 means both reports list the bundle (it moved and the old owner has not rewritten its report)
 report_step = st.dictionaries(
     st.integers(0, 7),
-    st.tuples(st.integers(0, 1), st.floats(0, 1e5), st.floats(0, 1e8), st.integers(0, 2000), st.integers(0, 3000)),
+    st.tuples(st.integers(0, 2), st.floats(0, 1e5), st.floats(0, 1e8), st.integers(0, 2000), st.integers(0, 3000)),
     max_size=8,
 )
 
@@ -198,7 +199,8 @@ report_step = st.dictionaries(
 @given(st.lists(report_step, min_size=1, max_size=6), st.sampled_from([1, 1000]))
 def test_leader_arrays_equal_the_leader_bookkeeping(steps: list, max_topics: int) -> None:
     """``sim.leader.LeaderView`` (arrays) keeps the same bundle data, time averages and split candidates as
-    ``algorithms.leader.LeaderBundleData`` over the same written reports."""
+    ``algorithms.leader.LeaderBundleData`` over the same written reports, a bundle listed by both reports
+    included (each report read as reported: two samples per update)."""
     cfg = limits(max_topics=max_topics)
     cluster = _cluster(8)
     view = LeaderView(cluster)
@@ -206,17 +208,20 @@ def test_leader_arrays_equal_the_leader_bookkeeping(steps: list, max_topics: int
     for step in steps:
         reports: dict[str, LocalBrokerData] = {}
         for slot in (0, 1):
-            ids = sorted(b for b, sample in step.items() if sample[0] == slot)
+            ids = sorted(b for b, sample in step.items() if sample[0] in (slot, 2))
             stats = {
                 cluster.bundle_names[b]: NamespaceBundleStats(
-                    msgRateIn=step[b][1], msgThroughputIn=step[b][2], topics=step[b][3], producerCount=step[b][4]
+                    msgRateIn=step[b][1] * (slot + 1),
+                    msgThroughputIn=step[b][2],
+                    topics=step[b][3] + slot,
+                    producerCount=step[b][4],
                 )
                 for b in ids
             }
             local = LocalBrokerData.of_stats(LocalBrokerData().resources, stats)
             reports[cluster.names[slot]] = local
-            vals = np.array([[step[b][2], 0.0, step[b][1], 0.0] for b in ids]).reshape(-1, 4)
-            topics = np.array([step[b][3] for b in ids], dtype=np.int64)
+            vals = np.array([[step[b][2], 0.0, step[b][1] * (slot + 1), 0.0] for b in ids]).reshape(-1, 4)
+            topics = np.array([step[b][3] + slot for b in ids], dtype=np.int64)
             sessions = np.array([step[b][4] for b in ids], dtype=np.int64)
             view.write_report(slot, local, np.array(ids, dtype=np.int64), vals, topics, sessions, 0.0)
         view.update_bundle_data()
@@ -256,3 +261,155 @@ def test_bounds_positions_and_boundary_lists_are_read_alike(text: str) -> None:
         except InputError:
             got = None
         assert got == want
+
+
+# -- the modular strategies on the leader's lazy arrays and on plain load data ------------------------------------
+
+
+modular_step = st.dictionaries(
+    st.integers(0, 11),
+    st.tuples(st.integers(0, 2), st.floats(0, 5e4), st.floats(0, 5e7), st.integers(1, 50)),
+    min_size=1,
+    max_size=12,
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.sampled_from(["OverloadShedder", "ThresholdShedder", "UniformLoadShedder", "AvgShedder"]),
+    st.lists(st.tuples(modular_step, st.lists(st.floats(0, 1.2), min_size=3, max_size=3)), min_size=1, max_size=5),
+)
+def test_strategies_decide_alike_on_the_leaders_arrays_and_on_plain_load_data(strategy: str, steps: list) -> None:
+    """The simulator hands the strategies ``LeaderView.load`` — bundle data built lazily from arrays — where the
+    commands hand them plain ``LoadData``: every shedding cycle must decide the same."""
+    import copy
+    import random
+
+    from bundlewise.algorithms.registry import make_family
+    from bundlewise.model.resources import ResourceUsage, SystemResources
+
+    ns = NamespaceBundles.initial("t/ns", 12)
+    empty = np.zeros(0, dtype=np.int64)
+    cluster = Cluster([BrokerSpec("a"), BrokerSpec("b"), BrokerSpec("c")], ["a", "b", "c"], [ns], [], empty)
+    view = LeaderView(cluster)
+    cfg = Config().with_values({"loadBalancerBrokerThresholdShedderPercentage": 1})
+    lazy, plain = make_family(strategy, cfg), make_family(strategy, cfg)
+    for k, (step, usage) in enumerate(steps):
+        for slot in range(3):
+            ids = np.array(sorted(b for b, s in step.items() if s[0] == slot), dtype=np.int64)
+            stats = {
+                cluster.bundle_names[b]: NamespaceBundleStats(
+                    msgRateIn=step[b][1], msgThroughputIn=step[b][2], topics=step[b][3]
+                )
+                for b in ids
+            }
+            res = SystemResources(
+                cpu=ResourceUsage(usage[slot] * 800, 800),
+                bandwidth_in=ResourceUsage(usage[slot] * 1e6 * 0.9, 1e6),
+                bandwidth_out=ResourceUsage(0, 1e6),
+            )
+            local = LocalBrokerData.of_stats(res, stats)
+            vals = np.array([[step[b][2], 0.0, step[b][1], 0.0] for b in ids]).reshape(-1, 4)
+            topics = np.array([step[b][3] for b in ids], dtype=np.int64)
+            view.write_report(slot, local, ids, vals, topics, np.zeros(len(ids), dtype=np.int64), 0.0)
+        view.update_bundle_data()
+        materialised = LoadData(
+            copy.deepcopy(view.load.brokers),
+            {b: d.copy() for b, d in view.load.bundleData.items()},
+            dict(view.load.recentlyUnloadedBundles),
+        )
+        now = k * 60_000
+        got = lazy.shed(view.load, cfg, now, random.Random(k))
+        want = plain.shed(materialised, cfg, now, random.Random(k))
+        assert got.unloaded == want.unloaded
+        assert view.load.recentlyUnloadedBundles == materialised.recentlyUnloadedBundles
+
+
+# -- a trace's sample and hold, against the rule read row by row ---------------------------------------------------
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.integers(0, 5), st.sampled_from(["a", "b", "c", "t/ns/d"]), st.floats(0, 1e4), st.integers(0, 9)),
+        min_size=1,
+        max_size=40,
+    )
+)
+def test_trace_step_function_equals_the_rule_read_row_by_row(rows: list) -> None:
+    """At any time the latest sample group at or before it holds (rates and sessions), a topic absent from it is
+    idle, and of two rows of one topic in one group the later holds."""
+    import pyarrow as pa
+
+    from bundlewise.model.names import full_topic_name
+    from bundlewise.traffic.trace import TraceWorkload
+
+    table = pa.table(
+        {
+            "timestamp": [1000 + 60_000 * r[0] for r in rows],
+            "topic": [r[1] for r in rows],
+            "msgRateIn": [r[2] for r in rows],
+            "msgRateOut": [0.0] * len(rows),
+            "msgThroughputIn": [0.0] * len(rows),
+            "msgThroughputOut": [0.0] * len(rows),
+            "producerCount": [r[3] for r in rows],
+        }
+    )
+    trace = TraceWorkload(table, "t")
+    names = trace.topics.names
+    t0 = min(1000 + 60_000 * r[0] for r in rows)
+    for now in range(0, 6 * 60_000 + 1, 30_000):
+        group = max((1000 + 60_000 * r[0] for r in rows if 1000 + 60_000 * r[0] - t0 <= now), default=None)
+        want_rate = dict.fromkeys(names, 0.0)
+        want_prod = dict.fromkeys(names, 0)
+        for r in rows:  # in input order: the later row of a topic in the group holds
+            if 1000 + 60_000 * r[0] == group:
+                want_rate[full_topic_name(r[1])] = r[2]
+                want_prod[full_topic_name(r[1])] = r[3]
+        assert trace.rates(now)[0].tolist() == [want_rate[n] for n in names]
+        assert trace.counts(now)[1].tolist() == [want_prod[n] for n in names]
+
+
+# -- the extensible split strategy on the prefiltered stats and on every bundle --------------------------------------
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.lists(st.tuples(st.integers(0, 1), counts, counts, rates, rates), min_size=8, max_size=8),
+        min_size=1,
+        max_size=6,
+    )
+)
+def test_extensible_splits_on_the_prefiltered_stats_equal_those_on_every_bundle(steps: list) -> None:
+    """``ExtensibleManager.splits`` hands each broker's split strategy only the bundles meeting a split condition;
+    over several intervals (hit counters) it decides what the strategy decides over all its bundles."""
+    from bundlewise.algorithms.registry import make_family
+    from bundlewise.sim.extensible import ExtensibleManager
+    from bundlewise.sim.tickview import Measured, TickView
+    from bundlewise.traffic.cost import Usage
+
+    cfg = limits(max_sessions=1000, max_topics=1000).with_values({"loadBalancerSplitIntervalMinutes": 1})
+    ns = NamespaceBundles.initial("t/ns", 8)
+    empty = np.zeros(0, dtype=np.int64)
+    cluster = Cluster([BrokerSpec("a"), BrokerSpec("b")], ["a", "b"], [ns], [], empty)
+    manager = ExtensibleManager(make_family("TransferShedder", cfg))  # type: ignore[arg-type]
+    reference = make_family("TransferShedder", cfg)
+    zero = np.zeros(2)
+    for k, rows in enumerate(steps):
+        cluster.owner[:8] = [r[0] for r in rows]
+        rate = np.array([[r[3] / 2, r[3] / 2, r[4] / 2, r[4] / 2] for r in rows])
+        topics = np.array([r[1] for r in rows], dtype=np.int64)
+        sessions = np.array([r[2] for r in rows], dtype=np.int64)
+        measured = Measured(
+            rate, topics, sessions, np.zeros(8, dtype=np.int64), np.zeros((2, 4)), Usage(zero, zero, zero, zero)
+        )
+        view = TickView(cluster, measured)
+        manager.observe(view, cfg, k * 60_000)
+        got = manager.splits(cfg, {"t/ns": 8}, True, k * 60_000)
+        want = []
+        for slot, name in enumerate(("a", "b")):
+            stats = view.stats_of(np.flatnonzero(cluster.owner[:8] == slot))
+            want += reference.broker_splits(name, stats, lambda _ns: 8, (), cfg)  # type: ignore[union-attr]
+        assert got == want
+        event(f"{'a split' if got else 'no split'} decided")

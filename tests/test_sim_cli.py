@@ -130,14 +130,30 @@ def test_outputs_follow_the_contract(tmp_path: Path, capsys: pytest.CaptureFixtu
         "flaps",
         "settle_minutes",
         "topic_unavailable_seconds",
+        "repeat_unloads",
+        "saturated_broker_minutes",
+        "undelivered_bytes",
+        "backlog_age_max_minutes",
         "wall_seconds",
+        "events",
     }
     for m in doc["strategies"].values():
         assert keys <= set(m)
     assert json.loads((tmp_path / "o" / "summary.json").read_text()) == doc
     assert "load_std_mean" in err  # the comparison table goes to stderr in json format
     t = pq.read_table(tmp_path / "o" / "timeline.parquet")
-    assert t.column_names == ["strategy", "tick", "time_ms", "broker", "up", "true_load", "reported_load", "bundles"]
+    assert t.column_names == [
+        "strategy",
+        "tick",
+        "time_ms",
+        "broker",
+        "up",
+        "true_load",
+        "reported_load",
+        "bundles",
+        "delivered_load",
+        "backlog_bytes",
+    ]
     assert t.num_rows == 2 * 40 * 3
     rows = t.to_pylist()
     down = [r for r in rows if r["broker"] == "b" and r["tick"] == 11]

@@ -21,7 +21,7 @@ import pytest
 
 from bundlewise.cli.main import main
 from bundlewise.sim.engine import Engine, RunResult
-from bundlewise.sim.metrics import METRIC_KEYS
+from bundlewise.sim.metrics import EVENTS_KEY, METRIC_KEYS
 from bundlewise.sim.run import make_workload
 from bundlewise.sim.scenario import bundled_scenario, parse_scenario
 
@@ -271,11 +271,11 @@ def test_same_seed_same_summary_and_no_dispatch_no_new_keys(tmp_path: Path, caps
     assert outs[0] == outs[1]
     one = pq.read_table(tmp_path / "one" / "timeline.parquet")
     assert one.equals(pq.read_table(tmp_path / "two" / "timeline.parquet"))
-    assert one.column_names[8:] == ["dispatched_msgs", "dispatched_bytes", "dispatch_throttled_reads", "backlog_msgs"]
+    assert one.column_names[10:] == ["dispatched_msgs", "dispatched_bytes", "dispatch_throttled_reads", "backlog_msgs"]
     html = (tmp_path / "one" / "report.html").read_text()
     assert "<h2>Dispatch</h2>" in html and html.count("data:image/png;base64,") == 2 + len(outs[0]["strategies"])
     plain = _run(_cluster("3m"))
-    assert tuple(plain.metrics) == METRIC_KEYS and plain.dispatch is None
+    assert tuple(plain.metrics) == (*METRIC_KEYS, EVENTS_KEY) and plain.dispatch is None
 
 
 def test_bundled_throttled_dispatch_scenario() -> None:

@@ -61,8 +61,6 @@ def _cluster(cores: float = 8, nic: float = 10000) -> Cluster:
         [ns],
         names,
         np.zeros(200, dtype=np.int64),
-        np.ones(200, dtype=np.int64),
-        np.ones(200, dtype=np.int64),
     )
 
 
@@ -178,7 +176,9 @@ def test_trace_is_a_step_function_and_absent_topics_are_idle() -> None:
     assert wl.rates(0)[0].tolist() == [10.0, 20.0]  # trace time 0 = first timestamp
     assert wl.rates(59_999)[0].tolist() == [10.0, 20.0]
     assert wl.rates(60_000)[0].tolist() == [30.0, 0.0]  # b absent from the sample: idle
-    assert wl.topics.consumers.tolist() == [3, 0]
+    # sessions are sampled and held like the rates: a's 0 consumers at first, 3 from the second sample on
+    assert [c.tolist() for c in wl.counts(0)] == [[1, 1], [1, 2], [0, 0]]
+    assert [c.tolist() for c in wl.counts(60_000)] == [[1, 1], [1, 0], [3, 0]]
 
 
 def test_trace_from_an_arrow_table_equals_the_trace_from_a_frame() -> None:
@@ -201,6 +201,8 @@ def test_trace_from_an_arrow_table_equals_the_trace_from_a_frame() -> None:
         assert [r.tolist() for r in from_frame.rates(now)] == [r.tolist() for r in from_arrow.rates(now)]
     # rows in (timestamp, topic) order: of two rows of one topic and time the later one holds
     assert from_arrow.rates(60_000)[0].tolist() == [31.0, 0.0]
-    assert from_arrow.topics.consumers.tolist() == from_frame.topics.consumers.tolist() == [3, 0]
+    for now in (0, 60_000):
+        assert [c.tolist() for c in from_arrow.counts(now)] == [c.tolist() for c in from_frame.counts(now)]
+    assert from_arrow.counts(60_000)[2].tolist() == [1, 0]  # the later of a's two rows at 61 s: 1 consumer
     with pytest.raises(InputError, match="t: missing column 'msgRateIn'"):
         TraceWorkload(pa.table({"timestamp": [1], "topic": ["a"]}), "t")

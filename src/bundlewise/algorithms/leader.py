@@ -39,11 +39,13 @@ class LeaderBundleData:
         self.bundle_data: dict[str, BundleData] = {}
 
     def update(self, load: LoadData) -> None:
-        """Sample every reported bundle once (in broker, then bundle order)."""
+        """Sample every reported bundle (in broker, then bundle order): each report is read as reported, so a
+        bundle two reports list (it moved; the old owner's report is older) gets both samples, the earlier
+        broker's first, as Pulsar's leader samples it."""
         seen: dict[str, BundleData] = {}
         for broker in load.brokers.values():
             for bundle, stats in broker.localData.lastStats.items():
-                data = self.bundle_data.get(bundle) or BundleData.default()
+                data = seen.get(bundle) or self.bundle_data.get(bundle) or BundleData.default()
                 data.update(stats)
                 seen[bundle] = data
         self.bundle_data = seen

@@ -16,7 +16,7 @@ from typing import Any
 from bundlewise.config import Config
 from bundlewise.config.views import LeaderSettings
 from bundlewise.model.errors import InputError
-from bundlewise.model.snapshot import parse_timestamp
+from bundlewise.model.snapshot import parse_timestamp, shared_warning
 
 
 def read_text(path: str) -> str:
@@ -107,3 +107,23 @@ def step_where(step: Step, docs: list[Any]) -> str:
 
 def emit(obj: Any) -> None:
     sys.stdout.write(json.dumps(obj, separators=(", ", ": ")) + "\n")
+
+
+class SharedBundles:
+    """Bundles listed by more than one broker in an input's steps: noted while the steps are read, told once
+    on stderr when the command has its output (``model.snapshot.shared_warning``)."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+        self.first: tuple[str, dict[str, tuple[str, ...]]] | None = None
+        self.count = 0
+
+    def note(self, where: str, shared: dict[str, tuple[str, ...]]) -> None:
+        if shared and self.first is None:
+            self.first = (where, dict([next(iter(shared.items()))]))
+        self.count += len(shared)
+
+    def tell(self) -> None:
+        if self.first is not None:
+            where, first = self.first
+            sys.stderr.write(shared_warning(self.source, where, first, self.count - 1) + "\n")

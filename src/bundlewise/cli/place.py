@@ -32,7 +32,7 @@ from bundlewise.algorithms.placement.assignment import ModularPlacement
 from bundlewise.algorithms.placement.base import Selection
 from bundlewise.algorithms.registry import make_placement, placement_names
 from bundlewise.cli.common import add_config_options, config_from_args, source_name
-from bundlewise.cli.inputs import Step, emit, iterate_steps, read_documents, step_where
+from bundlewise.cli.inputs import SharedBundles, Step, emit, iterate_steps, read_documents, step_where
 from bundlewise.config import Config
 from bundlewise.config.config import short_class_name
 from bundlewise.model.errors import InputError
@@ -92,21 +92,31 @@ def parse_step_request(doc: Mapping[str, Any], where: str) -> tuple[str, list[st
 
 
 def _modular_step(
-    step: Step, where: str, placement: ModularPlacement, leader: LeaderBundleData, rng: random.Random
+    step: Step,
+    where: str,
+    placement: ModularPlacement,
+    leader: LeaderBundleData,
+    rng: random.Random,
+    shared: SharedBundles,
 ) -> Row:
     bundle, candidates, non_persistent = parse_step_request(step.doc, where)
     snapshot_doc = {k: v for k, v in step.doc.items() if k not in STEP_KEYS}
-    load = leader.apply(parse_modular_snapshot(snapshot_doc, where))
+    snapshot = parse_modular_snapshot(snapshot_doc, where)
+    shared.note(where, snapshot.shared)
+    load = leader.apply(snapshot)
     if candidates is not None:
         data = load.bundleData.get(bundle) or BundleData.default()
         return step.index, bundle, placement.strategy.select(candidates, bundle, data, load, step.config, rng)
     return step.index, bundle, placement.select_broker(bundle, load, step.config, rng, non_persistent=non_persistent)
 
 
-def _extensible_step(step: Step, where: str, placement: ExtensiblePlacement, rng: random.Random) -> Row:
+def _extensible_step(
+    step: Step, where: str, placement: ExtensiblePlacement, rng: random.Random, shared: SharedBundles
+) -> Row:
     bundle, candidates, non_persistent = parse_step_request(step.doc, where)
     doc = {k: v for k, v in step.doc.items() if k not in STEP_KEYS}
     snap = parse_extensible_snapshot(doc, where, step.config.weights(), step.now)
+    shared.note(where, snap.shared)
     ctx = FilterContext(snap.brokers, snap.lookup_data, step.config, non_persistent)
     return step.index, bundle, placement.select(bundle, snap.available_brokers, ctx, rng, candidates)
 
@@ -115,6 +125,7 @@ def place_rows(args: argparse.Namespace, config: Config, docs: list[Any], source
     """Every step's selection; an ``InputError`` in any step is raised before anything is printed."""
     rng = random.Random(args.seed)
     rows: list[Row] = []
+    shared = SharedBundles(source)
     if args.extensible:
         if short_class_name(args.strategy) != EXTENSIBLE_PLACEMENT:
             raise InputError(
@@ -124,17 +135,19 @@ def place_rows(args: argparse.Namespace, config: Config, docs: list[Any], source
         extensible = ExtensiblePlacement()
         for step in iterate_steps(docs, config, source):
             try:
-                rows.append(_extensible_step(step, step_where(step, docs), extensible, rng))
+                rows.append(_extensible_step(step, step_where(step, docs), extensible, rng, shared))
             except InputError as e:
                 raise e.within(source) from None
+        shared.tell()
         return rows
     placement = ModularPlacement(make_placement(args.strategy))
     leader = LeaderBundleData()
     for step in iterate_steps(docs, config, source):
         try:
-            rows.append(_modular_step(step, step_where(step, docs), placement, leader, rng))
+            rows.append(_modular_step(step, step_where(step, docs), placement, leader, rng, shared))
         except InputError as e:
             raise e.within(source) from None
+    shared.tell()
     return rows
 
 

@@ -36,7 +36,7 @@ from bundlewise.algorithms.families import ExtensibleFamily, ModularFamily
 from bundlewise.algorithms.leader import LeaderBundleData
 from bundlewise.algorithms.registry import SHEDDING, make_family, shedding_entry, shedding_names
 from bundlewise.cli.common import add_config_options, config_from_args, source_name
-from bundlewise.cli.inputs import emit, iterate_steps, read_documents, step_where
+from bundlewise.cli.inputs import SharedBundles, emit, iterate_steps, read_documents, step_where
 from bundlewise.cli.shed_extensible import run_extensible
 from bundlewise.model.decisions import Unload
 from bundlewise.model.errors import InputError
@@ -90,9 +90,12 @@ def run(args: argparse.Namespace) -> int:
     rng = random.Random(args.seed)
     family: ModularFamily | None = None
     rows: list[Row] = []
+    shared = SharedBundles(source)
     for step in iterate_steps(docs, config, source):
         try:
-            load = leader.apply(parse_modular_snapshot(step.doc, step_where(step, docs)))
+            snapshot = parse_modular_snapshot(step.doc, step_where(step, docs))
+            shared.note(step_where(step, docs), snapshot.shared)
+            load = leader.apply(snapshot)
             if family is None:
                 made = make_family(entry, step.config, placement=not args.plan_only)
                 assert isinstance(made, ModularFamily)
@@ -107,6 +110,7 @@ def run(args: argparse.Namespace) -> int:
         rows.append((step.index, step.timestamp, unloads, skipped))
     for note in family.notes if family is not None else ():
         sys.stderr.write(note + "\n")
+    shared.tell()
     if args.format == "table":
         write_table(rows)
         return 0

@@ -23,7 +23,7 @@ from typing import Any
 from bundlewise.algorithms.extensible.transfer_shedder import ShedResult
 from bundlewise.algorithms.families import ExtensibleFamily
 from bundlewise.algorithms.registry import SheddingEntry, make_family, shedding_entry
-from bundlewise.cli.inputs import emit, iterate_steps, step_where
+from bundlewise.cli.inputs import SharedBundles, emit, iterate_steps, step_where
 from bundlewise.config import Config
 from bundlewise.model.errors import InputError
 from bundlewise.model.extensible import parse_extensible_snapshot
@@ -52,16 +52,19 @@ def extensible_rows(
     family = make_family(entry, config)
     assert isinstance(family, ExtensibleFamily)
     rows = []
+    shared = SharedBundles(source)
     for step in iterate_steps(docs, config, source):
         try:
             snap = parse_extensible_snapshot(step.doc, step_where(step, docs), step.config.weights(), step.now)
         except InputError as e:
             raise e.within(source) from None
+        shared.note(step_where(step, docs), snap.shared)
         if plan_only:
             result: ShedResult | None = family.plan(snap, step.config, step.now)
         else:
             result = family.shed(snap, step.config, step.now)
         rows.append(step_json(step.index, step.timestamp, result))
+    shared.tell()
     return rows
 
 

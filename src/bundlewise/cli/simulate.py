@@ -7,7 +7,10 @@
   scenario's name, e.g. ``idle-broker``).  No ``--strategy``: the scenario's ``strategies`` list, else
   every shedding strategy of the registry.  Every strategy is resolved (and its family's configuration
   checked) before the first run starts.
-* ``--workload``: a trace read through the Spark pipeline replaces the built-in generator.
+* ``--workload``: a trace replaces the built-in generator: a local Parquet, CSV or JSON Lines trace is read
+  without a JVM; the pipeline's outputs (``--out`` of ``bundlewise pipeline``, its ``topic_samples/`` or
+  ``bundle_load/``) are replayed from the layout they recorded; remote paths, raw Pulsar dumps and ``--spark``
+  go through Spark (``cli/traces.py``).
 * ``--config``/``--set`` override the scenario's ``[balancer]`` keys.
 * stdout: ``summary.json``'s document (``--format json``, default) or the comparison table
   (``--format table``).  stderr: a progress bar per strategy, then (json format) the table too.
@@ -22,9 +25,10 @@ from pathlib import Path
 
 from bundlewise.algorithms.registry import SheddingEntry, make_family, shedding_entry, shedding_names
 from bundlewise.cli.common import add_config_options
-from bundlewise.cli.traces import read_trace, spark_session
+from bundlewise.cli.traces import load_workload
 from bundlewise.config import Config, load_config
 from bundlewise.report.html import render_report
+from bundlewise.sim.layout import layout_notes, replay_scenario
 from bundlewise.sim.run import comparison_table, simulate, summary, summary_json, write_outputs
 from bundlewise.sim.scenario import Scenario, bundled_names, bundled_scenario, load_scenario
 
@@ -42,8 +46,11 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         help=f"scenario file or bundled name ({', '.join(bundled_names())}); default: default",
     )
     p.add_argument(
-        "--workload", metavar="TRACE", help="topic-samples trace (Parquet, CSV, JSON Lines; docs/formats.md)"
+        "--workload",
+        metavar="TRACE",
+        help="topic-samples trace (Parquet, CSV, JSON Lines; docs/formats.md) or the pipeline's --out (a replay)",
     )
+    p.add_argument("--spark", action="store_true", help="read --workload through Spark's readers (local[2])")
     p.add_argument(
         "--strategy",
         metavar="NAME",
@@ -110,8 +117,17 @@ def run(args: argparse.Namespace) -> int:
         config = config.with_values(extra.explicit)
     names = [s for group in args.strategy for s in group] if args.strategy else None
     strategies = resolve_strategies(names, scenario, config)
-    trace = read_trace(spark_session("local[2]"), args.workload) if args.workload else None
-    results = simulate(scenario, strategies, trace, None if args.no_progress else progress_bar, config)
+    trace, layout = None, None
+    if args.workload:
+        workload = load_workload(args.workload, use_spark=args.spark)
+        workload.report(args.workload)
+        trace, layout = workload.trace, workload.layout
+        for note in layout_notes(scenario, trace, config, layout):
+            sys.stderr.write(note + "\n")
+        if layout is not None:
+            scenario = replay_scenario(scenario, layout)
+    progress = None if args.no_progress else progress_bar
+    results = simulate(scenario, strategies, trace, progress, config, layout)
     doc = summary(scenario, results)
     table = comparison_table(doc)
     if args.out:

@@ -26,7 +26,7 @@ from bundlewise.algorithms.splitting.algorithms import ALGORITHMS, SplitRequest,
 from bundlewise.algorithms.splitting.detector import find_bundles_to_split
 from bundlewise.cli.bundle import parse_boundaries
 from bundlewise.cli.common import add_config_options, config_from_args, source_name
-from bundlewise.cli.inputs import Step, emit, iterate_steps, read_documents, read_json, step_where
+from bundlewise.cli.inputs import SharedBundles, Step, emit, iterate_steps, read_documents, read_json, step_where
 from bundlewise.config.views import LeaderSettings
 from bundlewise.model import fields
 from bundlewise.model.bundles import Bundle
@@ -166,9 +166,14 @@ def parse_bundle_counts(text: str | None) -> dict[str, int] | None:
 
 
 def _extensible_step(
-    step: Step, where: str, given: dict[str, int], strategies: dict[str, ExtensibleSplitStrategy]
+    step: Step,
+    where: str,
+    given: dict[str, int],
+    strategies: dict[str, ExtensibleSplitStrategy],
+    shared: SharedBundles,
 ) -> list[SplitDecision]:
     snap = parse_extensible_snapshot(step.doc, where, step.config.weights(), step.now)
+    shared.note(where, snap.shared)
     if not step.config.view(LeaderSettings).splitting_active:
         return []
     per_ns: dict[str, set[str]] = {}
@@ -196,17 +201,21 @@ def run_split_check(args: argparse.Namespace) -> int:
     leader = LeaderBundleData()
     strategies: dict[str, ExtensibleSplitStrategy] = {}  # each broker's own, kept across steps
     rows = []
+    shared = SharedBundles(source)
     for step in iterate_steps(docs, config, source):
         where = step_where(step, docs)
         try:
             if args.extensible:
-                decisions = _extensible_step(step, where, counts or {}, strategies)
+                decisions = _extensible_step(step, where, counts or {}, strategies, shared)
             else:
-                load = leader.apply(parse_modular_snapshot(step.doc, where))
+                snapshot = parse_modular_snapshot(step.doc, where)
+                shared.note(where, snapshot.shared)
+                load = leader.apply(snapshot)
                 decisions = find_bundles_to_split(load, step.config, counts)
         except InputError as e:
             raise e.within(source) from None
         rows.append({"step": step.index, "split": [d.to_json() for d in decisions]})
+    shared.tell()
     for row in rows:
         emit(row)
     return 0

@@ -19,7 +19,8 @@ from pathlib import Path
 
 from bundlewise.algorithms.registry import shedding_names
 from bundlewise.cli.simulate import resolve_scenario
-from bundlewise.cli.traces import read_trace, spark_session
+from bundlewise.cli.traces import load_workload, spark_session
+from bundlewise.sim.layout import replay_scenario
 from bundlewise.sim.sweep import DEFAULT_GRID, format_rows, parse_grid, rows_table, run_sweep, validate_points
 
 
@@ -31,7 +32,12 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--cluster", metavar="CLUSTER.toml", help="scenario file or bundled name; default: default")
-    p.add_argument("--workload", metavar="TRACE", help="topic-samples trace replacing the built-in generator")
+    p.add_argument(
+        "--workload",
+        metavar="TRACE",
+        help="topic-samples trace or the pipeline's --out (a replay), as simulate reads it",
+    )
+    p.add_argument("--spark", action="store_true", help="read --workload through Spark's readers")
     p.add_argument(
         "--grid",
         metavar="KEY=V1,V2",
@@ -54,11 +60,17 @@ def run(args: argparse.Namespace) -> int:
     )
     points = parse_grid(args.grid if args.grid is not None else list(DEFAULT_GRID), strategies)
     validate_points(scenario, points)
-    spark = spark_session(args.master)  # the session of --master, also for reading the trace
-    trace = read_trace(spark, args.workload) if args.workload else None
+    spark = spark_session(args.master)  # the session of --master, also for a trace Spark reads
+    trace, layout = None, None
+    if args.workload:
+        workload = load_workload(args.workload, spark=spark, use_spark=args.spark)
+        workload.report(args.workload)
+        trace, layout = workload.trace, workload.layout
+        if layout is not None:
+            scenario = replay_scenario(scenario, layout)
     master = spark.sparkContext.master
     sys.stderr.write(f"sweep: {len(points)} simulations of {scenario.name} as Spark tasks on {master}\n")
-    rows = run_sweep(spark, scenario, points, trace)
+    rows = run_sweep(spark, scenario, points, trace, layout)
     if args.out:
         import pyarrow.parquet as pq
 

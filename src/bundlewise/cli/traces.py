@@ -1,16 +1,53 @@
-"""Reading a workload trace for ``simulate`` and ``sweep`` (the composition root owns the I/O).
+"""Reading a workload for ``simulate`` and ``sweep`` (the composition root owns the I/O).
 
-A trace (Parquet, CSV or JSON Lines; docs/formats.md), or any dump format the pipeline detects, is
-read through the Spark pipeline's reader (``pipeline.jobs.read_input``: validation, rejects) and
-handed to the simulator as an Arrow table of the canonical samples (``traffic.trace.TraceWorkload``).
+Two roads to the same samples (docs/simulator.md, Workloads):
+
+* **Without a JVM** (the default for a local trace): ``traffic.readers`` reads Parquet (a file or a dataset of
+  many files), CSV and JSON Lines with pyarrow, and ``traffic.rules`` keeps the samples and rejects the rest —
+  the rules the pipeline's Spark expressions stand in for.  The pipeline's outputs (the whole ``--out`` folder,
+  ``topic_samples/``, ``bundle_load/``) are read this way too, with the layout the recording starts from
+  (``traffic.recording``).
+* **Spark** (``pipeline.reading.read_input``: validation, rejects, every dump format) for a remote path, a folder
+  of raw Pulsar dumps (``broker-stats/topics``, load reports, Prometheus text) or ``--spark``; a recording's
+  layout is then read through Spark as well.
+
+Either way the simulator gets an Arrow table of samples (``traffic.trace.TraceWorkload``) and, for a recording,
+its ``RecordedLayout``; it never touches a path or Spark.  Rejected rows are summed up on stderr.
 """
 
 from __future__ import annotations
 
+import sys
+from collections import Counter
+from dataclasses import dataclass, field
 from typing import Any
 
+import pyarrow as pa
+
 from bundlewise.cli.common import needs_extra
-from bundlewise.traffic.trace import COUNT_COLUMNS, RATE_COLUMNS, TraceWorkload
+from bundlewise.model.errors import InputError
+from bundlewise.traffic import readers, recording, rules
+from bundlewise.traffic.layout import RecordedLayout
+from bundlewise.traffic.trace import TraceWorkload
+
+
+@dataclass
+class Workload:
+    """A trace read for the simulator, the layout it starts from (a recording), and what reading it found."""
+
+    trace: TraceWorkload
+    layout: RecordedLayout | None = None
+    rows: int = 0
+    rejected: Counter[str] = field(default_factory=Counter)
+    spark: bool = False
+
+    def report(self, source: str) -> None:
+        """One line on stderr when rows were rejected (the ten most frequent reasons)."""
+        if not self.rejected:
+            return
+        total = sum(self.rejected.values())
+        top = ", ".join(f"{reason} ({n})" for reason, n in self.rejected.most_common(10))
+        sys.stderr.write(f"warning: {source}: {total} of {self.rows} rows rejected: {top}\n")
 
 
 def spark_session(master: str) -> Any:
@@ -21,11 +58,74 @@ def spark_session(master: str) -> Any:
         return get_session(master)
 
 
-def read_trace(spark: Any, path: str) -> TraceWorkload:
-    """The trace at ``path`` as a workload (read on ``spark``)."""
-    with needs_extra("spark", "reading a trace"):
-        from bundlewise.pipeline.jobs import read_input
+def needs_spark(path: str) -> bool:
+    """Whether ``path`` needs Spark's readers: a remote location, or raw Pulsar dumps."""
+    if readers.is_remote(path):
+        return True
+    if recording.find_recording(readers.local_path(path)) is not None:
+        return False
+    files = readers.list_input(path)
+    return readers.sniff(files[0], readers.head_bytes(files[0])) != "trace"
 
-        ingested = read_input(spark, path, None)
-        table = ingested.samples.select("timestamp", "topic", *RATE_COLUMNS, *COUNT_COLUMNS).toArrow()
-    return TraceWorkload(table, path)
+
+def load_workload(path: str, *, spark: Any = None, master: str = "local[2]", use_spark: bool = False) -> Workload:
+    """The workload at ``path``: without a JVM when it can be, else through Spark (``spark`` or a session on
+    ``master``)."""
+    if use_spark or needs_spark(path):
+        return _through_spark(spark if spark is not None else spark_session(master), path)
+    return _without_jvm(path)
+
+
+def _without_jvm(path: str) -> Workload:
+    local = readers.local_path(path)
+    found = recording.find_recording(local)
+    raw = readers.read_local(found.samples if found is not None else local)
+    parts = []
+    for p in raw.parts:
+        table = p.table
+        if "topic" not in table.column_names:  # bundle_load/: each bundle stands for its topics
+            table = table.append_column("topic", pa.nulls(table.num_rows, pa.string()))
+        parts.append((table, p.malformed, p.records))
+    checked = rules.check_parts(parts, path)
+    layout = None
+    if found is not None:
+        layout = recording.layout_of(checked.samples, recording.read_namespaces(found.namespaces), path)
+    rows = sum(t.num_rows for t, _, _ in parts)
+    rejected = _reasons(checked.rejects)
+    _some_samples(checked.samples.num_rows, rows, rejected, path)
+    return Workload(TraceWorkload(checked.samples, path), layout, rows, rejected)
+
+
+def _some_samples(samples: int, rows: int, rejected: Counter[str], path: str) -> None:
+    """A trace whose every row is rejected is bad input: one line naming the commonest reason."""
+    if samples == 0 and rejected:
+        reason, n = rejected.most_common(1)[0]
+        raise InputError(f"the trace has no valid samples: {rows} rows rejected, {n} for {reason!r}", source=path)
+
+
+def _reasons(rejects: Any) -> Counter[str]:
+    return Counter(rejects.column("reason").to_pylist()) if rejects.num_rows else Counter()
+
+
+def _through_spark(spark: Any, path: str) -> Workload:
+    with needs_extra("spark", "reading a trace through Spark"):
+        from bundlewise.pipeline.reading import simulation_samples
+
+        found = recording.find_recording(readers.local_path(path)) if not readers.is_remote(path) else None
+        source = found.samples if found is not None else path
+        table, reasons, firsts = simulation_samples(spark, source, found is not None)
+    rejected = Counter(reasons)
+    layout = None
+    if firsts is not None:
+        configured = recording.read_namespaces(found.namespaces) if found is not None else {}
+        layout = recording.layout_of(firsts, configured, path)
+    rows = table.num_rows + sum(rejected.values())
+    table, unnamed = rules.check_topic_names(table)
+    rejected.update(unnamed)
+    _some_samples(table.num_rows, rows, rejected, path)
+    return Workload(TraceWorkload(table, path), layout, rows, rejected, spark=True)
+
+
+def read_trace(spark: Any, path: str) -> TraceWorkload:
+    """The trace at ``path`` read through Spark (kept for callers that hold a session)."""
+    return _through_spark(spark, path).trace

@@ -30,7 +30,7 @@ from bundlewise.model import fields
 from bundlewise.model.errors import InputError
 from bundlewise.model.load import NamespaceBundleStats
 from bundlewise.model.resources import ResourceWeights, SystemResources, history_average
-from bundlewise.model.snapshot import parse_timestamp
+from bundlewise.model.snapshot import parse_timestamp, shared_bundles
 
 MODULAR_BROKER_FIELDS = ("lastStats", "bundles", "timeAverageData", "preallocatedBundleData")
 MODULAR_TOP_FIELDS = ("bundleData",)
@@ -246,6 +246,7 @@ class ExtensibleSnapshot:
     recently_unloaded_brokers: dict[str, int]
     splitting_bundles: tuple[str, ...] = ()
     config: dict[str, Any] = field(default_factory=dict)
+    shared: dict[str, tuple[str, ...]] = field(default_factory=dict)  # bundle -> the brokers listing it (> 1)
 
 
 def _time_map(d: Mapping[str, Any], key: str, where: str) -> dict[str, int]:
@@ -299,4 +300,5 @@ def parse_extensible_snapshot(
         recently_unloaded_brokers=_time_map(d, "recentlyUnloadedBrokers", where),
         splitting_bundles=tuple(fields.str_list(d, "splittingBundles", where)),
         config=dict(config),
+        shared=shared_bundles((name, t.stats_by_bundle()) for name, t in top.items()),
     )

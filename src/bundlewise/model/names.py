@@ -18,6 +18,15 @@ PARTITION_SUFFIX = "-partition-"
 DOMAINS = ("persistent", "non-persistent")
 
 
+BLANKS = (
+    "\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f \x85\xa0\u1680"
+    "\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a"
+    "\u2028\u2029\u202f\u205f\u3000"
+)
+"""The characters a topic name is stripped of at both ends (Python's whitespace, ``str.isspace``); the
+pipeline's native name parsing strips the same set."""
+
+
 @dataclass(frozen=True, slots=True)
 class NamespaceName:
     """``tenant/namespace`` or old-style ``property/cluster/namespace``."""
@@ -30,7 +39,7 @@ class NamespaceName:
     def parse(cls, text: str) -> NamespaceName:
         parts = text.split("/")
         if any(not p for p in parts) or len(parts) not in (2, 3):
-            raise InputError(f"namespace {text!r} is not 'tenant/namespace' or 'property/cluster/namespace'")
+            raise InputError(f"namespace '{text}' is not 'tenant/namespace' or 'property/cluster/namespace'")
         if len(parts) == 2:
             return cls(parts[0], parts[1])
         return cls(parts[0], parts[2], cluster=parts[1])
@@ -51,13 +60,13 @@ class TopicName:
 
     @classmethod
     def parse(cls, text: str) -> TopicName:
-        raw = text.strip()
+        raw = text.strip(BLANKS)
         if not raw:
             raise InputError("topic name is empty")
         if "://" in raw:
             domain, rest = raw.split("://", 1)
             if domain not in DOMAINS:
-                raise InputError(f"topic {text!r}: domain must be one of {', '.join(DOMAINS)}")
+                raise InputError(f"topic '{text}': domain must be one of {', '.join(DOMAINS)}")
         else:
             domain, rest = "persistent", raw
             if "/" not in rest:
@@ -70,9 +79,9 @@ class TopicName:
             ns = NamespaceName(parts[0], parts[2], cluster=parts[1])
             local = "/".join(parts[3:])
         else:
-            raise InputError(f"topic {text!r} is not 'domain://tenant/namespace/name'")
+            raise InputError(f"topic '{text}' is not 'domain://tenant/namespace/name'")
         if not ns.tenant or not ns.namespace or not local:
-            raise InputError(f"topic {text!r} has an empty tenant, namespace or local name")
+            raise InputError(f"topic '{text}' has an empty tenant, namespace or local name")
         return cls(domain, ns, local)
 
     def __str__(self) -> str:

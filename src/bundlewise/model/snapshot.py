@@ -2,13 +2,19 @@
 
 ``parse_modular_snapshot`` turns the JSON into ``LoadData`` and records what the input gave
 explicitly (``bundleData``, each broker's ``timeAverageData``) so the leader's bookkeeping can fill in
-the rest (see ``algorithms.leader``).  Checked here: ``brokers`` present, a bundle owned by one broker
-only, and no extensible-only fields (those belong to extensible snapshots).
+the rest (see ``algorithms.leader``).  Checked here: ``brokers`` present and no extensible-only fields
+(those belong to extensible snapshots).
+
+A bundle listed by two brokers' reports is accepted: real load reports are not taken at one instant, so
+a bundle that moves between two reports is listed by its old owner (until that broker writes again) and
+by its new one.  Pulsar's leader goes on with the data it has, each broker's report read as reported
+(``ModularLoadManagerImpl#updateBundleData``); so does bundlewise, and ``shared`` names such bundles so the
+commands can say so once (``shared_bundles``, ``shared_warning``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,6 +34,28 @@ class ModularSnapshot:
     time_average_given: set[str] = field(default_factory=set)
     config: dict[str, Any] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)
+    shared: dict[str, tuple[str, ...]] = field(default_factory=dict)  # bundle -> the brokers listing it (> 1)
+
+
+def shared_bundles(listings: Iterable[tuple[str, Iterable[str]]]) -> dict[str, tuple[str, ...]]:
+    """The bundles more than one broker lists, with those brokers in input order."""
+    owners: dict[str, list[str]] = {}
+    for broker, bundles in listings:
+        for b in bundles:
+            names = owners.setdefault(b, [])
+            if broker not in names:
+                names.append(broker)
+    return {b: tuple(names) for b, names in owners.items() if len(names) > 1}
+
+
+def shared_warning(source: str, where: str, shared: Mapping[str, tuple[str, ...]], more: int = 0) -> str:
+    """The one warning line about bundles listed by several brokers (the first one named, ``more`` others)."""
+    bundle, brokers = next(iter(shared.items()))
+    others = f" (and {more} more listed by several brokers)" if more else ""
+    return (
+        f"warning: {source}: {where}: bundle {bundle} is listed by {' and '.join(brokers)}{others}; reports are not"
+        " taken at one instant, so each broker's report is read as reported, as Pulsar's leader reads it"
+    )
 
 
 def parse_timestamp(value: Any, where: str) -> int | None:
@@ -62,7 +90,6 @@ def parse_modular_snapshot(doc: Any, where: str = "snapshot") -> ModularSnapshot
             raise InputError(f"'{k}' belongs to an extensible snapshot, not a modular one", field=where)
     brokers_raw = fields.obj(d["brokers"], f"{where}.brokers")
     brokers: dict[str, BrokerData] = {}
-    owner: dict[str, str] = {}
     ta_given: set[str] = set()
     for name, raw in brokers_raw.items():
         bw = f"{where}.brokers.{name}"
@@ -71,10 +98,6 @@ def parse_modular_snapshot(doc: Any, where: str = "snapshot") -> ModularSnapshot
             if k in rb:
                 raise InputError(f"'{k}' is a BrokerLoadData field of the extensible load manager", field=bw)
         local = LocalBrokerData.from_json(rb, bw)
-        for b in local.bundles:
-            if b in owner and owner[b] != name:
-                raise InputError(f"bundle {b} is owned by both {owner[b]} and {name}", field=f"{bw}.bundles")
-            owner[b] = name
         ta = TimeAverageBrokerData()
         if rb.get("timeAverageData") is not None:
             ta = TimeAverageBrokerData.from_json(rb["timeAverageData"], f"{bw}.timeAverageData")
@@ -100,4 +123,5 @@ def parse_modular_snapshot(doc: Any, where: str = "snapshot") -> ModularSnapshot
         time_average_given=ta_given,
         config=dict(config),
         extra={k: v for k, v in d.items() if k not in known},
+        shared=shared_bundles((name, b.localData.bundles) for name, b in brokers.items()),
     )

@@ -23,7 +23,6 @@ from __future__ import annotations
 import csv
 import json
 import math
-import os
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -39,14 +38,13 @@ from bundlewise.model.errors import InputError
 from bundlewise.pipeline import dumps
 from bundlewise.pipeline.columns import COUNT_FIELDS, NUMBER_FIELDS, RATE_FIELDS, TRACE_COLUMNS
 from bundlewise.pipeline.locations import Location, arrow_files
+from bundlewise.traffic.readers import sniff, trace_kind
 
 MAX_FRAGMENT_ROWS = 4_000_000
 TEXT_FRAGMENT_BYTES = 128 << 20
 MIN_TEXT_FRAGMENT_BYTES = 8 << 20
 TEXT_BLOCK_BYTES = 16 << 20
 DUMP_FILES_PER_FRAGMENT = 64
-TRACE_KINDS = {".parquet": "parquet", ".csv": "csv", ".jsonl": "json", ".ndjson": "json", ".json": "json"}
-PROM_EXTENSIONS = (".prom", ".txt", ".metrics")
 DUMP_FORMATS = ("topics-stats", "load-report", "prometheus")
 BYTES_PER_ROW = 60
 """About the size of one trace row as text, or of one topic in a dump: for estimating rows from bytes."""
@@ -133,31 +131,10 @@ def input_files(location: Location) -> list[str] | None:
 
 
 def detect_format(fs: pafs.FileSystem, files: Sequence[str]) -> str:
-    """``trace`` unless the files are ``.prom``/``.txt`` (Prometheus) or single-object JSON dumps (sniffed)."""
-    ext = os.path.splitext(files[0])[1].lower()
-    if ext in PROM_EXTENSIONS:
-        return "prometheus"
-    if ext == ".json":
-        with fs.open_input_stream(files[0]) as f:
-            head = f.read(1 << 16).decode("utf-8", errors="replace").lstrip()
-        if head.startswith("{") and "\n{" not in head[:4096]:
-            if '"lastStats"' in head or '"report"' in head or '"bandwidthIn"' in head:
-                return "load-report"
-            return "topics-stats"
-    return "trace"
-
-
-def trace_kind(files: Sequence[str], source: str) -> str:
-    """``parquet``, ``csv`` or ``json``: every file of a trace must be of one kind."""
-    exts = {os.path.splitext(f)[1].lower() for f in files}
-    kinds = {TRACE_KINDS.get(e) for e in exts}
-    if len(kinds) != 1 or None in kinds:
-        raise InputError(
-            f"trace files must all be .parquet, .csv or .jsonl (found {', '.join(sorted(exts))})", source=source
-        )
-    kind = kinds.pop()
-    assert kind is not None
-    return kind
+    """``trace`` unless the files are Prometheus text or single-object JSON dumps (``traffic.readers.sniff``)."""
+    with fs.open_input_stream(files[0]) as f:
+        head = f.read(1 << 16)
+    return sniff(files[0], head)
 
 
 def plan(location: Location, fmt: str, files: Sequence[str], slots: int) -> Plan | None:

@@ -1,10 +1,10 @@
 """Ingest: every input format into ONE canonical topic-samples table plus a rejects table.
 
 * ``validate_trace(raw, source)``: a canonical trace read as a DataFrame (Parquet, CSV or JSON
-  Lines; docs/pipeline.md) → typed samples + rejects.  Checked per row with native expressions (no
-  Python): ``timestamp`` present and in ms (or ISO-8601), ``topic`` present, rates and counts
-  numbers ≥ 0 and finite, counts whole.  Absent optional fields take 0 (producerCount,
-  consumerCount; a missing rate column counts as 0 as in ``bundlewise split``'s topic lists).
+  Lines; docs/pipeline.md) → typed samples + rejects.  The rules are ``traffic.rules`` (the one set, which the
+  simulator applies without a JVM): here native expressions stand in for them (no Python per row), proven
+  equal row by row in ``tests/test_trace_rules.py`` — Spark's cast of a text number is the JVM's reading the
+  rules follow, and ISO-8601 texts pass the rules' pattern before Spark's timestamp cast.
 * ``samples_from_dumps(spark, files, fmt)``: ``(name, text)`` pairs of dump files (broker-stats/topics,
   load reports, Prometheus text) parsed by ``dumps`` on the executors.
 
@@ -23,11 +23,14 @@ from pyspark.sql import types as T
 
 from bundlewise.model.errors import InputError
 from bundlewise.pipeline import columns, dumps, schemas
+from bundlewise.traffic import rules
 
 REQUIRED_COLUMNS = ("timestamp", "topic")
 CORRUPT = "_corrupt_record"
-COUNT_LIMIT = 9.2e18
+COUNT_LIMIT = rules.LONG_LIMIT
 """Counts are longs: a whole number at or above this is rejected (as a timestamp is)."""
+ISO_GATE = rules.ISO_PATTERN.removesuffix("$") + "\\z"
+"""The rules' ISO-8601 pattern for Java's regex (``\\z``: Java's ``$`` also matches before a final line break)."""
 
 
 @dataclass(frozen=True)
@@ -48,17 +51,19 @@ def _numeric_types() -> tuple[type, ...]:
 def _timestamp_expr(raw: DataFrame) -> Column:
     dtype = raw.schema["timestamp"].dataType
     c = F.col("timestamp")
+    limit = rules.LONG_LIMIT
     if isinstance(dtype, T.TimestampType | T.TimestampNTZType):
-        return F.unix_millis(c)
+        ms = F.unix_millis(c)
+        return F.when(ms >= 0, ms)
     if isinstance(dtype, _numeric_types()):
         d = c.cast("double")
-        return F.when(~F.isnan(d) & (d >= 0) & (d < 9.2e18), d.cast("long"))
+        return F.when(~F.isnan(d) & (d >= 0) & (d < limit), d.cast("long"))
     s = F.trim(c.cast("string"))
     as_num = s.try_cast("double")
-    iso = F.unix_millis(s.try_cast("timestamp"))
+    iso = F.when(s.rlike(ISO_GATE), F.unix_millis(s.try_cast("timestamp")))
     return F.when(
-        as_num.isNotNull() & ~F.isnan(as_num) & (as_num >= 0) & (as_num < 9.2e18), as_num.cast("long")
-    ).otherwise(iso)
+        as_num.isNotNull() & ~F.isnan(as_num) & (as_num >= 0) & (as_num < limit), as_num.cast("long")
+    ).otherwise(F.when((iso >= 0) & (iso < limit), iso))
 
 
 def _number_expr(raw: DataFrame, name: str) -> Column:
@@ -77,18 +82,18 @@ def _reason_expr(raw: DataFrame, ts: Column, values: dict[str, Column]) -> Colum
     """The first reason a row is malformed, or null."""
     checks: list[tuple[Column, str]] = []
     if CORRUPT in raw.columns:
-        checks.append((F.col(CORRUPT).isNotNull(), "malformed record"))
-    checks.append((F.col("timestamp").isNull(), "timestamp: missing"))
-    checks.append((ts.isNull(), "timestamp: expected ms since the epoch (>= 0) or ISO-8601"))
-    checks.append((F.col("topic").isNull() | (F.trim(F.col("topic").cast("string")) == ""), "topic: missing"))
+        checks.append((F.col(CORRUPT).isNotNull(), rules.MALFORMED))
+    checks.append((F.col("timestamp").isNull(), rules.TIMESTAMP_MISSING))
+    checks.append((ts.isNull(), rules.TIMESTAMP_INVALID))
+    checks.append((F.col("topic").isNull() | (F.trim(F.col("topic").cast("string")) == ""), rules.TOPIC_MISSING))
     for name, v in values.items():
         present = F.col(name).isNotNull() if name in raw.columns else F.lit(False)
-        checks.append((present & v.isNull(), f"{name}: expected a number"))
-        checks.append((v.isNotNull() & (F.isnan(v) | (F.abs(v) == float("inf"))), f"{name}: expected a finite number"))
-        checks.append((v.isNotNull() & (v < 0), f"{name}: expected a number >= 0"))
+        checks.append((present & v.isNull(), rules.not_number(name)))
+        checks.append((v.isNotNull() & (F.isnan(v) | (F.abs(v) == float("inf"))), rules.not_finite(name)))
+        checks.append((v.isNotNull() & (v < 0), rules.negative(name)))
         if name in columns.COUNT_FIELDS:  # rint, not floor: floor gives a long, which a huge double overflows
-            checks.append((v.isNotNull() & (F.rint(v) != v), f"{name}: expected a whole number"))
-            checks.append((v.isNotNull() & (v >= COUNT_LIMIT), f"{name}: expected a whole number below 2^63"))
+            checks.append((v.isNotNull() & (F.rint(v) != v), rules.not_whole(name)))
+            checks.append((v.isNotNull() & (v >= COUNT_LIMIT), rules.too_big(name)))
     expr = F.when(checks[0][0], F.lit(checks[0][1]))
     for cond, text in checks[1:]:
         expr = expr.when(cond, F.lit(text))

@@ -31,6 +31,7 @@ from typing import Any
 import pyarrow.fs as pafs
 
 from bundlewise.model.errors import InputError
+from bundlewise.traffic.readers import data_files
 
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*)://")
 _ARROW_SCHEMES = {"s3": "s3", "s3a": "s3", "s3n": "s3", "gs": "gs", "gcs": "gs", "hdfs": "hdfs", "abfs": "abfs"}
@@ -124,26 +125,9 @@ def _open_fs(authority_uri: str) -> tuple[pafs.FileSystem, str] | None:
 
 
 def arrow_files(fs: pafs.FileSystem, path: str) -> list[str] | None:
-    """The data files at ``path`` (itself, or every file below it), sorted; None when it does not exist.
-
-    Names starting with ``.`` or ``_`` (``_SUCCESS``, ``.crc``, hidden and temporary files and folders) are
-    skipped below a folder, as Spark skips them."""
-    info = fs.get_file_info(path)
-    if info.type == pafs.FileType.NotFound:
-        return None
-    if info.type == pafs.FileType.File:
-        return [path]
-    found = fs.get_file_info(pafs.FileSelector(path, recursive=True))
-    root = path.rstrip("/") + "/"
-    files = []
-    for f in found:
-        if f.type != pafs.FileType.File:
-            continue
-        relative = f.path[len(root) :] if f.path.startswith(root) else f.path
-        if any(part.startswith((".", "_")) for part in relative.split("/")):
-            continue
-        files.append(f.path)
-    return sorted(files)
+    """The data files at ``path`` (itself, or every file below it), sorted; None when it does not exist —
+    ``traffic.readers.data_files``, the one rule (names starting with ``.`` or ``_`` skipped, as Spark does)."""
+    return data_files(path, fs)
 
 
 def _hadoop(spark: Any, location: Location) -> tuple[Any, Any]:

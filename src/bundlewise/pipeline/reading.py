@@ -22,6 +22,7 @@ from bundlewise.model.errors import InputError
 from bundlewise.pipeline import fragments, ingest, locations
 from bundlewise.pipeline.columns import TRACE_COLUMNS
 from bundlewise.pipeline.locations import Location
+from bundlewise.traffic.readers import sniff, trace_kind
 
 FORMATS = ("trace", "topics-stats", "load-report", "prometheus")
 
@@ -59,19 +60,15 @@ def input_files(spark: Any, location: Location) -> tuple[list[str], pafs.FileSys
 
 
 def detect_format(spark: Any, files: Sequence[str], fs: pafs.FileSystem | None) -> str:
-    """``fragments.detect_format`` through pyarrow, or through Hadoop for the first bytes of a ``.json`` file."""
+    """``fragments.detect_format`` through pyarrow, or through Hadoop for the first bytes of a ``.json`` file
+    (``traffic.readers.sniff`` decides)."""
     if fs is not None:
         return fragments.detect_format(fs, files)
-    ext = os.path.splitext(files[0])[1].lower()
-    if ext in fragments.PROM_EXTENSIONS:
-        return "prometheus"
-    if ext == ".json":
-        head = spark.read.text(files[0], wholetext=True).head()
-        text = (head[0] if head is not None else "")[: 1 << 16].lstrip()
-        if text.startswith("{") and "\n{" not in text[:4096]:
-            report = any(k in text for k in ('"lastStats"', '"report"', '"bandwidthIn"'))
-            return "load-report" if report else "topics-stats"
-    return "trace"
+    head = b""
+    if os.path.splitext(files[0])[1].lower() == ".json":
+        row = spark.read.text(files[0], wholetext=True).head()
+        head = (row[0] if row is not None else "")[: 1 << 16].encode()
+    return sniff(files[0], head)
 
 
 def read_input(spark: Any, path: str | Location, fmt: str | None) -> ingest.Ingested:
@@ -84,7 +81,7 @@ def read_input(spark: Any, path: str | Location, fmt: str | None) -> ingest.Inge
     source = location.path or location.uri
     try:
         if fmt == "trace":
-            kind = fragments.trace_kind(files, source)
+            kind = trace_kind(files, source)
             raw = _read_trace(spark, location.uri, kind)
             samples, rejects = ingest.validate_trace(raw, source)
             return ingest.Ingested(samples, rejects, input_rows=raw if kind == "parquet" else None)
@@ -136,3 +133,30 @@ def read_lines(spark: Any, lines: Any, kind: str, header: Sequence[str]) -> Any:
 def _read_text(name: str) -> tuple[str, str]:
     with open(name, encoding="utf-8", errors="replace") as fh:
         return name, fh.read()
+
+
+def simulation_samples(spark: Any, path: str, recorded: bool) -> tuple[Any, dict[str, int], Any]:
+    """What ``simulate --spark`` needs of an input, as Arrow on the driver: the samples (``timestamp``, ``topic``,
+    ``broker``, ``bundle``, the rates and counts), the rejects per reason, and the (timestamp, bundle, broker)
+    triples a replay's layout is read from — from the input's own ``bundle`` column when it is a pipeline output
+    (``recorded``), else from the bundles dumps carry (None when there are none)."""
+    from pyspark.sql import functions as F
+
+    from bundlewise.pipeline.columns import COUNT_FIELDS, RATE_FIELDS
+
+    ingested = read_input(spark, path, None)
+    samples = ingested.samples
+    table = samples.select("timestamp", "topic", "broker", "bundle", *RATE_FIELDS, *COUNT_FIELDS).toArrow()
+    reasons = {
+        r["reason"]: int(r["n"]) for r in ingested.rejects.groupBy("reason").agg(F.count(F.lit(1)).alias("n")).collect()
+    }
+    if recorded:
+        raw = spark.read.parquet(Location.of(path).uri)
+        if "topic" not in raw.columns:
+            raise InputError("a bundle_load/ recording is read without a JVM only (drop --spark)", source=path)
+        firsts = raw.select("timestamp", "bundle", "broker").distinct().toArrow()
+    else:
+        carried = samples.where(F.col("bundle").isNotNull()).select("timestamp", "bundle", "broker").distinct()
+        firsts = carried.toArrow()
+        firsts = firsts if firsts.num_rows else None
+    return table, reasons, firsts

@@ -33,11 +33,17 @@ from bundlewise.config import Config
 from bundlewise.config.views import SplitSettings
 from bundlewise.model.bundles import initial_boundaries
 from bundlewise.model.hashing import FULL_UPPER_BOUND
+from bundlewise.model.names import BLANKS
 from bundlewise.pipeline import frames, keyed, schemas
 from bundlewise.pipeline.boundaries import Boundaries
 
 _BUNDLE_NAMESPACE = "left(bundle, length(bundle) - length(substring_index(bundle, '/', -1)) - 1)"
 """The namespace part of a bundle name ``tenant/ns/0x…_0x…``."""
+
+
+_BLANK_CLASS = "[" + "".join(f"\\u{ord(ch):04x}" for ch in BLANKS) + "]"
+_EDGE_BLANKS = f"^{_BLANK_CLASS}+|{_BLANK_CLASS}+\\z"
+"""``model.names.BLANKS`` at either end of a name, as a Java regex."""
 
 
 def topic_hash(col: Column) -> Column:
@@ -54,7 +60,7 @@ def with_topic_names(df: DataFrame, topic: str = "topic") -> DataFrame:
     column so the generated code stays small.
     """
     c = F.col
-    raw = F.trim(c(topic))
+    raw = F.regexp_replace(c(topic), _EDGE_BLANKS, "")  # ``TopicName.parse`` strips ``model.names.BLANKS``
     step1 = df.withColumn("_raw", raw).withColumn("_sep", F.instr(c("_raw"), "://"))
     has_domain = c("_sep") > 0
     step2 = step1.withColumn(

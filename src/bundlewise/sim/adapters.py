@@ -33,6 +33,10 @@ class ModularManager:
         self.leader = leader
         self.name = family.name
 
+    def brokers_changed(self, brokers: list[str], now: int) -> None:
+        """Nothing to do: the engine has already updated the leader's view (a stopped broker's report gone,
+        a started broker's first report written)."""
+
     def observe(self, view: TickView, config: Config, now: int) -> None:
         """The modular leader reads only written reports (``LeaderView``)."""
 

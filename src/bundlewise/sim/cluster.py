@@ -4,11 +4,14 @@
   slot ``i`` is running.  Capacity is per slot (``capacity``: ``traffic.cost.Capacities``).
 * Bundles live in an append-only table (id → name, namespace, range, owner, alive); a split kills the
   parent and appends its children, so ids stay valid for the whole run.
-* Topics are the unit of load.  Each topic has its CRC-32 hash (``model.hashing``, the one hash) and a
-  namespace; ``topic_bundle[t]`` is the id of the bundle serving it, found with ``np.searchsorted`` on the
-  namespace's boundaries (the same rule as ``NamespaceBundles.bundle_for_hash``: half-open ranges, the
-  last one closed at ``0xffffffff``).  After a split only that namespace's topics are re-mapped.
-* Ownership: ``owner[b]`` is a broker slot or -1 (unowned: assigned at the next lookup).
+* Topics are the unit of load.  Each topic has its CRC-32 hash (``model.hashing``, the one hash; a workload
+  may give a position instead, e.g. a recorded bundle standing for its topics) and a namespace;
+  ``topic_bundle[t]`` is the id of the bundle serving it, found with ``np.searchsorted`` on the namespace's
+  boundaries (the same rule as ``NamespaceBundles.bundle_for_hash``: half-open ranges, the last one closed
+  at ``0xffffffff``).  After a split only that namespace's topics are re-mapped.  What a topic carries and
+  how many producers and consumers it has come from the workload each tick.
+* Ownership: ``owner[b]`` is a broker slot or -1 (unowned: assigned at the next lookup of one of its topics),
+  so a bundle has at most one owner; the engine never gives it one that is down.
 """
 
 from __future__ import annotations
@@ -34,8 +37,7 @@ class Cluster:
         namespaces: Sequence[NamespaceBundles],
         topic_names: Sequence[str],
         topic_namespace: np.ndarray,
-        producers: np.ndarray,
-        consumers: np.ndarray,
+        topic_hash: np.ndarray | None = None,
     ) -> None:
         self.brokers = list(brokers)
         self.names = [b.name for b in self.brokers]
@@ -59,12 +61,12 @@ class Cluster:
             self.ns_ids.append(np.array([self._append(b, k) for b in nb.bundles], dtype=np.int64))
         # topics
         self.topic_names = list(topic_names)
-        self.topic_hash = np.fromiter(
-            (crc32_hash(t) for t in self.topic_names), dtype=np.int64, count=len(self.topic_names)
-        )
+        if topic_hash is None:
+            topic_hash = np.fromiter(
+                (crc32_hash(t) for t in self.topic_names), dtype=np.int64, count=len(self.topic_names)
+            )
+        self.topic_hash = np.asarray(topic_hash, dtype=np.int64)
         self.topic_ns = np.asarray(topic_namespace, dtype=np.int64)
-        self.producers = np.asarray(producers, dtype=np.int64)
-        self.consumers = np.asarray(consumers, dtype=np.int64)
         self.topic_bundle = np.full(len(self.topic_names), -1, dtype=np.int64)
         self._ns_topics = [np.flatnonzero(self.topic_ns == k) for k in range(len(self.ns_bundles))]
         for k in range(len(self.ns_bundles)):

@@ -1,28 +1,33 @@
-"""The time-stepped simulation: observe → decide → apply, on Pulsar's intervals counted in ticks.
+"""The time-stepped simulation: events → lookups → observe → decide → apply, on Pulsar's intervals in ticks.
 
-Each tick at ``now`` (docs/simulator.md; the ``ModularLoadManagerImpl`` methods followed in brackets):
+Each tick at ``now`` (docs/simulator.md, One tick; the ``ModularLoadManagerImpl`` methods followed in brackets):
 
-1. **Events**: ``add`` starts a broker; ``remove`` stops it for good; ``restart`` stops it and brings it
-   back *empty* after ``down_for``.  A stopped broker's bundles become unowned and its report leaves the
-   leader's view at once (ephemeral node).
-2. **Lookups** [``#selectBrokerForAssignment``]: every unowned bundle (after a broker stopped, or a split
-   with auto-unload) is assigned by the family's placement, with preallocation; each is one assignment.
-3. **Observe**: topic rates from the workload are summed per bundle (``np.bincount`` over
-   ``topic_bundle``) and per broker (over ``owner``); the cost model turns them into usage and the
-   true load (``cost``).
+0. Before the first tick, every broker up at the start has registered with its first report (the cluster is
+   already running).
+1. **Events** (``sim.events``): brokers stop (``remove``, ``restart``) and start (``add``, a restart's return),
+   before anyone observes or assigns.  A stopped broker's bundles become unowned and its report leaves the
+   leader's view at once (ephemeral node); a started broker writes its first, empty report [``#start``]; the
+   load manager learns the new set of brokers (``Manager.brokers_changed``).
+2. **Lookups** [``#selectBrokerForAssignment``]: every unowned bundle that has topics (after a broker stopped,
+   or a split with auto-unload) is assigned by the family's placement, with preallocation; each is one
+   assignment.  A decision naming a broker that is not up is refused (counted in ``RunResult.refused``) and
+   the bundle is looked up again next tick: no bundle is ever owned by a broker that is down.
+3. **Observe**: topic rates and counts from the workload (sample and hold) are summed per bundle; each bundle is
+   offered its traffic plus its backlog, and its broker delivers what its capacity allows
+   (``traffic.saturation``, ``sim.backlog``).  Brokers measure and report the *delivered* traffic and their
+   usage capped at its limits; the metrics measure the *demand* (the workload's ask over capacity).
 4. **Reports** [``#needBrokerDataUpdate``]: brokers whose change passes the report-update rules write a new
    ``LocalBrokerData`` (built with ``LocalBrokerData.of_stats`` from their bundles' stats).
-5. **Leader update** [``#updateAll``, ``#checkNamespaceBundleSplit``]: if any broker wrote, or the leader's periodic
-   bundle-data write is due (every ``loadBalancerResourceQuotaUpdateIntervalMinutes``), the leader samples
-   the bundle data; after an ``updateAll`` it runs the split check; a split bundle's children stay with
-   its owner, or — with ``loadBalancerAutoUnloadSplitBundlesEnabled`` — are unloaded and looked up at
-   the next tick.
-   (Before the split check, the family ``observe``s every running broker's live measurements — the extensible
-   family's reporters need them; the modular family reads only written reports.)
-6. **Shedding** [``#doLoadShedding``] every ``loadBalancerSheddingIntervalMinutes``: the family's cycle; each move
-   takes effect at once (the bundle is owned by the destination from the next tick) and costs each of
-   its topics an ``unloadBlipSeconds`` blip.
-7. **Record** the tick (true load, reported load, bundles per broker) for the metrics and the timeline.
+5. **Leader update** [``#updateAll``, ``#checkNamespaceBundleSplit``]: if any broker wrote, or the leader's
+   periodic bundle-data write is due (every ``loadBalancerResourceQuotaUpdateIntervalMinutes``), the leader
+   samples the bundle data; the family ``observe``s every running broker's live measurements; after an
+   ``updateAll`` it runs the split check; a split bundle's children stay with its owner, or — with
+   ``loadBalancerAutoUnloadSplitBundlesEnabled`` — are unloaded and looked up at the next tick.
+6. **Shedding** [``#doLoadShedding``] every ``loadBalancerSheddingIntervalMinutes``: the family's cycle; each
+   move takes effect at once (the bundle is owned by the destination from the next tick) and costs each of
+   its topics an ``unloadBlipSeconds`` blip.  A move planned from a report that still lists a bundle which
+   has since moved is carried out on the bundle's owner (the unload request goes to whoever owns it).
+7. **Record** the tick for the metrics and the timeline.
 
 With a ``[dispatch]`` section, step 3 first runs the tick's dispatch (``sim/dispatch.py``): consumers drain
 backlogs through the limiters of the broker owning each topic, and the dispatched msg/s and bytes/s
@@ -45,23 +50,29 @@ import numpy as np
 from bundlewise.algorithms.registry import SheddingEntry, make_family
 from bundlewise.algorithms.splitting.algorithms import SplitRequest, TopicLoad, resolve_algorithm_name, split_bundle
 from bundlewise.config import Config
-from bundlewise.config.views import LeaderSettings, PlacementSettings, SimSettings, SplitSettings
-from bundlewise.model.bundles import NamespaceBundles
-from bundlewise.model.decisions import Decision, Logged, SplitDecision
-from bundlewise.model.load import LocalBrokerData, NamespaceBundleStats
-from bundlewise.model.resources import SystemResources
+from bundlewise.config.views import LeaderSettings, PlacementSettings, SimSettings
+from bundlewise.model.decisions import Decision, Logged, SplitDecision, Unload
+from bundlewise.model.load import LocalBrokerData
+from bundlewise.sim import events as broker_events
 from bundlewise.sim import reporting
 from bundlewise.sim.adapters import make_manager
+from bundlewise.sim.backlog import Backlog
 from bundlewise.sim.clock import Clock
-from bundlewise.sim.cluster import UNOWNED, Cluster
+from bundlewise.sim.cluster import UNOWNED
 from bundlewise.sim.dispatch import ClusterDispatch, DispatchRecord, dispatch_metrics
+from bundlewise.sim.layout import build_cluster
 from bundlewise.sim.leader import LeaderView
-from bundlewise.sim.metrics import Counters, summarise
+from bundlewise.sim.metrics import Counters, Mark, Record, summarise
 from bundlewise.sim.scenario import Scenario
-from bundlewise.traffic import cost
-from bundlewise.traffic.workload import Workload
+from bundlewise.sim.tickview import Measured, TickView
+from bundlewise.traffic import cost, saturation
+from bundlewise.traffic.layout import RecordedLayout
+from bundlewise.traffic.workload import Counts, Workload
 
 Progress = Callable[[int, int], None]
+Probe = Callable[["Engine", str], None]
+"""Called after each phase of a tick (``events``, ``lookups``, ``observe``, ``splits``, ``shed``): tests check
+invariants there."""
 
 
 @dataclass
@@ -72,91 +83,22 @@ class RunResult:
     metrics: dict[str, Any]
     times: np.ndarray
     brokers: list[str]
-    true_load: np.ndarray
+    true_load: np.ndarray  # demand / capacity
     reported_load: np.ndarray
     bundles: np.ndarray
     up: np.ndarray
     decisions: list[Logged] = field(default_factory=list)
     events: list[dict[str, Any]] = field(default_factory=list)
     dispatch: DispatchRecord | None = None  # only with a [dispatch] section
-
-
-def build_cluster(scenario: Scenario, workload: Workload, config: Config) -> Cluster:
-    """The starting cluster: namespaces of the scenario (plus any only the workload names), bundles dealt
-    round-robin over the starting brokers, or all to a namespace's ``owner``."""
-    specs = {n.name: n for n in scenario.namespaces}
-    default_n = config.view(SplitSettings).default_bundles
-    ns_bundles = [
-        NamespaceBundles.initial(ns, specs[ns].bundles if ns in specs else default_n) for ns in workload.namespaces
-    ]
-    ns_bundles += [
-        NamespaceBundles.initial(n.name, n.bundles) for n in scenario.namespaces if n.name not in workload.namespaces
-    ]
-    t = workload.topics
-    cluster = Cluster(scenario.brokers, scenario.initial, ns_bundles, t.names, t.namespace, t.producers, t.consumers)
-    initial = [cluster.index[n] for n in scenario.initial]
-    k = 0
-    for ns, ids in zip(cluster.ns_bundles, cluster.ns_ids, strict=True):
-        owner = specs[ns.namespace].owner if ns.namespace in specs else None
-        for bid in ids:
-            if owner is not None:
-                cluster.owner[bid] = cluster.index[owner]
-            else:
-                cluster.owner[bid] = initial[k % len(initial)]
-                k += 1
-    return cluster
-
-
-class _View:
-    """The family's ``TickView`` over this tick's arrays; bundle stats are built only when asked for."""
-
-    def __init__(self, engine: Engine, per_bundle: np.ndarray, per_broker: np.ndarray, usage: cost.Usage) -> None:
-        cl = engine.cluster
-        self._e, self._pb, self._pk, self._u = engine, per_bundle, per_broker, usage
-        self.brokers = cl.up_names()
-        owned = cl.alive & (cl.owner != UNOWNED)
-        self._owned = owned
-        topics, _, _ = engine._bundle_counts()
-        slots = len(cl.names)
-        self._nb = np.bincount(cl.owner[owned], minlength=slots)
-        self._nt = np.bincount(cl.owner[owned], weights=topics[owned], minlength=slots)
-
-    def resources(self, broker: str) -> SystemResources:
-        cl = self._e.cluster
-        slot = cl.index[broker]
-        return cost.system_resources(cl.capacity, self._u, slot, float(self._pk[slot, 2]), float(self._pk[slot, 3]))
-
-    def totals(self, broker: str) -> tuple[float, float, float, float]:
-        r = self._pk[self._e.cluster.index[broker]]
-        return float(r[0]), float(r[1]), float(r[2]), float(r[3])
-
-    def bundle_count(self, broker: str) -> int:
-        return int(self._nb[self._e.cluster.index[broker]])
-
-    def topics(self, broker: str) -> int:
-        return int(self._nt[self._e.cluster.index[broker]])
-
-    def owned_ids(self, broker: str) -> np.ndarray:
-        """Bundle ids the broker owns now, in id order (bundles split off since this tick's
-        measurement are not in it until the next tick)."""
-        cl, n = self._e.cluster, len(self._pb)
-        owned = cl.alive[:n] & (cl.owner[:n] == cl.index[broker])
-        return np.flatnonzero(owned)
-
-    def bundle_table(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Per bundle id measured this tick: rates (n×4: rateIn, rateOut, tputIn, tputOut), topics, sessions."""
-        n = len(self._pb)
-        topics, producers, consumers = self._e._bundle_counts()
-        return self._pb, topics[:n], (producers + consumers)[:n]
-
-    def bundle_namespaces(self) -> tuple[np.ndarray, list[str]]:
-        """Per bundle id measured this tick: the namespace index, and the namespaces' names."""
-        cl = self._e.cluster
-        index = np.asarray(cl.bundle_ns[: len(self._pb)], dtype=np.int64)
-        return index, [nb.namespace for nb in cl.ns_bundles]
-
-    def stats_of(self, ids: np.ndarray) -> dict[str, NamespaceBundleStats]:
-        return self._e.bundle_stats(ids, self._pb)
+    delivered_load: np.ndarray | None = None  # the usage brokers measured (capped), weighted max
+    backlog_bytes: np.ndarray | None = None  # undelivered bytes of the bundles owned, end of tick
+    demand_bytes: np.ndarray | None = None  # in + out bytes/s the workload asked of the owned bundles
+    delivered_bytes: np.ndarray | None = None  # in + out bytes/s delivered
+    workload_bytes: np.ndarray | None = None  # per tick: in + out bytes/s of every topic of the workload
+    unowned_bytes: np.ndarray | None = None  # per tick: in + out bytes/s of bundles without an owner
+    refused: int = 0  # decisions naming a broker that is not up (never carried out)
+    bytes_delivered: float = 0.0  # Σ over the run of the bytes delivered
+    bytes_waiting: float = 0.0  # the backlog left after the last tick (all bundles)
 
 
 class Engine:
@@ -169,6 +111,8 @@ class Engine:
         strategy: str | SheddingEntry,
         config: Config | None = None,
         progress: Progress | None = None,
+        layout: RecordedLayout | None = None,
+        probe: Probe | None = None,
     ) -> None:
         self.scenario = scenario
         self.config = config if config is not None else scenario.config
@@ -176,15 +120,18 @@ class Engine:
         self.family = make_family(strategy, self.config)
         self.strategy = self.family.name
         self.clock = Clock(scenario.step, scenario.duration)
-        self.cluster = build_cluster(scenario, workload, self.config)
+        self.cluster = build_cluster(scenario, workload, self.config, layout)
         self.leader = LeaderView(self.cluster)
         self.manager = make_manager(self.family, self.leader)
+        self.manager.brokers_changed(self.cluster.up_names(), 0)
         self.rng = random.Random(scenario.seed)
         self.jitter_rng = np.random.default_rng([scenario.seed, 1])
         self.counters = Counters()
         self.decisions: list[Logged] = []
         self.event_log: list[dict[str, Any]] = []
         self.progress = progress
+        self.probe = probe
+        self.refused = 0
         n = len(self.cluster.names)
         self.last_update = np.zeros(n, dtype=np.int64)
         self.written = np.zeros(n, dtype=bool)
@@ -196,12 +143,16 @@ class Engine:
         )
         self.last_shed: int | None = None
         self.last_quota_write = 0
-        self.pending: list[tuple[int, str, str]] = [(e.at, e.action, e.broker) for e in scenario.events]
-        self.pending += [(e.at + e.down_for, "return", e.broker) for e in scenario.events if e.action == "restart"]
-        self.pending.sort(key=lambda p: p[0])
+        self.pending = broker_events.transitions(scenario.initial, scenario.events)[0]
         self.blip = self.config.view(SimSettings).unload_blip_seconds
-        self._bundle_cache: tuple[int, np.ndarray, np.ndarray, np.ndarray] | None = None
+        self.backlog = Backlog(self.clock.step_ms)
+        self._counts_cache: tuple[int, int, Counts, np.ndarray, np.ndarray, np.ndarray] | None = None
+        self._topics_cache: tuple[int, np.ndarray] | None = None
         self._rates: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] = (np.zeros(0),) * 4
+        self.measured: Measured | None = None
+        self._workload_bytes = self._unowned_bytes = 0.0
+        for slot in np.flatnonzero(self.cluster.up):  # the brokers up at the start have registered
+            self._first_report(int(slot))
         self.dispatch: ClusterDispatch | None = None
         if scenario.dispatch is not None:
             self.dispatch = ClusterDispatch(
@@ -218,113 +169,160 @@ class Engine:
     def _log(self, decision: Decision, **measured: Any) -> None:
         self.decisions.append(Logged(self.strategy, self.clock.tick, self.clock.now, decision, **measured))
 
+    def _up(self, broker: str | None) -> int | None:
+        """The slot of ``broker`` when it is up, else None (a decision that cannot be carried out)."""
+        slot = self.cluster.index.get(broker) if broker is not None else None
+        return slot if slot is not None and self.cluster.up[slot] else None
+
     # -- 1. events -------------------------------------------------------------------------------
 
     def _apply_events(self) -> None:
         now = self.clock.now
         cl = self.cluster
-        while self.pending and self.pending[0][0] <= now:
-            _, action, name = self.pending.pop(0)
-            slot = cl.index[name]
-            if action in ("remove", "restart") and cl.up[slot]:
-                lost = cl.take_down(slot)
+        changed = False
+        while self.pending and self.pending[0].at <= now:
+            tr = self.pending.pop(0)
+            slot = cl.index[tr.broker]
+            lost = 0
+            if tr.starts:
+                cl.bring_up(slot, now)
+                self._first_report(slot)
+            else:
+                lost = len(cl.take_down(slot))
                 self.leader.drop_broker(slot)
                 self.written[slot] = False
-                self.event_log.append({"time_ms": now, "action": action, "broker": name, "bundles_lost": len(lost)})
-            elif action in ("add", "return") and not cl.up[slot]:
-                cl.bring_up(slot, now)
-                self.event_log.append({"time_ms": now, "action": action, "broker": name, "bundles_lost": 0})
+            changed = True
+            self.event_log.append({"time_ms": now, "action": tr.action, "broker": tr.broker, "bundles_lost": lost})
+        if changed:
+            self.manager.brokers_changed(cl.up_names(), now)
+
+    def _first_report(self, slot: int) -> None:
+        """A starting broker registers with its first report: no bundles, its idle usage [``#start``]."""
+        spec = self.cluster.brokers[slot]
+        resources = spec.resources(0.0, 0.0, 0.0, 0.0)
+        lm_class = self.config.view(PlacementSettings).load_manager_class
+        report = LocalBrokerData.of_stats(resources, {}, brokerVersionString="3.2.0", loadManagerClassName=lm_class)
+        report.lastUpdate = self.clock.now
+        load = resources.weighted_max_usage(self.config.weights())
+        none = np.zeros(0, dtype=np.int64)
+        self.leader.write_report(slot, report, none, np.zeros((0, 4)), none, none, load)
+        self.last_update[slot] = self.clock.now
+        self.written[slot] = True
+        for k, v in enumerate((0.0, 0.0, 0.0, load)):
+            self.last_vals[k][slot] = v
 
     # -- 2. lookups ------------------------------------------------------------------------------
 
+    def _has_topics(self) -> np.ndarray:
+        """Per bundle id: whether any topic of the workload maps to it (changes only with splits)."""
+        cl = self.cluster
+        if self._topics_cache is None or self._topics_cache[0] != cl.n_bundles:
+            self._topics_cache = (cl.n_bundles, np.bincount(cl.topic_bundle, minlength=cl.n_bundles) > 0)
+        return self._topics_cache[1]
+
     def _assign_unowned(self) -> None:
         cl = self.cluster
-        unowned = np.flatnonzero(cl.alive & (cl.owner == UNOWNED))
+        unowned = np.flatnonzero(cl.alive & (cl.owner == UNOWNED) & self._has_topics())
         for bid in unowned:
             assignment = self.manager.assign(cl.bundle_names[bid], self.config, self.rng)
             if assignment.broker is None:
                 continue
-            cl.owner[bid] = cl.index[assignment.broker]
+            slot = self._up(assignment.broker)
+            if slot is None:
+                self.refused += 1
+                continue
+            cl.owner[bid] = slot
             self.counters.assignments += 1
             self._log(assignment)
 
     # -- 3. observe ------------------------------------------------------------------------------
 
-    def _bundle_counts(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Topics, producers and consumers per bundle (they change only with splits)."""
+    def _bundle_counts(self, counts: Counts) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Topics, producers and consumers per bundle (recomputed when the counts or the bundles change)."""
         cl = self.cluster
-        if self._bundle_cache is None or self._bundle_cache[0] != cl.n_bundles:
-            n = cl.n_bundles
-            tb = cl.topic_bundle
-            self._bundle_cache = (
-                n,
-                np.bincount(tb, minlength=n),
-                np.bincount(tb, weights=cl.producers, minlength=n).astype(np.int64),
-                np.bincount(tb, weights=cl.consumers, minlength=n).astype(np.int64),
-            )
-        return self._bundle_cache[1], self._bundle_cache[2], self._bundle_cache[3]
+        c = self._counts_cache
+        if c is None or c[0] != cl.n_bundles or c[1] != id(counts) or c[2] is not counts:
+            n, tb = cl.n_bundles, cl.topic_bundle
+            sums = [np.bincount(tb, weights=w, minlength=n).astype(np.int64) for w in counts]
+            c = self._counts_cache = (n, id(counts), counts, sums[0], sums[1], sums[2])
+        return c[3], c[4], c[5]
 
-    def _observe(self) -> tuple[np.ndarray, np.ndarray, cost.Usage]:
-        """Per-bundle rates (n×4: rateIn, rateOut, tputIn, tputOut), per-broker sums (slots×4), usage."""
+    def _observe(self) -> tuple[Measured, np.ndarray, np.ndarray, cost.Usage, np.ndarray]:
+        """The tick's measurements; the demand per bundle (n×4) and per broker (slots×4), the demand's usage,
+        and which brokers could not deliver everything offered to them."""
         cl = self.cluster
         rates = self.workload.rates(self.clock.now)
         if self.dispatch is not None:  # dispatched msg/s replace the dispatch topics' out-rates
             rates = self.dispatch.advance(self.clock.tick, self.clock.now, rates)
         self._rates = rates
-        n = cl.n_bundles
-        per_bundle = np.stack([np.bincount(cl.topic_bundle, weights=r, minlength=n) for r in rates], axis=1)
-        owned = cl.alive & (cl.owner != UNOWNED)
-        slots = len(cl.names)
-        owner = cl.owner[owned]
-        per_broker = np.stack(
-            [np.bincount(owner, weights=per_bundle[owned, k], minlength=slots) for k in range(4)], axis=1
+        n, slots = cl.n_bundles, len(cl.names)
+        demand = np.stack([np.bincount(cl.topic_bundle, weights=r, minlength=n) for r in rates], axis=1)
+        topics, producers, consumers = self._bundle_counts(self.workload.counts(self.clock.now))
+        owner = cl.owner[:n]
+        owned = owner != UNOWNED
+        offered = self.backlog.offered(demand)
+
+        def per_slot(x: np.ndarray) -> np.ndarray:
+            return np.stack([np.bincount(owner[owned], weights=x[owned, k], minlength=slots) for k in range(4)], axis=1)
+
+        asked = per_slot(offered)
+        s_in, s_out = saturation.service_factors(cl.capacity, asked[:, 0], asked[:, 1], asked[:, 2], asked[:, 3])
+        s_in, s_out = np.where(cl.up, s_in, 0.0), np.where(cl.up, s_out, 0.0)
+        delivered = np.zeros_like(offered)
+        o = owner[owned]
+        for k, s in ((0, s_in), (2, s_in), (1, s_out), (3, s_out)):
+            delivered[owned, k] = offered[owned, k] * s[o]
+        self.backlog.settle(self.clock.tick, demand, offered, delivered)
+        tput = demand[:, 2] + demand[:, 3]
+        self._workload_bytes = float((rates[2] + rates[3]).sum())
+        self._unowned_bytes = float(tput[~owned & cl.alive[:n]].sum())
+        saturated = cl.up & ((s_in < 1.0) | (s_out < 1.0))
+        factor = None
+        jitter = self.scenario.workload.cpu_jitter
+        if jitter > 0:
+            factor = cost.jitter_factors(slots, jitter, self.jitter_rng)
+        wanted = per_slot(demand)
+        demand_usage = cost.broker_usage(
+            cl.capacity, cl.up, wanted[:, 0], wanted[:, 1], wanted[:, 2], wanted[:, 3], factor=factor
         )
-        usage = cost.broker_usage(
-            cl.capacity,
-            cl.up,
-            per_broker[:, 0],
-            per_broker[:, 1],
-            per_broker[:, 2],
-            per_broker[:, 3],
-            jitter=self.scenario.workload.cpu_jitter,
-            rng=self.jitter_rng,
-        )
-        return per_bundle, per_broker, usage
+        sent = per_slot(delivered)
+        usage = cost.broker_usage(cl.capacity, cl.up, sent[:, 0], sent[:, 1], sent[:, 2], sent[:, 3], factor=factor)
+        measured = Measured(delivered, topics, producers, consumers, sent, saturation.capped(cl.capacity, usage))
+        self.measured = measured
+        return measured, demand, wanted, demand_usage, saturated
 
     # -- 4. reports ------------------------------------------------------------------------------
 
-    def _reports(self, per_bundle: np.ndarray, per_broker: np.ndarray, usage: cost.Usage, load_now: np.ndarray) -> bool:
+    def _reports(self, m: Measured, load_now: np.ndarray) -> bool:
         cl = self.cluster
         now = self.clock.now
-        owned = cl.alive & (cl.owner != UNOWNED)
-        nb = np.bincount(cl.owner[owned], minlength=len(cl.names)).astype(float)
-        current = (per_broker[:, 0] + per_broker[:, 1], per_broker[:, 2] + per_broker[:, 3], nb, load_now)
+        n = len(m.per_bundle)
+        owned = cl.alive[:n] & (cl.owner[:n] != UNOWNED)
+        nb = np.bincount(cl.owner[:n][owned], minlength=len(cl.names)).astype(float)
+        pk = m.per_broker
+        current = (pk[:, 0] + pk[:, 1], pk[:, 2] + pk[:, 3], nb, load_now)
         write = reporting.needs_update(self.config, now, self.last_update, self.written, self.last_vals, current)
         write &= cl.up
         writers = np.flatnonzero(write)
         if len(writers) == 0:
             return False
-        topics, producers, consumers = self._bundle_counts()
         weights = self.config.weights()
         lm_class = self.config.view(PlacementSettings).load_manager_class
         for slot in writers:
-            ids = np.flatnonzero(owned & (cl.owner == slot))
-            stats = self.bundle_stats(ids, per_bundle)
-            resources = cost.system_resources(
-                cl.capacity, usage, int(slot), float(per_broker[slot, 2]), float(per_broker[slot, 3])
-            )
+            ids = np.flatnonzero(owned & (cl.owner[:n] == slot))
+            resources = m.resources(cl, int(slot))
             report = LocalBrokerData.of_stats(
-                resources, stats, brokerVersionString="3.2.0", loadManagerClassName=lm_class
+                resources, m.stats(cl, ids), brokerVersionString="3.2.0", loadManagerClassName=lm_class
             )
             report.lastUpdate = now
-            vals = per_bundle[ids][:, [2, 3, 0, 1]]  # TimeAverageMessageData order: tputIn, tputOut, rateIn, rateOut
+            vals = m.per_bundle[ids][:, [2, 3, 0, 1]]  # TimeAverageMessageData order: tputIn, tputOut, rateIn, rateOut
             self.leader.write_report(
                 int(slot),
                 report,
                 ids,
                 vals,
-                topics[ids],
-                producers[ids] + consumers[ids],
+                m.topics[ids],
+                m.producers[ids] + m.consumers[ids],
                 resources.weighted_max_usage(weights),
             )
             self.last_update[slot] = now
@@ -333,36 +331,20 @@ class Engine:
                 self.last_vals[k][slot] = current[k][slot]
         return True
 
-    def bundle_stats(self, ids: np.ndarray, per_bundle: np.ndarray) -> dict[str, NamespaceBundleStats]:
-        """``NamespaceBundleStats`` of the given bundles, in id order."""
-        cl = self.cluster
-        topics, producers, consumers = self._bundle_counts()
-        return {
-            cl.bundle_names[b]: NamespaceBundleStats(
-                msgRateIn=float(per_bundle[b, 0]),
-                msgThroughputIn=float(per_bundle[b, 2]),
-                msgRateOut=float(per_bundle[b, 1]),
-                msgThroughputOut=float(per_bundle[b, 3]),
-                consumerCount=int(consumers[b]),
-                producerCount=int(producers[b]),
-                topics=int(topics[b]),
-            )
-            for b in ids
-        }
-
     # -- 5. splits -------------------------------------------------------------------------------
 
-    def _splits(self, changed: bool) -> None:
+    def _splits(self, changed: bool, m: Measured) -> None:
         cl = self.cluster
-        decisions = self.manager.splits(self.config, cl.bundles_per_namespace(), changed, self.clock.now)
+        now = self.clock.now
+        decisions = self.manager.splits(self.config, cl.bundles_per_namespace(), changed, now)
         algorithm = resolve_algorithm_name(None, self.config)
         auto_unload = self.config.view(LeaderSettings).unload_split_children
+        rates = self._rates
         for d in decisions:
             bid = cl.bundle_id.get(d.bundle)
             if bid is None or not cl.alive[bid] or cl.owner[bid] == UNOWNED:
                 continue
             tids = cl.topics_of(bid)
-            rates = self._rates
             topics = [
                 TopicLoad(
                     cl.topic_names[t],
@@ -380,43 +362,71 @@ class Engine:
             boundaries, _ = result
             owner = cl.names[int(cl.owner[bid])]
             children = cl.split(bid, boundaries)
+            self._hand_down(bid, children, rates)
             self.leader.forget_bundle(bid)
             self.counters.splits += 1
+            kids = tuple(cl.bundle_names[c] for c in children)
+            self.counters.split(d.bundle, kids)
             if auto_unload:
                 cl.owner[children] = UNOWNED
-                self.counters.topic_unavailable_seconds += len(tids) * self.blip
-            kids = tuple(cl.bundle_names[c] for c in children)
+                self.counters.topic_unavailable_seconds += float(m.topics[bid]) * self.blip
+                for kid in kids:
+                    self.counters.moved(kid, now)
             done = SplitDecision(d.bundle, owner, d.reasons, d.detail, d.label, algorithm, kids)  # split by its owner
             self._log(done, note="; children unloaded" if auto_unload else "")
 
+    def _hand_down(self, parent: int, children: list[int], rates: tuple[np.ndarray, ...]) -> None:
+        """The parent's backlog goes to its children in proportion to their traffic (else topics, else evenly)."""
+        cl = self.cluster
+        tput = rates[2] + rates[3]
+        weight = np.array([float(tput[cl.topics_of(c)].sum()) for c in children])
+        if weight.sum() <= 0:
+            weight = np.array([float(len(cl.topics_of(c))) for c in children])
+        if weight.sum() <= 0:
+            weight = np.ones(len(children))
+        self.backlog.split(parent, children, weight / weight.sum())
+
     # -- 6. shedding -----------------------------------------------------------------------------
 
-    def _shed(self, per_bundle: np.ndarray) -> None:
+    def _shed(self, demand: np.ndarray, m: Measured) -> None:
         cl = self.cluster
         now = self.clock.now
-        topics, _, _ = self._bundle_counts()
-        for m in self.manager.shed(self.config, now, self.rng):
-            bid = cl.bundle_id.get(m.bundle)
-            dest = cl.index.get(m.destination) if m.destination is not None else None
-            if bid is None or dest is None or not cl.alive[bid] or not cl.up[dest]:
+        for u in self.manager.shed(self.config, now, self.rng):
+            bid = cl.bundle_id.get(u.bundle)
+            if bid is None or not cl.alive[bid] or bid >= len(demand) or cl.owner[bid] == UNOWNED:
                 continue
-            tput = float(per_bundle[bid, 2] + per_bundle[bid, 3])
-            flap = self.counters.unload(m.bundle, now, tput, int(topics[bid]), self.blip)
-            cl.owner[bid] = dest
-            self.manager.moved(m.broker, cl.names[dest])
-            self._log(m, throughput=tput, flap=flap)
+            dest = self._up(u.destination)
+            if dest is None:
+                self.refused += 1
+                continue
+            owner = cl.names[int(cl.owner[bid])]
+            if owner != u.broker:  # planned from a report that still lists a bundle gone elsewhere:
+                # the unload request reaches the bundle's owner (``NamespacesBase#unloadNamespaceBundle``)
+                note = f" (planned from {u.broker}'s report; {owner} owns the bundle)"
+                u = Unload(owner, u.bundle, u.reason + note, u.destination, u.label, u.cause)
+            tput = float(demand[bid, 2] + demand[bid, 3])
+            flap = self.counters.unload(u.bundle, now, tput, float(m.topics[bid]), self.blip)
+            cl.owner[bid] = dest  # the destination may be the owner itself: unloaded and owned again
+            self.manager.moved(u.broker, cl.names[dest])
+            self._log(u, throughput=tput, flap=flap)
 
     # -- the loop --------------------------------------------------------------------------------
+
+    def _check(self, phase: str) -> None:
+        if self.probe is not None:
+            self.probe(self, phase)
 
     def run(self) -> RunResult:
         started = time.perf_counter()
         cl = self.cluster
         ticks, slots = self.clock.ticks, len(cl.names)
         times = np.arange(ticks, dtype=np.int64) * self.clock.step_ms
-        true_load = np.zeros((ticks, slots))
+        per_slot = {k: np.zeros((ticks, slots)) for k in ("true", "delivered", "backlog", "demand", "sent")}
         bundles = np.zeros((ticks, slots), dtype=np.int64)
         reported = np.full((ticks, slots), np.nan)
         up = np.zeros((ticks, slots), dtype=bool)
+        saturated = np.zeros((ticks, slots), dtype=bool)
+        workload_bytes, unowned_bytes = np.zeros(ticks), np.zeros(ticks)
         weights = self.config.weights()
         leader = self.config.view(LeaderSettings)
         shed_every, quota_every = leader.shedding_interval_ms, leader.bundle_data_interval_ms
@@ -424,37 +434,54 @@ class Engine:
             self.clock.tick = tick
             now = self.clock.now
             self._apply_events()
+            self._check("events")
             self._assign_unowned()
-            per_bundle, per_broker, usage = self._observe()
-            load_now = usage.weighted_max(weights)
-            changed = self._reports(per_bundle, per_broker, usage, load_now)
+            self._check("lookups")
+            m, demand, wanted, demand_usage, saturated[tick] = self._observe()
+            self._check("observe")
+            changed = self._reports(m, m.usage.weighted_max(weights))
             quota_due = now - self.last_quota_write >= quota_every  # the leader's periodic bundle-data write
             if quota_due:
                 self.last_quota_write = now
             if changed or quota_due:  # ... and updateAll on a report change (``#updateAll``)
                 self.leader.update_bundle_data()
-            self.manager.observe(_View(self, per_bundle, per_broker, usage), self.config, now)
-            self._splits(changed)
+            self.manager.observe(TickView(cl, m), self.config, now)
+            self._splits(changed, m)
+            self._check("splits")
             if self.last_shed is None or now - self.last_shed >= shed_every:
                 self.last_shed = now
-                self._shed(per_bundle)
-            true_load[tick] = load_now
+                self._shed(demand, m)
+            self._check("shed")
+            per_slot["true"][tick] = demand_usage.weighted_max(weights)
+            per_slot["delivered"][tick] = m.usage.weighted_max(weights)
+            per_slot["demand"][tick] = wanted[:, 2] + wanted[:, 3]
+            per_slot["sent"][tick] = m.per_broker[:, 2] + m.per_broker[:, 3]
+            workload_bytes[tick], unowned_bytes[tick] = self._workload_bytes, self._unowned_bytes
+            n = cl.n_bundles
+            per_slot["backlog"][tick], _ = self.backlog.bytes_by(np.where(cl.alive, cl.owner, UNOWNED)[:n], slots)
             owned = cl.alive & (cl.owner != UNOWNED)
             bundles[tick] = np.bincount(cl.owner[owned], minlength=slots)
             reported[tick] = self.leader.reported_load
             up[tick] = cl.up
             if self.progress is not None:
                 self.progress(tick + 1, ticks)
-        starts = [0, *sorted({e.at for e in self.scenario.events if 0 < e.at < self.scenario.duration})]
         record = self.dispatch.finish() if self.dispatch is not None else None
-        metrics = summarise(
+        marks = [Mark(0, "start")] + [Mark(e["time_ms"], e["action"], e["broker"]) for e in self.event_log]
+        rec = Record(
             times,
-            true_load,
+            per_slot["true"],
             up,
+            saturated,
+            list(cl.names),
             self.clock.step_ms,
             self.config.view(PlacementSettings).overload_threshold,
-            starts,
+        )
+        metrics = summarise(
+            rec,
+            marks,
             self.counters,
+            self.backlog.undelivered_bytes,
+            self.backlog.max_age_ms,
             time.perf_counter() - started,
         )
         if record is not None:
@@ -464,11 +491,20 @@ class Engine:
             metrics,
             times,
             list(cl.names),
-            true_load,
+            per_slot["true"],
             reported,
             bundles,
             up,
             self.decisions,
             self.event_log,
             record,
+            delivered_load=per_slot["delivered"],
+            backlog_bytes=per_slot["backlog"],
+            demand_bytes=per_slot["demand"],
+            delivered_bytes=per_slot["sent"],
+            workload_bytes=workload_bytes,
+            unowned_bytes=unowned_bytes,
+            refused=self.refused,
+            bytes_delivered=self.backlog.delivered_bytes,
+            bytes_waiting=float(self.backlog.amount[:, 2:].sum()),
         )

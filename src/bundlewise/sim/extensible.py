@@ -4,6 +4,9 @@
 store, the top-bundles store and the registered brokers.  This adapter produces them from the engine's
 arrays, as the brokers' reporters would (Pulsar's ``BrokerLoadDataReporter``, ``TopBundleLoadDataReporter``):
 
+* **Registry**: the engine tells the adapter which brokers are up as soon as events change them, before any
+  lookup: a stopped broker leaves the registry and both stores at once (its registry entry is ephemeral), so
+  no assignment can pick it.
 * **Reporting**: every tick each running broker's ``BrokerLoadReporter`` updates its local
   ``BrokerLoadData`` (EMAs of weighted max usage and throughput) and pushes it to the broker-load store
   when the report rule says so.  Top-k bundles are refreshed from the broker's live bundle stats when
@@ -20,8 +23,9 @@ arrays, as the brokers' reporters would (Pulsar's ``BrokerLoadDataReporter``, ``
   assigned at once by the family's placement among the other brokers (the lookup that follows an unload).
 * **Assignment**: the family's placement over the running brokers and the store.
 * **Splits**: every ``loadBalancerSplitIntervalMinutes`` each broker's own split strategy over its live
-  bundle stats, cut down to the bundles meeting a split condition (``split_conditions``; a bundle that
-  meets none only loses its hit counter, exactly as when it is absent).
+  bundle stats, cut down to the bundles meeting a split condition (``split_conditions``) and those holding
+  a hit counter: a bundle that meets none and has no counter is as if absent (a test proves the decisions
+  equal to the strategy's over every bundle).
 """
 
 from __future__ import annotations
@@ -69,18 +73,23 @@ class ExtensibleManager:
         self.store: dict[str, BrokerLoadData] = {}
         self.top_store: dict[str, TopBundlesLoadData] = {}
         self.view: TickView | None = None
+        self.available: tuple[str, ...] = ()
         self.last_split: int | None = None
+
+    def brokers_changed(self, brokers: list[str], now: int) -> None:
+        """The registry after this tick's events: departed brokers leave it and both stores."""
+        self.available = tuple(brokers)
+        up = set(brokers)
+        for gone in [b for b in (*self.store, *self.top_store, *self.reporters) if b not in up]:
+            self.store.pop(gone, None)
+            self.top_store.pop(gone, None)
+            self.reporters.pop(gone, None)
+            self.top_reporters.pop(gone, None)
 
     # -- reporting -------------------------------------------------------------------------------
 
     def observe(self, view: TickView, config: Config, now: int) -> None:
         self.view = view
-        up = set(view.brokers)
-        for gone in [b for b in self.store if b not in up]:
-            self.store.pop(gone, None)
-            self.top_store.pop(gone, None)
-            self.reporters.pop(gone, None)
-            self.top_reporters.pop(gone, None)
         for name in view.brokers:
             rep = self.reporters.setdefault(name, BrokerLoadReporter())
             t = view.totals(name)
@@ -116,7 +125,7 @@ class ExtensibleManager:
 
     def snapshot(self, now: int, with_top_bundles: bool = False) -> ExtensibleSnapshot:
         """The stores and the registered brokers, in slot order."""
-        available = tuple(self.view.brokers) if self.view is not None else ()
+        available = self.available
         return ExtensibleSnapshot(
             timestamp=now,
             brokers={b: self.store[b] for b in available if b in self.store},
@@ -165,8 +174,16 @@ class ExtensibleManager:
             topics, sessions, rates[:, 0] + rates[:, 1], rates[:, 2] + rates[:, 3], config.view(SplitSettings)
         )
         maybe = np.asarray(met.any(axis=1), dtype=bool)
+        names = None
         for name in view.brokers:
             ids = view.owned_ids(name)
-            stats: Mapping[str, NamespaceBundleStats] = view.stats_of(ids[maybe[ids]])
+            keep = maybe[ids]
+            counting = self.family.splitters.get(name)
+            if counting is not None and counting.hits:  # a bundle with a hit counter is passed as it is: with
+                # fewer than 2 topics the strategy keeps its counter, absent it would drop it
+                if names is None:
+                    names = np.array(view.stats_names(), dtype=object)
+                keep = keep | np.isin(names[ids], list(counting.hits))
+            stats: Mapping[str, NamespaceBundleStats] = view.stats_of(ids[keep])
             out += self.family.broker_splits(name, stats, count, (), config)
         return out

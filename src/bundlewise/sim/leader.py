@@ -4,11 +4,16 @@ Pulsar ``ModularLoadManagerImpl#updateAll``:
 
 * Each broker's last *written* ``LocalBrokerData`` (``reporting.needs_update`` decides when it writes);
   a broker that goes down disappears from the view at once (its metadata-store node is ephemeral).
-* Bundle data (``#updateBundleData``): on every ``updateAll`` — any tick where some broker wrote — every bundle that
-  appears in a written report is sampled once into its short-term (10) and long-term (1000) averages with
-  Pulsar's recurrence (``model.load.time_average_step``, applied to numpy arrays), starting a never-seen
-  bundle from the default prior (50 msg/s, 50000 B/s in and out); bundles no report mentions are
-  dropped.  ``TimeAverageBrokerData`` is recomputed for every broker from its reported bundles.
+* Bundle data (``#updateBundleData``): on every ``updateAll`` — any tick where some broker wrote — each written
+  report is read as reported, in broker slot order: every bundle it lists is sampled into its short-term (10) and
+  long-term (1000) averages with Pulsar's recurrence (``model.load.time_average_step``, applied to numpy
+  arrays), starting a never-seen bundle from the default prior (50 msg/s, 50000 B/s in and out).  A bundle
+  listed by two reports — it moved and its old owner has not rewritten its report yet — is sampled twice,
+  first from the earlier broker's report, as Pulsar's leader does; its topics and sessions are the last
+  report's.  Bundles no report mentions are dropped.  A split parent's data is removed at once
+  (``#checkNamespaceBundleSplit``); while its owner's report still lists it, the next update samples it again
+  from the prior, as Pulsar's leader does, until the owner writes a report without it.
+  ``TimeAverageBrokerData`` is recomputed for every broker from its reported bundles.
 * ``load`` is the ``LoadData`` the strategies read.  Its ``bundleData`` is ``LazyBundleData``, a mapping
   that builds ``BundleData`` objects from the arrays only for the bundles a strategy looks at, so a
   cycle over 10,000 bundles does not build 10,000 objects.
@@ -95,9 +100,10 @@ class LeaderView:
         n = cluster.n_bundles
         self.reports: dict[int, LocalBrokerData] = {}  # slot -> last written report
         self.report_ids: dict[int, np.ndarray] = {}  # slot -> bundle ids in that report
+        self.report_vals: dict[int, np.ndarray] = {}  # slot -> its samples (TimeAverageMessageData column order)
+        self.report_counts: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # slot -> (topics, sessions) per bundle
         self.reported_load = np.full(len(cluster.names), np.nan)  # weighted max of the written report
-        self.rep_owner = np.full(n, -1, dtype=np.int64)  # which broker's report carries the bundle
-        self.rep_vals = np.zeros((n, 4))  # latest reported sample, TimeAverageMessageData column order
+        self.rep_count = np.zeros(n, dtype=np.int64)  # how many written reports list the bundle
         self.has = np.zeros(n, dtype=bool)
         self.n_short = np.zeros(n, dtype=np.int64)
         self.n_long = np.zeros(n, dtype=np.int64)
@@ -107,6 +113,7 @@ class LeaderView:
         self.sessions = np.zeros(n, dtype=np.int64)
         self.load = LoadData()
         self._slots: set[int] = set()  # slots present in load.brokers
+        self._samples: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
         self.load.bundleData = LazyBundleData(self)  # type: ignore[assignment]
 
     def _grow(self) -> None:
@@ -114,8 +121,7 @@ class LeaderView:
         extra = n - len(self.has)
         if extra <= 0:
             return
-        self.rep_owner = np.append(self.rep_owner, np.full(extra, -1, dtype=np.int64))
-        self.rep_vals = np.vstack([self.rep_vals, np.zeros((extra, 4))])
+        self.rep_count = np.append(self.rep_count, np.zeros(extra, dtype=np.int64))
         self.has = np.append(self.has, np.zeros(extra, dtype=bool))
         self.n_short = np.append(self.n_short, np.zeros(extra, dtype=np.int64))
         self.n_long = np.append(self.n_long, np.zeros(extra, dtype=np.int64))
@@ -125,6 +131,14 @@ class LeaderView:
         self.sessions = np.append(self.sessions, np.zeros(extra, dtype=np.int64))
 
     # -- reports ---------------------------------------------------------------------------------
+
+    def _unlist(self, slot: int) -> None:
+        old = self.report_ids.pop(slot, None)
+        if old is not None and len(old):
+            np.subtract.at(self.rep_count, old, 1)
+        self.report_vals.pop(slot, None)
+        self.report_counts.pop(slot, None)
+        self._samples = None
 
     def write_report(
         self,
@@ -138,16 +152,13 @@ class LeaderView:
     ) -> None:
         """Broker ``slot`` writes ``report`` covering bundle ``ids`` with samples ``vals`` (n×4)."""
         self._grow()
-        old = self.report_ids.get(slot)
-        if old is not None and len(old):
-            mine = old[self.rep_owner[old] == slot]
-            self.rep_owner[mine] = -1
-        self.rep_owner[ids] = slot
-        self.rep_vals[ids] = vals
-        self.topics[ids] = topics
-        self.sessions[ids] = sessions
-        self.reports[slot] = report
+        self._unlist(slot)
+        ids = np.asarray(ids, dtype=np.int64)
+        np.add.at(self.rep_count, ids, 1)
         self.report_ids[slot] = ids
+        self.report_vals[slot] = np.asarray(vals, dtype=float).reshape(len(ids), 4)
+        self.report_counts[slot] = (np.asarray(topics, dtype=np.int64), np.asarray(sessions, dtype=np.int64))
+        self.reports[slot] = report
         self.reported_load[slot] = weighted_max
         if slot in self._slots:
             self.load.brokers[self.cluster.names[slot]].localData = report
@@ -156,12 +167,14 @@ class LeaderView:
 
     def drop_broker(self, slot: int) -> None:
         """A broker went down: its report and preallocations vanish from the leader's view."""
-        old = self.report_ids.pop(slot, None)
-        if old is not None and len(old):
-            self.rep_owner[old[self.rep_owner[old] == slot]] = -1
+        self._unlist(slot)
         self.reports.pop(slot, None)
         self.reported_load[slot] = np.nan
         self._rebuild_brokers()
+
+    def reported_by(self, slot: int) -> np.ndarray:
+        """The bundle ids in ``slot``'s written report."""
+        return self.report_ids.get(slot, np.zeros(0, dtype=np.int64))
 
     def _rebuild_brokers(self) -> None:
         """``load.brokers`` in slot order, keeping each broker's time averages and preallocations."""
@@ -180,10 +193,30 @@ class LeaderView:
 
     # -- bundle data -----------------------------------------------------------------------------
 
+    def _reported_samples(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Every written report's samples of live bundles, in slot order: ids, values, topics, sessions, and
+        each row's occurrence rank (0 for a bundle's first report, 1 for its second, ...)."""
+        if self._samples is None:
+            slots = sorted(self.report_ids)
+            empty = np.zeros(0, dtype=np.int64)
+            ids = np.concatenate([self.report_ids[s] for s in slots]) if slots else empty
+            vals = np.concatenate([self.report_vals[s] for s in slots]) if slots else np.zeros((0, 4))
+            topics = np.concatenate([self.report_counts[s][0] for s in slots]) if slots else empty
+            sessions = np.concatenate([self.report_counts[s][1] for s in slots]) if slots else empty
+            order = np.argsort(ids, kind="stable")
+            starts = np.r_[0, np.flatnonzero(np.diff(ids[order])) + 1] if len(ids) else empty
+            rank = np.zeros(len(ids), dtype=np.int64)
+            if len(ids):
+                first = np.repeat(starts, np.diff(np.r_[starts, len(ids)]))
+                rank[order] = np.arange(len(ids)) - first
+            self._samples = (ids, vals, topics, sessions, rank)
+        return self._samples
+
     def update_bundle_data(self) -> None:
-        """One ``updateAll``: sample every reported bundle, drop the rest, recompute broker averages."""
+        """One ``updateAll``: sample every report's bundles, drop the rest, recompute broker averages."""
         self._grow()
-        rep = np.flatnonzero(self.rep_owner >= 0)
+        ids, vals, topics, sessions, rank = self._reported_samples()
+        rep = np.unique(ids)
         fresh = rep[~self.has[rep]]
         self.short[fresh] = PRIOR
         self.long[fresh] = PRIOR
@@ -191,12 +224,16 @@ class LeaderView:
         self.n_long[fresh] = 0
         self.has[:] = False
         self.has[rep] = True
-        x = self.rep_vals[rep]
-        self.n_short[rep] = np.minimum(self.n_short[rep] + 1, NUM_SHORT_SAMPLES)
-        self.n_long[rep] = np.minimum(self.n_long[rep] + 1, NUM_LONG_SAMPLES)
         step: Any = time_average_step  # the model's recurrence, applied elementwise to arrays
-        self.short[rep] = step(self.short[rep], self.n_short[rep][:, None], x)
-        self.long[rep] = step(self.long[rep], self.n_long[rep][:, None], x)
+        for r in range(int(rank.max(initial=-1)) + 1):  # a bundle's k-th report in the k-th pass
+            at = rank == r
+            b, x = ids[at], vals[at]
+            self.n_short[b] = np.minimum(self.n_short[b] + 1, NUM_SHORT_SAMPLES)
+            self.n_long[b] = np.minimum(self.n_long[b] + 1, NUM_LONG_SAMPLES)
+            self.short[b] = step(self.short[b], self.n_short[b][:, None], x)
+            self.long[b] = step(self.long[b], self.n_long[b][:, None], x)
+            self.topics[b] = topics[at]
+            self.sessions[b] = sessions[at]
         overlay: dict[str, BundleData] = {}
         old = self.load.bundleData
         if isinstance(old, LazyBundleData):
@@ -207,7 +244,10 @@ class LeaderView:
         names = self.cluster.names
         for slot, ids in self.report_ids.items():
             broker = self.load.brokers[names[slot]]
-            s, lt = self.short[ids].sum(axis=0), self.long[ids].sum(axis=0)
+            known = self.has[ids]  # a bundle without data (a split parent) counts as the prior (``#reset``)
+            prior = float((~known).sum()) * PRIOR
+            s = self.short[ids[known]].sum(axis=0) + prior
+            lt = self.long[ids[known]].sum(axis=0) + prior
             broker.timeAverageData = TimeAverageBrokerData(*(float(v) for v in (*s, *lt)))
             if broker.preallocatedBundleData:
                 self._prune_preallocations(slot, broker)
@@ -219,9 +259,10 @@ class LeaderView:
     def _prune_preallocations(self, slot: int, broker: BrokerData) -> None:
         cl = self.cluster
         keep = {}
+        reported = set(self.reported_by(slot).tolist())
         for name, data in broker.preallocatedBundleData.items():
             bid = cl.bundle_id.get(name)
-            if bid is None or not cl.alive[bid] or cl.owner[bid] != slot or self.rep_owner[bid] == slot:
+            if bid is None or not cl.alive[bid] or cl.owner[bid] != slot or bid in reported:
                 continue
             keep[name] = data
         broker.preallocatedBundleData = keep
@@ -235,7 +276,7 @@ class LeaderView:
         detector's on the full data (a test proves it).
         """
         self._grow()
-        rep = self.rep_owner >= 0
+        rep = (self.rep_count > 0) & self.cluster.alive[: len(self.rep_count)]
         lt = np.where(self.has[:, None], self.long, 0.0)
         met = split_conditions(
             self.topics, self.sessions, lt[:, 2] + lt[:, 3], lt[:, 0] + lt[:, 1], config.view(SplitSettings)
@@ -254,7 +295,6 @@ class LeaderView:
         """A split parent: remove its data from the leader (``#checkNamespaceBundleSplit``)."""
         self._grow()
         self.has[bid] = False
-        self.rep_owner[bid] = -1
         view = self.load.bundleData
         if isinstance(view, LazyBundleData):
             name = self.cluster.bundle_names[bid]

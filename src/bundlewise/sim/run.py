@@ -4,12 +4,13 @@
   same workload (a fresh generator with the scenario's seed each time, or the same trace), so the
   strategies see identical traffic.
 * ``summary(scenario, results)`` is ``{"scenario": name, "strategies": {NAME: METRICS}}``.
-* ``write_outputs(out, scenario, results)`` writes ``summary.json`` (sorted keys, fixed float rounding:
+* ``write_outputs(out, scenario, results)`` writes ``summary.json`` (fixed key order and float rounding:
   byte-identical for the same inputs and seed except each ``wall_seconds``), ``timeline.parquet``
   (pyarrow; one row per strategy × tick × broker slot: ``strategy, tick, time_ms, broker, up,
-  true_load, reported_load, bundles``, and with a ``[dispatch]`` section ``dispatched_msgs,
-  dispatched_bytes, dispatch_throttled_reads, backlog_msgs``), ``decisions.jsonl`` (every assignment,
-  unload and split, with its reason) and, rendered by the caller, ``report.html``.
+  true_load, reported_load, bundles, delivered_load, backlog_bytes``, and with a ``[dispatch]`` section
+  ``dispatched_msgs, dispatched_bytes, dispatch_throttled_reads, backlog_msgs``), ``decisions.jsonl``
+  (every assignment, unload and split, with its reason) and, rendered by the caller, ``report.html``.
+  All the writing of ``--out`` is this one function.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from bundlewise.sim.dispatch import DISPATCH_METRIC_KEYS
 from bundlewise.sim.engine import Engine, RunResult
 from bundlewise.sim.metrics import METRIC_KEYS
 from bundlewise.sim.scenario import Scenario
+from bundlewise.traffic.layout import RecordedLayout
 from bundlewise.traffic.trace import TraceWorkload
 from bundlewise.traffic.workload import GeneratedWorkload, Workload
 
@@ -46,14 +48,21 @@ def simulate(
     trace: TraceWorkload | None = None,
     progress: ProgressFactory | None = None,
     config: Config | None = None,
+    layout: RecordedLayout | None = None,
 ) -> list[RunResult]:
-    """One run per strategy; strategy names may repeat only once each."""
+    """One run per strategy; strategy names may repeat only once each.  With a recorded ``layout`` the runs
+    start from it (``sim.layout``)."""
     results = []
     seen: set[str] = set()
     for strategy in strategies:
         label = strategy if isinstance(strategy, str) else strategy.name
         engine = Engine(
-            scenario, make_workload(scenario, trace), strategy, config, progress(label) if progress else None
+            scenario,
+            make_workload(scenario, trace),
+            strategy,
+            config,
+            progress(label) if progress else None,
+            layout=layout,
         )
         if engine.strategy in seen:
             raise InputError(f"strategy {engine.strategy!r} given twice", field="--strategy")
@@ -104,9 +113,7 @@ def timeline_table(results: Sequence[RunResult]) -> Any:
     """The timeline as a ``pyarrow.Table``."""
     import pyarrow as pa
 
-    parts: dict[str, list[np.ndarray]] = {
-        k: [] for k in ("strategy", "tick", "time_ms", "broker", "up", "true_load", "reported_load", "bundles")
-    }
+    parts: dict[str, list[np.ndarray]] = {k: [] for k in TIMELINE_COLUMNS}
     for r in results:
         ticks, slots = r.true_load.shape
         parts["strategy"].append(np.full(ticks * slots, r.strategy, dtype=object))
@@ -117,6 +124,10 @@ def timeline_table(results: Sequence[RunResult]) -> Any:
         parts["true_load"].append(np.where(r.up, r.true_load, np.nan).reshape(-1))
         parts["reported_load"].append(r.reported_load.reshape(-1))
         parts["bundles"].append(r.bundles.reshape(-1))
+        delivered = r.delivered_load if r.delivered_load is not None else r.true_load
+        parts["delivered_load"].append(np.where(r.up, delivered, np.nan).reshape(-1))
+        backlog = r.backlog_bytes if r.backlog_bytes is not None else np.zeros_like(r.true_load)
+        parts["backlog_bytes"].append(backlog.reshape(-1))
     cols = {k: np.concatenate(v) if v else np.zeros(0) for k, v in parts.items()}
     return pa.table(
         {
@@ -128,11 +139,25 @@ def timeline_table(results: Sequence[RunResult]) -> Any:
             "true_load": pa.array(cols["true_load"], type=pa.float64(), from_pandas=True),
             "reported_load": pa.array(cols["reported_load"], type=pa.float64(), from_pandas=True),
             "bundles": pa.array(cols["bundles"], type=pa.int64()),
+            "delivered_load": pa.array(cols["delivered_load"], type=pa.float64(), from_pandas=True),
+            "backlog_bytes": pa.array(cols["backlog_bytes"], type=pa.float64()),
             **_dispatch_columns(results),
         }
     )
 
 
+TIMELINE_COLUMNS = (
+    "strategy",
+    "tick",
+    "time_ms",
+    "broker",
+    "up",
+    "true_load",
+    "reported_load",
+    "bundles",
+    "delivered_load",
+    "backlog_bytes",
+)
 DISPATCH_COLUMNS = ("dispatched_msgs", "dispatched_bytes", "dispatch_throttled_reads", "backlog_msgs")
 
 

@@ -17,9 +17,10 @@ a scenario may carry:
   std-dev of each topic's rate per tick), ``cpu_jitter`` (relative std-dev of measured CPU), and
   ``[[workload.bursts]]`` with ``namespace``, ``at``, ``duration``, ``factor``.
 
-A broker listed under ``[[brokers]]`` that has an ``add`` event starts absent and joins at that event
-with its listed capacity; an ``add`` of an unlisted broker takes ``[broker_defaults]``.
-Errors are one-line ``InputError``s naming the file and the field.
+A broker's first event decides how it starts (``sim.events``): a listed broker whose first event is
+``add`` starts absent and joins at that event with its listed capacity, any other listed broker is up at the
+start; an ``add`` of an unlisted broker takes ``[broker_defaults]``.  An event that changes nothing is kept out
+of the run with a warning.  Errors are one-line ``InputError``s naming the file and the field.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from bundlewise.model.durations import parse_duration
 from bundlewise.model.errors import InputError
 from bundlewise.model.names import NamespaceName
 from bundlewise.sim.dispatch_spec import DispatchSpec, parse_dispatch
+from bundlewise.sim.events import initial_brokers, transitions
 from bundlewise.traffic.cost import BROKER_DEFAULTS, BROKER_FIELDS, BrokerSpec
 from bundlewise.traffic.workload import Burst, NamespaceSpec, WorkloadSpec
 
@@ -62,8 +64,9 @@ class Scenario:
     config: Config
     workload: WorkloadSpec = field(default_factory=WorkloadSpec)
     strategies: tuple[str, ...] = ()
-    warnings: tuple[str, ...] = ()  # unknown balancer keys, for the CLI to print
+    warnings: tuple[str, ...] = ()  # unknown balancer keys, events that change nothing: for the CLI to print
     dispatch: DispatchSpec | None = None  # the optional [dispatch] section (sim/dispatch_spec.py)
+    broker_defaults: BrokerSpec = field(default_factory=lambda: BrokerSpec("defaults"))  # [broker_defaults]
 
     def with_seed(self, seed: int | None) -> Scenario:
         return self if seed is None else replace(self, seed=seed)
@@ -165,7 +168,6 @@ def parse_scenario(doc: dict[str, Any], source: str) -> Scenario:
     if not brokers:
         raise r.err("brokers", "at least one [[brokers]] table", [])
     events: list[Event] = []
-    added: set[str] = set()
     for i, e in enumerate(r.tables(doc, "events", "")):
         where = f"events[{i}]."
         at = r.duration(e, "at", where, "0s")
@@ -176,13 +178,14 @@ def parse_scenario(doc: dict[str, Any], source: str) -> Scenario:
         if action == "add":
             if all(b.name != name for b in brokers):
                 brokers.append(_broker(r, {}, defaults, where, name))
-            added.add(name)
         elif all(b.name != name for b in brokers):
             raise r.err(f"{where}broker", "a broker listed under [[brokers]] or added by an earlier event", name)
         down = r.duration(e, "down_for", where, "1m")
         events.append(Event(at, action, name, down))
+    listed = [b.name for b in brokers[: len(r.tables(doc, "brokers", ""))]]
+    initial = initial_brokers(listed, events)
+    event_warnings = [f"warning: {source}: {w}" for w in transitions(initial, events)[1]]
     events.sort(key=lambda ev: ev.at)
-    initial = tuple(b.name for b in brokers if b.name not in added)
     namespaces: list[NamespaceSpec] = []
     for i, n in enumerate(r.tables(doc, "namespaces", "")):
         where = f"namespaces[{i}]."
@@ -206,6 +209,7 @@ def parse_scenario(doc: dict[str, Any], source: str) -> Scenario:
                 producers=r.integer(n, "producers", where, 1),
                 consumers=r.integer(n, "consumers", where, 1),
                 owner=owner,
+                bundles_given="bundles" in n,
             )
         )
     wl = r.table(doc, "workload", "")
@@ -234,7 +238,7 @@ def parse_scenario(doc: dict[str, Any], source: str) -> Scenario:
         bursts=tuple(bursts),
     )
     balancer = r.table(doc, "balancer", "")
-    warnings: list[str] = []
+    warnings: list[str] = list(event_warnings)
     config = Config().with_values(balancer, source=f"{source}: balancer", warnings=warnings).check()
     strategies = doc.get("strategies", [])
     if not isinstance(strategies, list) or not all(isinstance(s, str) for s in strategies):
@@ -254,6 +258,7 @@ def parse_scenario(doc: dict[str, Any], source: str) -> Scenario:
         strategies=tuple(strategies),
         warnings=tuple(warnings),
         dispatch=parse_dispatch(doc.get("dispatch"), source),
+        broker_defaults=BrokerSpec("defaults", **defaults),
     )
 
 

@@ -24,6 +24,7 @@ from bundlewise.sim.engine import Engine
 from bundlewise.sim.metrics import METRIC_KEYS
 from bundlewise.sim.run import make_workload
 from bundlewise.sim.scenario import Scenario
+from bundlewise.traffic.layout import RecordedLayout
 from bundlewise.traffic.trace import TraceWorkload
 
 Point = dict[str, str]
@@ -50,15 +51,15 @@ def parse_grid(axes: Sequence[str], strategies: Sequence[str]) -> list[Point]:
     return [dict(zip(keys, combo, strict=True)) for combo in itertools.product(*(v for _, v in parsed))]
 
 
-Task = tuple[Scenario, TraceWorkload | None, Point, SheddingEntry]
+Task = tuple[Scenario, TraceWorkload | None, Point, SheddingEntry, RecordedLayout | None]
 
 
 def run_point(task: Task) -> dict[str, Any]:
     """One simulation of a grid point (runs on a Spark executor)."""
-    scenario, trace, point, entry = task
+    scenario, trace, point, entry, layout = task
     settings = {k: v for k, v in point.items() if k != "strategy"}
     config = scenario.config.with_values(settings, source="--grid")
-    result = Engine(scenario, make_workload(scenario, trace), entry, config).run()
+    result = Engine(scenario, make_workload(scenario, trace), entry, config, layout=layout).run()
     return {**point, **{k: result.metrics[k] for k in METRIC_KEYS}}
 
 
@@ -72,11 +73,15 @@ def validate_points(scenario: Scenario, points: Sequence[Point]) -> list[Sheddin
 
 
 def run_sweep(
-    spark: Any, scenario: Scenario, points: Sequence[Point], trace: TraceWorkload | None = None
+    spark: Any,
+    scenario: Scenario,
+    points: Sequence[Point],
+    trace: TraceWorkload | None = None,
+    layout: RecordedLayout | None = None,
 ) -> list[dict[str, Any]]:
-    """Every point as a Spark task; rows in grid order."""
+    """Every point as a Spark task; rows in grid order (a recording's ``layout`` the runs start from)."""
     entries = validate_points(scenario, points)
-    tasks: list[Task] = [(scenario, trace, p, e) for p, e in zip(points, entries, strict=True)]
+    tasks: list[Task] = [(scenario, trace, p, e, layout) for p, e in zip(points, entries, strict=True)]
     indices = spark.sparkContext.parallelize(range(len(tasks)), max(1, len(tasks)))
     rows: list[dict[str, Any]] = indices.map(lambda i: run_point(tasks[i])).collect()
     return rows

@@ -39,11 +39,15 @@ class TickView(Protocol):
 
     def stats_of(self, ids: np.ndarray) -> dict[str, NamespaceBundleStats]: ...
 
+    def stats_names(self) -> list[str]: ...  # per bundle id measured this tick: its name
+
 
 class Manager(Protocol):
     """The engine's side of a load manager."""
 
     name: str
+
+    def brokers_changed(self, brokers: list[str], now: int) -> None: ...  # the brokers up, after events
 
     def observe(self, view: TickView, config: Config, now: int) -> None: ...
 

@@ -41,13 +41,15 @@ class BrokerSpec:
     cpu_us_per_msg: float = 10.0
     cpu_us_per_kib: float = 2.0
 
+    def traffic_cores(self, rate_in: float, rate_out: float, tput_in: float, tput_out: float) -> float:
+        """CPU cores the traffic costs above the base (before jitter)."""
+        per_msg = (rate_in + rate_out) * self.cpu_us_per_msg * MICROS
+        per_kib = (tput_in + tput_out) / 1024.0 * self.cpu_us_per_kib * MICROS
+        return per_msg + per_kib
+
     def cores_used(self, rate_in: float, rate_out: float, tput_in: float, tput_out: float) -> float:
-        """CPU cores the traffic costs (before jitter)."""
-        return (
-            self.cpu_base_cores
-            + (rate_in + rate_out) * self.cpu_us_per_msg * MICROS
-            + (tput_in + tput_out) / 1024.0 * self.cpu_us_per_kib * MICROS
-        )
+        """CPU cores used with this traffic (before jitter)."""
+        return self.cpu_base_cores + self.traffic_cores(rate_in, rate_out, tput_in, tput_out)
 
     def resources(
         self, rate_in: float, rate_out: float, tput_in: float, tput_out: float, cpu_factor: float = 1.0
@@ -110,20 +112,37 @@ def broker_usage(
     tput_out: np.ndarray,
     jitter: float = 0.0,
     rng: np.random.Generator | None = None,
+    factor: np.ndarray | None = None,
 ) -> Usage:
-    """Usage of every broker slot from its summed traffic (arrays over slots; ``up`` masks running ones)."""
-    cores = (
-        capacity.cpu_base
-        + (rate_in + rate_out) * capacity.us_per_msg * MICROS
-        + (tput_in + tput_out) / 1024.0 * capacity.us_per_kib * MICROS
-    )
-    if jitter > 0 and rng is not None:
-        cores = cores * np.maximum(0.0, 1.0 + jitter * rng.standard_normal(len(cores)))
+    """Usage of every broker slot from its summed traffic (arrays over slots; ``up`` masks running ones).
+    CPU is multiplied by ``factor`` when given (a jitter drawn by ``jitter_factors``), else by a fresh draw
+    from ``rng`` when ``jitter > 0``."""
+    cores = capacity.cpu_base + traffic_cores(capacity, rate_in, rate_out, tput_in, tput_out)
+    if factor is None and jitter > 0 and rng is not None:
+        factor = jitter_factors(len(cores), jitter, rng)
+    if factor is not None:
+        cores = cores * factor
     cores = np.where(up, cores, 0.0)
     nic = capacity.nic_mbps * 1e6
     return Usage(
         cores, cores / capacity.cpu_cores, np.where(up, tput_in * 8 / nic, 0.0), np.where(up, tput_out * 8 / nic, 0.0)
     )
+
+
+def traffic_cores(
+    capacity: Capacities, rate_in: np.ndarray, rate_out: np.ndarray, tput_in: np.ndarray, tput_out: np.ndarray
+) -> np.ndarray:
+    """``BrokerSpec.traffic_cores`` for every broker slot."""
+    per_msg = (rate_in + rate_out) * capacity.us_per_msg * MICROS
+    per_kib = (tput_in + tput_out) / 1024.0 * capacity.us_per_kib * MICROS
+    total: np.ndarray = per_msg + per_kib
+    return total
+
+
+def jitter_factors(n: int, jitter: float, rng: np.random.Generator) -> np.ndarray:
+    """Per broker slot, the measured CPU's multiplier ``max(0, 1 + jitter·N(0,1))`` (one draw per slot)."""
+    factors: np.ndarray = np.maximum(0.0, 1.0 + jitter * rng.standard_normal(n))
+    return factors
 
 
 def system_resources(

@@ -1,14 +1,18 @@
 """A recorded topic-samples trace as a workload: a step function over sample groups.
 
-The caller reads the file (Parquet, CSV or JSON Lines; docs/formats.md) and hands over a table: a
-``pyarrow.Table`` or a pandas ``DataFrame`` (anything with those column accessors).  Columns:
-``timestamp`` (ms), ``topic``, ``msgRateIn``, ``msgRateOut``, ``msgThroughputIn``, ``msgThroughputOut``
-(required) and ``producerCount``, ``consumerCount`` (optional, 0 when absent or null).
+The caller reads the file (``traffic.readers``: Parquet, CSV, JSON Lines, the pipeline's outputs; or Spark)
+and hands over a table of samples: a ``pyarrow.Table`` or a pandas ``DataFrame``.  Columns: ``timestamp``
+(ms), ``topic``, ``msgRateIn``, ``msgRateOut``, ``msgThroughputIn``, ``msgThroughputOut`` (required) and
+``producerCount``, ``consumerCount`` (optional, 0 when absent or null).  A row with a null ``topic`` and a
+``bundle`` (the pipeline's bundle-level rows: load reports, ``bundle_load/``) stands for that bundle's topics:
+it becomes one entry named ``bundle:<bundle>`` placed at the bundle's lower hash boundary, counting ``topics``
+topics (the ``topics`` column).
 
-Semantics: samples are grouped by timestamp; trace time 0 is the first timestamp; at time ``t`` the
-latest sample group at or before ``t`` holds, and a topic absent from that group is idle.  Rows are
-taken in (timestamp, topic) order, so of two rows naming the same topic at one timestamp the later
-one holds.  A topic's producers and consumers are its largest counts over the trace.
+Semantics: samples are grouped by timestamp; trace time 0 is the first timestamp; at time ``t`` the latest
+sample group at or before ``t`` holds — rates, producers and consumers alike (sample and hold), a topic absent
+from that group being idle (no traffic, no sessions); a recorded bundle's topic count holds until its next
+sample.  Rows are taken in timestamp order, input order within one timestamp, so of two rows naming the same
+topic at one timestamp the later one holds.
 """
 
 from __future__ import annotations
@@ -16,36 +20,72 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
+from bundlewise.model.bundles import Bundle
 from bundlewise.model.errors import InputError
-from bundlewise.model.names import TopicName, full_topic_name
-from bundlewise.traffic.workload import Rates, Topics
+from bundlewise.model.hashing import crc32_hash
+from bundlewise.model.names import TopicName, bundle_namespace
+from bundlewise.traffic.columns import COUNT_FIELDS, RATE_FIELDS
+from bundlewise.traffic.workload import Counts, Rates, Topics
 
-RATE_COLUMNS = ("msgRateIn", "msgRateOut", "msgThroughputIn", "msgThroughputOut")
-COUNT_COLUMNS = ("producerCount", "consumerCount")
-TRACE_COLUMNS = ("timestamp", "topic", *RATE_COLUMNS, *COUNT_COLUMNS, "broker")
-"""The columns of a topic-samples trace; ``broker`` (the owner when recorded) is optional."""
-
-
-def _column(table: Any, name: str) -> np.ndarray | None:
-    """A column of an Arrow table or a pandas frame as a numpy array (None when absent)."""
-    names = table.column_names if hasattr(table, "column_names") else list(table.columns)
-    if name not in names:
-        return None
-    if hasattr(table, "column_names"):
-        values: np.ndarray = table.column(name).to_numpy(zero_copy_only=False)
-    else:
-        values = table[name].to_numpy()
-    return values
+RATE_COLUMNS = RATE_FIELDS
+COUNT_COLUMNS = COUNT_FIELDS
+BUNDLE_PREFIX = "bundle:"
 
 
-def _numbers(values: np.ndarray | None, n: int, dtype: Any) -> np.ndarray:
-    """Numbers with absent columns and nulls as 0."""
-    if values is None:
-        return np.zeros(n, dtype=dtype)
-    as_float = np.array([np.nan if v is None else v for v in values], dtype=float) if values.dtype == object else values
-    out: np.ndarray = np.nan_to_num(np.asarray(as_float, dtype=float), nan=0.0).astype(dtype)
-    return out
+def _arrow(table: Any) -> pa.Table:
+    if isinstance(table, pa.Table):
+        return table
+    return pa.Table.from_pandas(table, preserve_index=False)
+
+
+def _numbers(table: pa.Table, name: str, dtype: Any) -> np.ndarray:
+    """A numeric column as numpy, absent columns and nulls as 0."""
+    if name not in table.column_names:
+        return np.zeros(table.num_rows, dtype=dtype)
+    col = table.column(name)
+    if not (pa.types.is_integer(col.type) or pa.types.is_floating(col.type)):
+        col = col.cast(pa.float64())
+    values: np.ndarray = col.fill_null(0).to_numpy()
+    if np.issubdtype(values.dtype, np.floating):
+        values = np.nan_to_num(values, nan=0.0)
+    return values.astype(dtype, copy=False)
+
+
+def _names(column: pa.ChunkedArray) -> tuple[list[str | None], np.ndarray]:
+    """A string column dictionary-encoded: the distinct values and each row's index into them (-1: null)."""
+    arr = column.combine_chunks() if column.num_chunks != 1 else column.chunk(0)
+    if not pa.types.is_dictionary(arr.type):
+        arr = pc.dictionary_encode(arr.cast(pa.string()))
+    dictionary = arr.dictionary.cast(pa.string()).to_pylist()
+    indices: np.ndarray = arr.indices.fill_null(-1).to_numpy().astype(np.int64)
+    return dictionary, indices
+
+
+class _Held:
+    """Values of some entries sampled at some groups, each held from its sample to the next (before its first
+    sample: the first), looked up for every entry at once."""
+
+    def __init__(
+        self, entries: np.ndarray, row_entry: np.ndarray, groups: np.ndarray, values: np.ndarray, n_groups: int
+    ):
+        self.entries = entries
+        local = np.full(int(row_entry.max(initial=0)) + 1, -1, dtype=np.int64)
+        local[entries] = np.arange(len(entries))
+        span = n_groups + 1
+        keys = local[row_entry] * span + groups
+        order = np.argsort(keys, kind="stable")
+        self.keys, self.values, self.span = keys[order], values[order], span
+        first = np.searchsorted(self.keys, np.arange(len(entries)) * span)
+        self.first = self.values[np.minimum(first, len(self.values) - 1)]
+
+    def fill(self, out: np.ndarray, group: int) -> None:
+        local = np.arange(len(self.entries))
+        at = np.searchsorted(self.keys, local * self.span + group, side="right") - 1
+        ok = (at >= 0) & (self.keys[np.maximum(at, 0)] // self.span == local)
+        out[self.entries] = np.where(ok, self.values[np.maximum(at, 0)], self.first)
 
 
 class TraceWorkload:
@@ -53,48 +93,99 @@ class TraceWorkload:
 
     COLUMNS = RATE_COLUMNS
 
-    def __init__(self, table: Any, source: str) -> None:
-        n = table.num_rows if hasattr(table, "num_rows") else len(table)
+    def __init__(self, samples: Any, source: str) -> None:
+        table = _arrow(samples)
+        n = table.num_rows
         if n == 0:
             raise InputError("the trace has no valid samples", source=source)
         for col in ("timestamp", "topic", *RATE_COLUMNS):
-            if _column(table, col) is None:
+            if col not in table.column_names:
                 raise InputError(f"missing column {col!r}", source=source)
-        raw_ts = _column(table, "timestamp")
-        raw_topics = _column(table, "topic")
-        assert raw_ts is not None and raw_topics is not None
-        ts = np.asarray(raw_ts, dtype=np.int64)
-        topics_raw = np.array([str(t) for t in raw_topics], dtype=object)
-        _, topic_rank = np.unique(topics_raw, return_inverse=True)
-        order = np.lexsort((topic_rank, ts))  # stable: (timestamp, topic) order, ties keep input order
-        ts = ts[order]
-        topic_names = [full_topic_name(t) for t in topics_raw[order]]
-        names = sorted(set(topic_names))
-        index = {name: i for i, name in enumerate(names)}
-        namespaces: list[str] = []
-        ns_of: dict[str, int] = {}
-        topic_ns = np.zeros(len(names), dtype=np.int64)
-        for i, name in enumerate(names):
-            ns = str(TopicName.parse(name).namespace)
-            topic_ns[i] = ns_of.setdefault(ns, len(ns_of))
-            if ns_of[ns] == len(namespaces):
-                namespaces.append(ns)
-        self.namespaces = namespaces
-        tidx = np.array([index[name] for name in topic_names], dtype=np.int64)
+        ts = _numbers(table, "timestamp", np.int64)
+        entry, names, hashes, namespaces = self._entries(table, source)
+        order: np.ndarray | None = np.argsort(ts, kind="stable")
+        if order is not None and np.all(order == np.arange(n)):
+            order = None
+        ts = ts if order is None else ts[order]
         self.t0 = int(ts[0])
         self.times, starts = np.unique(ts - self.t0, return_index=True)
-        self.bounds = np.append(starts, len(ts))
-        self.tidx = tidx
-        self.values = np.stack([_numbers(_column(table, c), n, float)[order] for c in RATE_COLUMNS])
-        prod = np.zeros(len(names), dtype=np.int64)
-        cons = np.zeros(len(names), dtype=np.int64)
-        for col, arr in zip(COUNT_COLUMNS, (prod, cons), strict=True):
-            np.maximum.at(arr, tidx, _numbers(_column(table, col), n, np.int64)[order])
-        self.topics = Topics(names, topic_ns, prod, cons)
+        self.bounds = np.append(starts, n)
+        self.tidx = entry if order is None else entry[order]
+
+        def ordered(values: np.ndarray) -> np.ndarray:
+            return values if order is None else values[order]
+
+        self.values = [ordered(_numbers(table, c, float)) for c in RATE_COLUMNS]
+        self.sessions = [ordered(_numbers(table, c, np.int64)) for c in COUNT_COLUMNS]
+        self.namespaces = namespaces[1]
+        self.topics = Topics(names, namespaces[0], hashes)
+        self._weights = self._recorded_weights(table, order, len(names))
         self._cache: tuple[int, Rates] | None = None
+        self._count_cache: tuple[int, Counts] | None = None
+
+    def _entries(self, table: pa.Table, source: str) -> tuple[np.ndarray, list[str], Any, tuple[np.ndarray, list[str]]]:
+        """Per row its entry (topic, or recorded bundle); the entries' names in sorted order, their hash
+        positions (None when every entry is a topic) and namespaces."""
+        raw, row_raw = _names(table.column("topic"))
+        full: list[str | None] = []
+        for name in raw:
+            try:
+                full.append(None if name is None else str(TopicName.parse(name)))
+            except InputError as e:
+                raise InputError(f"topic {name!r}: {e}", source=source) from None
+        bundles: list[str | None] = []
+        row_bundle = np.full(table.num_rows, -1, dtype=np.int64)
+        if "bundle" in table.column_names:
+            bundles, row_bundle = _names(table.column("bundle"))
+        topic_null = row_raw < 0
+        if topic_null.any() and (row_bundle[topic_null] < 0).any():
+            raise InputError("a sample has neither topic nor bundle", source=source)
+        keys = [f"{BUNDLE_PREFIX}{b}" for b in bundles]
+        distinct = sorted({f for f in full if f is not None} | {keys[i] for i in np.unique(row_bundle[topic_null])})
+        index = {name: i for i, name in enumerate(distinct)}
+        raw_to_entry = np.array([-1 if f is None else index[f] for f in full] + [-1], dtype=np.int64)
+        entry = raw_to_entry[row_raw]
+        if topic_null.any():
+            bundle_to_entry = np.array([index.get(k, -1) for k in keys] + [-1], dtype=np.int64)
+            entry[topic_null] = bundle_to_entry[row_bundle[topic_null]]
+        ns_of: dict[str, int] = {}
+        topic_ns = np.zeros(len(distinct), dtype=np.int64)
+        hashes = np.full(len(distinct), -1, dtype=np.int64)
+        recorded = False
+        for i, name in enumerate(distinct):
+            if name.startswith(BUNDLE_PREFIX):
+                bundle = name[len(BUNDLE_PREFIX) :]
+                try:
+                    hashes[i] = Bundle.parse(bundle).lower
+                except InputError as e:
+                    raise InputError(f"bundle {bundle!r}: {e}", source=source) from None
+                ns = bundle_namespace(bundle)
+                recorded = True
+            else:
+                ns = str(TopicName.parse(name).namespace)
+            topic_ns[i] = ns_of.setdefault(ns, len(ns_of))
+        if recorded:
+            for i, name in enumerate(distinct):
+                if hashes[i] < 0:
+                    hashes[i] = crc32_hash(name)
+        return entry, distinct, hashes if recorded else None, (topic_ns, list(ns_of))
+
+    def _recorded_weights(self, table: pa.Table, order: np.ndarray | None, n: int) -> _Held | None:
+        """The topic counts of recorded-bundle entries, per sample group (held between samples)."""
+        if self.topics.hashes is None:
+            return None
+        is_bundle = np.array([name.startswith(BUNDLE_PREFIX) for name in self.topics.names], dtype=bool)
+        rows = np.flatnonzero(is_bundle[self.tidx])
+        counts = _numbers(table, "topics", np.int64) if "topics" in table.column_names else np.ones(len(self.tidx))
+        counts = (counts if order is None else counts[order])[rows]
+        groups = np.searchsorted(self.bounds, rows, side="right") - 1
+        return _Held(np.flatnonzero(is_bundle), self.tidx[rows], groups, counts.astype(np.int64), len(self.times))
+
+    def _group(self, now: int) -> int:
+        return int(np.searchsorted(self.times, now, side="right")) - 1
 
     def rates(self, now: int) -> Rates:
-        g = int(np.searchsorted(self.times, now, side="right")) - 1
+        g = self._group(now)
         if self._cache is not None and self._cache[0] == g:
             return self._cache[1]
         n = len(self.topics.names)
@@ -102,7 +193,25 @@ class TraceWorkload:
         if g >= 0:
             lo, hi = self.bounds[g], self.bounds[g + 1]
             for k in range(4):
-                out[k][self.tidx[lo:hi]] = self.values[k, lo:hi]
+                out[k][self.tidx[lo:hi]] = self.values[k][lo:hi]
         rates: Rates = (out[0], out[1], out[2], out[3])
         self._cache = (g, rates)
         return rates
+
+    def counts(self, now: int) -> Counts:
+        """Topics per entry (1, or a recorded bundle's held count), producers and consumers of the group."""
+        g = self._group(now)
+        if self._count_cache is not None and self._count_cache[0] == g:
+            return self._count_cache[1]
+        n = len(self.topics.names)
+        weights = np.ones(n, dtype=np.int64)
+        prod, cons = np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64)
+        if g >= 0:
+            lo, hi = self.bounds[g], self.bounds[g + 1]
+            prod[self.tidx[lo:hi]] = self.sessions[0][lo:hi]
+            cons[self.tidx[lo:hi]] = self.sessions[1][lo:hi]
+        if self._weights is not None:
+            self._weights.fill(weights, max(g, 0))
+        counts: Counts = (weights, prod, cons)
+        self._count_cache = (g, counts)
+        return counts

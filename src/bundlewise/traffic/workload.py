@@ -1,8 +1,9 @@
 """Workloads: per-topic rates at each moment, from the built-in generator (or a trace, ``traffic.trace``).
 
-A workload fixes the topic list (names, namespace, producers, consumers) and answers ``rates(now)``
-with four arrays over topics: ``msgRateIn``, ``msgRateOut`` (msg/s), ``msgThroughputIn``,
-``msgThroughputOut`` (bytes/s).
+A workload fixes the topic list (names and namespaces; optionally each topic's hash position, for a recorded
+bundle standing for its topics) and answers, at each moment, ``rates(now)`` -- four arrays over topics:
+``msgRateIn``, ``msgRateOut`` (msg/s), ``msgThroughputIn``, ``msgThroughputOut`` (bytes/s) -- and
+``counts(now)`` -- the topics each entry stands for (1 for a topic), its producers and its consumers.
 
 **Generator** (``GeneratedWorkload``), all randomness from one ``numpy`` generator seeded by the scenario:
 
@@ -39,6 +40,7 @@ class NamespaceSpec:
     producers: int = 1
     consumers: int = 1
     owner: str | None = None
+    bundles_given: bool = False  # the scenario sets ``bundles`` (a recorded layout does not override it)
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,11 +64,12 @@ class WorkloadSpec:
 class Topics:
     names: list[str]
     namespace: np.ndarray  # index into the namespace list
-    producers: np.ndarray
-    consumers: np.ndarray
+    hashes: np.ndarray | None = None  # hash positions; None: the CRC-32 of each name (``model.hashing``)
 
 
 Rates = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+Counts = tuple[np.ndarray, np.ndarray, np.ndarray]
+"""Per topic entry: the topics it stands for, producers, consumers (int64 arrays)."""
 
 
 class Workload(Protocol):
@@ -74,6 +77,8 @@ class Workload(Protocol):
     namespaces: list[str]
 
     def rates(self, now: int) -> Rates: ...
+
+    def counts(self, now: int) -> Counts: ...
 
 
 class GeneratedWorkload:
@@ -99,7 +104,8 @@ class GeneratedWorkload:
         def cat(parts: list[np.ndarray], dtype: Any = float) -> np.ndarray:
             return np.concatenate(parts) if parts else np.zeros(0, dtype=dtype)
 
-        self.topics = Topics(names, cat(ns_idx, np.int64), cat(prod, np.int64), cat(cons, np.int64))
+        self.topics = Topics(names, cat(ns_idx, np.int64))
+        self._counts: Counts = (np.ones(len(names), dtype=np.int64), cat(prod, np.int64), cat(cons, np.int64))
         self.base_in, self.base_out, self.size = cat(base_in), cat(base_out), cat(size)
         self.rng = np.random.default_rng(seed)
         self.bursts = [(self.namespaces.index(b.namespace), b) for b in spec.bursts]
@@ -114,6 +120,10 @@ class GeneratedWorkload:
         if s.noise > 0:
             f *= np.maximum(0.0, 1.0 + s.noise * self.rng.standard_normal(len(f)))
         return f
+
+    def counts(self, now: int) -> Counts:
+        """Every topic is one topic with its namespace's producers and consumers, at all times."""
+        return self._counts
 
     def rates(self, now: int) -> Rates:
         f = self.factor(now)

@@ -6,7 +6,8 @@ throughput (0 without bundle data), and it is accepted while
 ``current bundles of its namespace + accepted this round < loadBalancerNamespaceMaximumBundles``.
 The current count is given by the caller (``--bundle-counts``, the simulator's namespaces) or counted
 from the load data.  The leader's own guards (auto split enabled, more than one broker) belong to the
-caller (``ModularFamily.leader_splits``).
+caller (``ModularFamily.leader_splits``).  The result is a set of bundles: a bundle that two reports list
+(it moved between them) is a candidate once, from the first broker listing it.
 """
 
 from __future__ import annotations
@@ -38,8 +39,11 @@ def find_bundles_to_split(
     counts = bundle_counts if bundle_counts is not None else count_bundles(load)
     accepted: Counter[str] = Counter()
     out: list[SplitDecision] = []
+    chosen: set[str] = set()
     for broker, data in load.brokers.items():
         for bundle, stats in data.localData.lastStats.items():
+            if bundle in chosen:
+                continue
             bd = load.bundleData.get(bundle)
             rate = bd.longTermData.total_msg_rate if bd else 0.0
             tput = bd.longTermData.total_msg_throughput if bd else 0.0
@@ -49,6 +53,7 @@ def find_bundles_to_split(
             ns = namespace_of(bundle)
             if counts.get(ns, 1) + accepted[ns] < limit:
                 accepted[ns] += 1
+                chosen.add(bundle)
                 why = describe(reasons, stats, rate, tput, config, "long-term")
                 out.append(SplitDecision(bundle, broker, tuple(reasons), why))
     return out
