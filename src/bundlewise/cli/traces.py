@@ -9,23 +9,28 @@ from __future__ import annotations
 
 from typing import Any
 
-from bundlewise.cli.common import needs_extra
+from bundlewise.cli.common import check_master, needs_extra
 from bundlewise.traffic.trace import COUNT_COLUMNS, RATE_COLUMNS, TraceWorkload
 
 
 def spark_session(master: str) -> Any:
-    """The one SparkSession of this process, on ``master``."""
+    """The one SparkSession of this process, on ``master`` (Ctrl-C while it starts prints one line)."""
+    check_master(master)
     with needs_extra("spark", "reading a trace or sweeping on Spark"):
+        from bundlewise.pipeline.interrupts import quiet_interrupts
         from bundlewise.pipeline.session import get_session
 
-        return get_session(master)
+        with quiet_interrupts():
+            return get_session(master)
 
 
 def read_trace(spark: Any, path: str) -> TraceWorkload:
     """The trace at ``path`` as a workload (read on ``spark``)."""
     with needs_extra("spark", "reading a trace"):
+        from bundlewise.pipeline.interrupts import quiet_interrupts
         from bundlewise.pipeline.jobs import read_input
 
-        ingested = read_input(spark, path, None)
-        table = ingested.samples.select("timestamp", "topic", *RATE_COLUMNS, *COUNT_COLUMNS).toArrow()
+        with quiet_interrupts(spark):
+            ingested = read_input(spark, path, None)
+            table = ingested.samples.select("timestamp", "topic", *RATE_COLUMNS, *COUNT_COLUMNS).toArrow()
     return TraceWorkload(table, path)

@@ -5,7 +5,7 @@
   Python): ``timestamp`` present and in ms (or ISO-8601), ``topic`` present, rates and counts
   numbers ≥ 0 and finite, counts whole.  Absent optional fields take 0 (producerCount,
   consumerCount; a missing rate column counts as 0 as in ``bundlewise split``'s topic lists).
-* ``samples_from_dumps(spark, files, fmt)``: ``(name, text)`` pairs of dump files (broker-stats/topics,
+* ``samples_from_dumps(spark, files, fmt)``: ``(name, text, fallback time)`` items of dump files (broker-stats/topics,
   load reports, Prometheus text) parsed by ``dumps`` on the executors.
 
 Each reject is ``(source, record, reason)``.  Reading paths is ``jobs``' business: functions here
@@ -127,15 +127,16 @@ def validate_trace(raw: DataFrame, source: str) -> tuple[DataFrame, DataFrame]:
 
 
 def samples_from_dumps(spark: Any, files: Any, fmt: str) -> Ingested:
-    """``files``: an RDD of ``(name, text)``; each parsed by ``dumps`` into rows and rejects."""
+    """``files``: an RDD of ``(name, text, fallback time or None)``; each parsed by ``dumps`` into rows and
+    rejects."""
     parse = dumps.PARSERS[fmt]
 
-    def tagged(item: tuple[str, str]) -> list[tuple[str, tuple[Any, ...]]]:
-        rows, rejects = parse(item[0], item[1])
+    def tagged(item: tuple[str, str, int | None]) -> list[tuple[str, tuple[Any, ...]]]:
+        rows, rejects = parse(item[0], item[1], item[2])
         out: list[tuple[str, tuple[Any, ...]]] = [("S", r) for r in rows]
         out.extend(("R", r) for r in rejects)
         if fmt == "load-report":
-            brows, brejects = dumps.parse_load_report_broker(item[0], item[1])
+            brows, brejects = dumps.parse_load_report_broker(item[0], item[1], item[2])
             out.extend(("B", r) for r in brows)
             out.extend(("R", r) for r in brejects)
         return out

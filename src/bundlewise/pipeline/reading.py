@@ -11,6 +11,7 @@ files are read whole — local ones by plain Python on the executors (Hadoop pat
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Sequence
 from typing import Any
@@ -74,8 +75,9 @@ def detect_format(spark: Any, files: Sequence[str], fs: pafs.FileSystem | None) 
     return "trace"
 
 
-def read_input(spark: Any, path: str | Location, fmt: str | None) -> ingest.Ingested:
-    """The input as canonical samples and rejects, read by Spark (the general path)."""
+def read_input(spark: Any, path: str | Location, fmt: str | None, timestamp: int | None = None) -> ingest.Ingested:
+    """The input as canonical samples and rejects, read by Spark (the general path).  ``timestamp``: the time of
+    dump files that carry none (else a local file's modification time)."""
     location = path if isinstance(path, Location) else Location.of(path)
     files, fs = input_files(spark, location)
     fmt = fmt or detect_format(spark, files, fs)
@@ -91,9 +93,12 @@ def read_input(spark: Any, path: str | Location, fmt: str | None) -> ingest.Inge
         sc = spark.sparkContext
         if location.is_local:
             names = list(files)
-            texts = sc.parallelize(names, max(1, min(len(names), sc.defaultParallelism * 4))).map(_read_text)
+            read = functools.partial(_read_text, timestamp=timestamp)
+            texts = sc.parallelize(names, max(1, min(len(names), sc.defaultParallelism * 4))).map(read)
         else:
-            texts = sc.wholeTextFiles(location.uri, minPartitions=sc.defaultParallelism)
+            texts = sc.wholeTextFiles(location.uri, minPartitions=sc.defaultParallelism).map(
+                lambda item: (item[0], item[1], timestamp)
+            )
         return ingest.samples_from_dumps(spark, texts, fmt)
     except AnalysisException as e:
         raise InputError(f"cannot read as {fmt}: {str(e).splitlines()[0]}", source=source) from None
@@ -133,6 +138,7 @@ def read_lines(spark: Any, lines: Any, kind: str, header: Sequence[str]) -> Any:
     return DataFrame(jdf, spark)
 
 
-def _read_text(name: str) -> tuple[str, str]:
+def _read_text(name: str, timestamp: int | None = None) -> tuple[str, str, int | None]:
     with open(name, encoding="utf-8", errors="replace") as fh:
-        return name, fh.read()
+        text = fh.read()
+    return name, text, timestamp if timestamp is not None else os.stat(name).st_mtime_ns // 1_000_000
