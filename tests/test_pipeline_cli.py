@@ -30,7 +30,8 @@ def _run(capsys, *argv):
         ),
         (
             ["--input", "{tmp}/t.csv", "--bundles-file", "{tmp}/b.json"],
-            "error: {tmp}/b.json: bundles: boundaries must start at 0x00000000 and end at 0xffffffff",
+            "error: {tmp}/b.json: bundles: boundaries must start at 0x00000000 and end at 0xffffffff "
+            "(a namespace's bundles cover every hash), got 0x00000001..0xffffffff",
         ),
     ],
 )

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from bundlewise.algorithms.registry import SheddingEntry, make_family, shedding_entry, shedding_names
 from bundlewise.cli.common import add_config_options, add_out_options
-from bundlewise.cli.traces import read_trace, spark_session
+from bundlewise.cli.traces import check_trace, read_trace, spark_session
 from bundlewise.config import Config, load_config
 from bundlewise.files import atomic
 from bundlewise.report.html import render_report
@@ -115,6 +115,8 @@ def run(args: argparse.Namespace) -> int:
         config = config.with_values(extra.explicit)
     names = [s for group in args.strategy for s in group] if args.strategy else None
     strategies = resolve_strategies(names, scenario, config)
+    if args.workload:
+        check_trace(args.workload)
     staging = atomic.stage(args.out, args.overwrite) if args.out else None  # refused before any work
     with staging if staging is not None else contextlib.nullcontext():
         trace = read_trace(spark_session("local[2]"), args.workload) if args.workload else None

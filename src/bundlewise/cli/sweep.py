@@ -21,7 +21,7 @@ import sys
 from bundlewise.algorithms.registry import shedding_names
 from bundlewise.cli.common import add_out_options, needs_extra
 from bundlewise.cli.simulate import resolve_scenario
-from bundlewise.cli.traces import read_trace, spark_session
+from bundlewise.cli.traces import check_trace, read_trace, spark_session
 from bundlewise.files import atomic
 from bundlewise.sim.sweep import DEFAULT_GRID, format_rows, parse_grid, rows_table, run_sweep, validate_points
 
@@ -57,6 +57,8 @@ def run(args: argparse.Namespace) -> int:
     )
     points = parse_grid(args.grid if args.grid is not None else list(DEFAULT_GRID), strategies)
     validate_points(scenario, points)
+    if args.workload:
+        check_trace(args.workload)
     staging = atomic.stage(args.out, args.overwrite, directory=False) if args.out else None
     with staging if staging is not None else contextlib.nullcontext():
         spark = spark_session(args.master)  # the session of --master, also for reading the trace

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from bundlewise.cli.common import check_master, needs_extra
+from bundlewise.model.errors import InputError
 from bundlewise.traffic.trace import COUNT_COLUMNS, RATE_COLUMNS, TraceWorkload
 
 
@@ -24,13 +25,28 @@ def spark_session(master: str) -> Any:
             return get_session(master)
 
 
+def check_trace(path: str) -> None:
+    """The trace exists and its Parquet files are readable, checked before Spark starts."""
+    with needs_extra("spark", "reading a trace"):
+        from bundlewise.pipeline.jobs import check_input
+
+        check_input(path)
+
+
 def read_trace(spark: Any, path: str) -> TraceWorkload:
     """The trace at ``path`` as a workload (read on ``spark``)."""
     with needs_extra("spark", "reading a trace"):
         from bundlewise.pipeline.interrupts import quiet_interrupts
         from bundlewise.pipeline.jobs import read_input
 
+        check_trace(path)
         with quiet_interrupts(spark):
             ingested = read_input(spark, path, None)
             table = ingested.samples.select("timestamp", "topic", *RATE_COLUMNS, *COUNT_COLUMNS).toArrow()
+            if table.num_rows == 0:
+                reasons = ingested.rejects.groupBy("reason").count().orderBy("count", ascending=False).take(3)
+                if not reasons:
+                    raise InputError("no valid record: the trace holds no rows", source=path)
+                top = "; ".join(f"{r['reason']} ({r['count']:,})" for r in reasons)
+                raise InputError(f"no valid record: every row rejected; most frequent reasons: {top}", source=path)
     return TraceWorkload(table, path)

@@ -100,6 +100,8 @@ def read_bundles_file(path: str, default: Boundaries) -> Boundaries:
         raise InputError(f"cannot read: {e.strerror}", source=path) from None
     except ValueError as e:
         raise InputError(f"not JSON: {e}", source=path) from None
+    except RecursionError:
+        raise InputError("not JSON: nested too deeply", source=path) from None
     return parse_bundles_doc(doc, default, path)
 
 

@@ -16,7 +16,9 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
+import pyarrow as pa
 import pyarrow.fs as pafs
+import pyarrow.parquet as pq
 from pyspark.errors import AnalysisException
 
 from bundlewise.model.errors import InputError
@@ -28,8 +30,10 @@ FORMATS = ("trace", "topics-stats", "load-report", "prometheus")
 
 
 def check_input(path: str) -> None:
-    """A local input that does not exist, cannot be read or holds no files is bad input (exit 2); other
-    locations are checked once the session is up (``input_files``)."""
+    """A local input that does not exist, cannot be read or holds no files is bad input (exit 2), and so is a
+    ``.parquet`` file whose footer pyarrow cannot read (not Parquet, or cut short): caught here, on the driver,
+    before Spark's reader fails in a task with a Java stack trace.  Other locations are checked once the
+    session is up (``input_files``)."""
     location = Location.of(path)
     if location.path is None:
         return
@@ -43,6 +47,12 @@ def check_input(path: str) -> None:
     for f in files:
         if not os.access(f, os.R_OK):
             raise InputError("permission denied", source=f)
+        if f.lower().endswith(".parquet"):
+            try:
+                pq.read_metadata(f)
+            except (pa.ArrowException, OSError) as e:
+                first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+                raise InputError(f"not a readable Parquet file: {first}", source=f) from None
 
 
 def input_files(spark: Any, location: Location) -> tuple[list[str], pafs.FileSystem | None]:
