@@ -99,7 +99,9 @@ def run(args: argparse.Namespace) -> int:
         name = str(topic)
         rows.append({"topic": name, "hash": crc32_hash(name), "bundle": bundles.find_bundle(topic).name})
     if args.format == "table":
-        table = [("topic", "hash", "bundle")] + [(str(r["topic"]), f"0x{r['hash']:08x}", str(r["bundle"])) for r in rows]
+        table = [("topic", "hash", "bundle")] + [
+            (str(r["topic"]), f"0x{r['hash']:08x}", str(r["bundle"])) for r in rows
+        ]
         for line in columns(table, prefix=""):
             sys.stdout.write(line + "\n")
     else:
