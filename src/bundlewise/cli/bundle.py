@@ -91,7 +91,10 @@ def run(args: argparse.Namespace) -> int:
     cache: dict[str, NamespaceBundles] = {}
     rows = []
     for raw in topics:
-        topic = TopicName.parse(raw)
+        try:
+            topic = TopicName.parse(raw)
+        except InputError as e:
+            raise InputError(str(e), field="TOPIC") from None
         ns = str(topic.namespace)
         bundles = cache.get(ns)
         if bundles is None:

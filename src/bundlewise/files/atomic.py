@@ -144,6 +144,11 @@ def stage(path: str, overwrite: bool, *, directory: bool = True, flag: str = "--
     """Check the target, make its parent folders and create its staging entry beside it."""
     target = check(path, overwrite, directory=directory, flag=flag)
     parent, name = os.path.split(target)
+    blocker = parent
+    while blocker and not os.path.exists(blocker):
+        blocker = os.path.dirname(blocker)
+    if blocker and not os.path.isdir(blocker):
+        raise InputError(f"{blocker} is a file, not a folder", source=path, field=flag)
     try:
         os.makedirs(parent, exist_ok=True)
     except OSError as e:
