@@ -54,7 +54,8 @@ FILES: dict[str, str | bytes] = {
     "cluster-cpucore.toml": '[broker_defaults]\ncpu_core = 4\n[[brokers]]\nname = "a"\n',
     "cluster-burst.toml": '[[brokers]]\nname = "a"\n[[namespaces]]\nname = "t/ns"\n'
     '[[workload.bursts]]\nnamespace = "t/ns"\nfactr = 3\n',
-    "cluster-event.toml": '[[brokers]]\nname = "a"\n[[events]]\nat = "1m"\naction = "restart"\nbroker = "a"\ndown = "1m"\n',
+    "cluster-event.toml": '[[brokers]]\nname = "a"\n[[events]]\nat = "1m"\naction = "restart"\n'
+    'broker = "a"\ndown = "1m"\n',
     "cluster-broken.toml": "[[brokers]\n",
     "cluster-nobrokers.toml": 'duration = "1h"\n',
     "fake.parquet": "this is not parquet\n",

@@ -13,6 +13,7 @@ from typing import Any
 
 from bundlewise.config import Config, load_config
 from bundlewise.config.views import SplitSettings
+from bundlewise.files.atomic import held_interrupts
 from bundlewise.model.errors import InputError
 
 CONFIG_HELP = (
@@ -116,12 +117,15 @@ def check_master(master: str | None) -> None:
 
 @contextmanager
 def start_session(open_session: Callable[[str | None], Any], master: str | None) -> Iterator[Any]:
-    """``open_session(master)`` entered; a failure to start Spark is bad input naming ``--master``."""
+    """``open_session(master)`` entered; a failure to start Spark is bad input naming ``--master``.  Ctrl-C
+    while the JVM starts is held until it has (a JVM interrupted half-way would outlive the command), then
+    the session is stopped."""
     check_master(master)
     with contextlib.ExitStack() as stack:
         try:
-            spark = stack.enter_context(open_session(master))
-        except InputError:
+            with held_interrupts():
+                spark = stack.enter_context(open_session(master))
+        except (InputError, KeyboardInterrupt):
             raise
         except Exception as e:
             first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__

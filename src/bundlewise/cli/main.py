@@ -56,7 +56,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         return 0
     except KeyboardInterrupt as e:  # files.atomic.Interrupted says what became of --out
-        sys.stderr.write(f"error: {e if isinstance(e, Interrupted) else 'interrupted'}\n")
+        out = getattr(args, "out", None)
+        sys.stderr.write(f"error: {e if isinstance(e, Interrupted) else Interrupted(out)}\n")
         return 130
     except Exception as e:
         sys.stderr.write(f"internal error: {type(e).__name__}: {e}\n")

@@ -131,7 +131,7 @@ def run(args: argparse.Namespace) -> int:
     if args.out is not None and Location.of(args.out).path is not None:
         atomic.check(args.out, args.overwrite)  # refused before Spark starts
     try:
-        with quiet_interrupts(), start_session(run_session, args.master) as spark, quiet_interrupts(spark):
+        with start_session(run_session, args.master) as spark, quiet_interrupts(spark):
             summary = jobs.run_pipeline(
                 spark,
                 args.input,

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from bundlewise.cli.common import check_master, needs_extra
+from bundlewise.files.atomic import held_interrupts
 from bundlewise.model.errors import InputError
 from bundlewise.traffic.trace import COUNT_COLUMNS, RATE_COLUMNS, TraceWorkload
 
@@ -21,7 +22,7 @@ def spark_session(master: str) -> Any:
         from bundlewise.pipeline.interrupts import quiet_interrupts
         from bundlewise.pipeline.session import get_session
 
-        with quiet_interrupts():
+        with quiet_interrupts(), held_interrupts():  # a JVM interrupted while it starts would outlive us
             return get_session(master)
 
 

@@ -38,15 +38,19 @@ _STAGING = re.compile(r"^\.(?P<name>.+)\.bundlewise-(?P<pid>\d+)-[0-9a-f]{8}(?:\
 
 
 class Interrupted(KeyboardInterrupt):
-    """Ctrl-C while a command worked towards ``--out``: nothing was written, the target is as it was."""
+    """Ctrl-C while a command worked towards ``--out``: nothing was written, the target is as it was — or,
+    ``published``, Ctrl-C came while the finished results were being moved into place, which completed."""
 
-    def __init__(self, target: str | None = None) -> None:
+    def __init__(self, target: str | None = None, published: bool = False) -> None:
         super().__init__(target)
         self.target = target
+        self.published = published
 
     def __str__(self) -> str:
         if self.target is None:
             return "interrupted"
+        if self.published:
+            return f"interrupted after {self.target} was written in full"
         return f"interrupted: {self.target} was left as it was"
 
 
@@ -112,8 +116,11 @@ class Staging:
 
     def publish(self) -> None:
         """Move the staging entry into place (see the module's docstring); Ctrl-C waits until it is done."""
-        with _held_interrupts():
-            self._publish()
+        try:
+            with held_interrupts():
+                self._publish()
+        except KeyboardInterrupt:
+            raise Interrupted(self.given, published=True) from None
 
     def _publish(self) -> None:
         if not self.directory:
@@ -201,8 +208,9 @@ def _clean_stale(parent: str, name: str) -> None:
 
 
 @contextlib.contextmanager
-def _held_interrupts() -> Iterator[None]:
-    """Ctrl-C during the block is remembered and raised as ``KeyboardInterrupt`` when it ends."""
+def held_interrupts() -> Iterator[None]:
+    """Ctrl-C during the block is remembered and raised as ``KeyboardInterrupt`` when it ends (also used
+    while Spark's JVM starts: interrupted half-way, it would outlive the command)."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
