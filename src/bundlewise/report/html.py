@@ -259,7 +259,7 @@ def _decisions(results: Sequence[RunResult]) -> str:
             flap = "yes" if row.get("flap") else ""
             rows.append(
                 f"<tr><td data-v='{d.time_ms}'>{_e(row['time'])}</td><td>{_e(r.strategy)}</td><td>{_e(d.type)}</td>"
-                f"<td class='m'>{_e(row['bundle'])}</td><td>{_e(row['broker'])}</td><td>{_e(to)}</td>"
+                f"<td class='m'>{_e(row['bundle'])}</td><td>{_e(row['broker'])}</td><td class='w'>{_e(to)}</td>"
                 f"<td data-v='{moved or 0}'>{mb}</td><td>{flap}</td><td class='t'>{_e(row['reason'])}</td></tr>"
             )
         counts.append(f"{_e(r.strategy)}: {n['unload']} unloads, {n['split']} splits, {n['assignment']} assignments")
@@ -291,8 +291,9 @@ td.t{text-align:left}img{max-width:100%}.note{color:#555;font-size:90%}
 .scroll{max-height:520px;overflow:auto;border:1px solid #ccc}
 table.decisions{margin:0;font-size:80%;width:100%}
 table.decisions th{position:sticky;top:0;background:#f4f4f4;cursor:pointer;text-align:left}
-table.decisions td{text-align:left;vertical-align:top;white-space:nowrap}table.decisions td.t{white-space:normal}
-table.summary th,table.defs th,table.events th{text-align:left}"""
+table.decisions td{text-align:left;vertical-align:top;white-space:nowrap}
+table.decisions td.t,table.decisions td.w{white-space:normal}table.decisions td.t{min-width:240px}
+td.u{white-space:nowrap}table.summary th,table.defs th,table.events th{text-align:left}"""
 
 
 def render_report(scenario: Scenario, results: Sequence[RunResult], doc: dict[str, Any]) -> str:
