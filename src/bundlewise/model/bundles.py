@@ -121,6 +121,16 @@ class Bundle:
         return self.split_at(self.lower + k * seg for k in range(1, parts))
 
 
+def parse_bound_value(value: object, where: str) -> int:
+    """One boundary of a JSON list: an integer, or a string ``parse_position`` reads."""
+    try:
+        if isinstance(value, bool) or not isinstance(value, int | str):
+            raise ValueError
+        return value if isinstance(value, int) else parse_position(value)
+    except ValueError:
+        raise InputError(f"expected an integer or 0x-hex boundary, got {value!r}", field=where) from None
+
+
 def parse_boundaries_data(value: object, where: str = "bundles") -> tuple[int, ...]:
     """Pulsar's ``BundlesData`` — ``{"boundaries": ["0x00000000", …, "0xffffffff"], "numBundles": n}``, as
     ``pulsar-admin namespaces bundles`` prints it — or a bare list of boundaries: integers or ``0x``-hex
@@ -129,16 +139,7 @@ def parse_boundaries_data(value: object, where: str = "bundles") -> tuple[int, .
     raw = value.get("boundaries") if isinstance(value, dict) else value
     if not isinstance(raw, list):
         raise InputError('expected {"boundaries": [...]} or a list of boundaries', field=where)
-    bounds = []
-    for i, v in enumerate(raw):
-        try:
-            if isinstance(v, bool) or not isinstance(v, int | str):
-                raise ValueError
-            bounds.append(v if isinstance(v, int) else parse_position(v))
-        except ValueError:
-            raise InputError(
-                f"expected an integer or 0x-hex boundary, got {v!r}", field=f"{where}.boundaries[{i}]"
-            ) from None
+    bounds = [parse_bound_value(v, f"{where}.boundaries[{i}]") for i, v in enumerate(raw)]
     if len(bounds) < 2 or any(a >= b for a, b in itertools.pairwise(bounds)):
         raise InputError("boundaries must be at least 2, strictly increasing", field=where)
     if bounds[0] != FULL_LOWER_BOUND or bounds[-1] != FULL_UPPER_BOUND:

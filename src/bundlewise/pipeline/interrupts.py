@@ -3,7 +3,8 @@
 PySpark installs its own SIGINT handler (``SparkContext``): it calls ``cancelAllJobs`` over the main thread's
 Py4J connection — the very connection that is waiting for the running job — which breaks that connection, and
 Py4J then logs the ``KeyboardInterrupt`` with two tracebacks through the root logger.  ``quiet_interrupts``
-replaces it for the duration of a command: the jobs are cancelled from a thread of their own (its own Py4J
+replaces it for the duration of a command: Spark's logging is turned off (a context stopped half-way logs
+errors with Java stack traces) and the jobs are cancelled from a thread of their own (its own Py4J
 connection), ``KeyboardInterrupt`` is raised in the main thread, and the root logger gets a handler that
 drops records, so Py4J's ``logging.exception`` prints nothing (bundlewise itself never logs through it).
 The command's own cleanup then runs (``files.atomic`` discards the staging folder) and ``cli.main`` prints
@@ -37,6 +38,7 @@ def quiet_interrupts(spark: Any | None = None) -> Iterator[None]:
     def cancel() -> None:
         with contextlib.suppress(Exception):
             if spark is not None:
+                spark.sparkContext.setLogLevel("OFF")  # stopping half-way logs errors nobody needs to read
                 spark.sparkContext.cancelAllJobs()
 
     def interrupted(signum: int, frame: FrameType | None) -> None:
