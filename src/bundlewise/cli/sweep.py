@@ -4,8 +4,8 @@
 [--seed N] [--out FILE.parquet] [--format json|table] [--master URL]``
 
 Without ``--grid`` the grid is ``loadBalancerBrokerThresholdShedderPercentage=5,10,20`` ×
-``loadBalancerHistoryResourcePercentage=0.5,0.9``; the strategy axis is ``--strategy`` (default: the
-scenario's strategies, else every shedding strategy) unless a ``strategy=…`` axis is given.
+``loadBalancerHistoryResourcePercentage=0.5,0.9``; the strategy axis is ``--strategy`` (``all``: every one; default: the
+scenario's strategies, else Pulsar's) unless a ``strategy=…`` axis is given.
 stdout: ``{"scenario": …, "rows": [{settings…, METRICS…}, …]}`` (json) or the table (table).
 ``--out`` writes the same rows as one Parquet file.
 """
@@ -17,7 +17,7 @@ import json
 import sys
 from pathlib import Path
 
-from bundlewise.algorithms.registry import shedding_names
+from bundlewise.algorithms.registry import default_shedding_names, expand_all
 from bundlewise.cli.simulate import resolve_scenario
 from bundlewise.cli.traces import load_workload, spark_session
 from bundlewise.sim.layout import replay_scenario
@@ -55,8 +55,10 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 def run(args: argparse.Namespace) -> int:
     scenario = resolve_scenario(args.cluster).with_seed(args.seed)
-    strategies = (
-        [s for g in args.strategy for s in g] if args.strategy else list(scenario.strategies or shedding_names())
+    strategies = expand_all(
+        [s for g in args.strategy for s in g]
+        if args.strategy
+        else list(scenario.strategies or default_shedding_names())
     )
     points = parse_grid(args.grid if args.grid is not None else list(DEFAULT_GRID), strategies)
     validate_points(scenario, points)

@@ -1,0 +1,110 @@
+"""The plan of one cycle of ``BalancedPlanShedder``: the fewest, largest-impact moves within a budget.
+
+Pulsar's shedders pick bundles one rule at a time -- ThresholdShedder and OverloadShedder take the
+largest bundles off each broker above a line until a fixed share is off (``ThresholdShedder
+#findBundlesForUnloading``), UniformLoadShedder and AvgShedder move a share of the rate between the two
+extreme brokers (``UniformLoadShedder#findBundlesForUnloading``, ``AvgShedder#findBundlesForUnloading``),
+TransferShedder moves bundles until its std-dev target is met (``TransferShedder
+#findBundlesForUnloading``) -- none of them weighs what a move costs against what it buys.  Here a move
+is judged by its effect on the whole fleet:
+
+* **gain** of moving bundle ``x`` (usage vector ``v``) from ``s`` to ``d``:
+  ``load(s)^2 + load(d)^2 - load(s - v)^2 - load(d + v)^2 - costPerTopic * topics(x)``, each load the
+  weighted max of that broker's capacity-normalised CPU and NIC (``estimate.load_of``).  Lowering the sum of
+  squared loads at a constant total is lowering the std-dev, so this prefers the move that closes the
+  largest gap, and never a move that only makes a new hot spot (a bundle larger than the gap has a
+  negative gain: it is left for the split detector, ``BundleSplitterTask``, to split).
+* **greedy**: each step evaluates every movable bundle of the ``SOURCES`` most loaded brokers towards the
+  ``DESTINATIONS`` least loaded ones, takes the best move when its gain is at least ``minGain``, applies it
+  to the estimate and repeats -- until the budget (``maxMovesPerCycle``) is spent, no move gains enough, or
+  every broker is within ``targetMargin`` of the mean (the stop line of the hysteresis).
+* Ties (equal gains) go to the first candidate in (source, bundle, destination) order: brokers by load
+  (then name), bundles as the caller lists them, so a plan is deterministic.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+from bundlewise.algorithms.balanced.estimate import Limits, Vector, add, load_of
+from bundlewise.model.resources import ResourceWeights
+
+SOURCES = 3
+DESTINATIONS = 3
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """A bundle that may move: its name, its usage vector and its topics."""
+
+    bundle: str
+    vector: Vector
+    topics: int
+
+
+@dataclass(frozen=True, slots=True)
+class Move:
+    bundle: str
+    source: str
+    destination: str
+    vector: Vector
+    gain: float
+    before: tuple[float, float]  # source, destination loads
+    after: tuple[float, float]
+
+
+@dataclass(frozen=True, slots=True)
+class PlanLimits:
+    budget: int
+    min_gain: float
+    cost_per_topic: float
+    target_margin: float
+
+
+def within_target(loads: Mapping[str, float], margin: float) -> bool:
+    """Every broker within ``margin`` of the mean load."""
+    mean = sum(loads.values()) / len(loads)
+    return max(loads.values()) - mean <= margin and mean - min(loads.values()) <= margin
+
+
+def plan_moves(
+    usage: Mapping[str, Vector],
+    limits: Mapping[str, Limits],
+    candidates: Callable[[str], Sequence[Candidate]],
+    weights: ResourceWeights,
+    lim: PlanLimits,
+) -> list[Move]:
+    """The greedy plan (module docstring); ``usage`` and ``limits`` cover every broker, ``candidates(b)``
+    lists broker ``b``'s movable bundles (asked only for the brokers considered as sources)."""
+    usage = dict(usage)
+    loads = {b: load_of(u, limits[b], weights) for b, u in usage.items()}
+    moved: set[str] = set()
+    plan: list[Move] = []
+    cache: dict[str, list[Candidate]] = {}
+    while len(plan) < lim.budget and len(loads) >= 2 and not within_target(loads, lim.target_margin):
+        order = sorted(loads, key=lambda b: (-loads[b], b))
+        sources, destinations = order[:SOURCES], order[::-1][:DESTINATIONS]
+        best: Move | None = None
+        for s in sources:
+            if s not in cache:
+                cache[s] = list(candidates(s))
+            for c in cache[s]:
+                if c.bundle in moved:
+                    continue
+                new_s = load_of(add(usage[s], c.vector, -1.0), limits[s], weights)
+                for d in destinations:
+                    if d == s:
+                        continue
+                    new_d = load_of(add(usage[d], c.vector), limits[d], weights)
+                    gain = loads[s] ** 2 + loads[d] ** 2 - new_s**2 - new_d**2 - lim.cost_per_topic * c.topics
+                    if best is None or gain > best.gain:
+                        best = Move(c.bundle, s, d, c.vector, gain, (loads[s], loads[d]), (new_s, new_d))
+        if best is None or best.gain < lim.min_gain:
+            break
+        plan.append(best)
+        moved.add(best.bundle)
+        usage[best.source] = add(usage[best.source], best.vector, -1.0)
+        usage[best.destination] = add(usage[best.destination], best.vector)
+        loads[best.source], loads[best.destination] = best.after
+    return plan
