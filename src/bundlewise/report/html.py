@@ -23,6 +23,7 @@ from bundlewise.model.durations import format_duration
 from bundlewise.sim.engine import RunResult
 from bundlewise.sim.run import metric_keys
 from bundlewise.sim.scenario import Scenario
+from bundlewise.sim.suite import verdict
 
 LOWER_IS_BETTER = {
     "load_std_mean",
@@ -234,6 +235,18 @@ th.k{text-align:left;font-weight:normal;font-family:monospace}img{max-width:100%
 .note{color:#555;font-size:90%}"""
 
 
+def _verdict(doc: dict[str, Any]) -> str:
+    """The best balance among the strategies run (``sim.suite.verdict``); nothing for a single strategy."""
+    best = verdict(doc) if len(doc["strategies"]) > 1 else None
+    if best is None:
+        return ""
+    m = doc["strategies"][best]
+    return (
+        f"<p class='verdict'>Verdict: the best balance here is {html.escape(best)}'s (load_std_mean "
+        f"{_fmt(m['load_std_mean'])}, max_load_p99 {_fmt(m['max_load_p99'])}, {m['unloads']} unloads).</p>"
+    )
+
+
 def render_report(scenario: Scenario, results: Sequence[RunResult], doc: dict[str, Any]) -> str:
     """The whole page as a string."""
     overload = scenario.config.view(PlacementSettings).overload_threshold
@@ -250,6 +263,7 @@ def render_report(scenario: Scenario, results: Sequence[RunResult], doc: dict[st
         "metric except assignments and splits; the best value per row is in bold.</p>",
         "<h2>Summary</h2>",
         _table(doc),
+        _verdict(doc),
         f"<img alt='load std-dev, all strategies' src='data:image/png;base64,{_std_figure(results)}'>",
         _events_table(doc),
     ]
