@@ -19,7 +19,7 @@ BALANCED_KEYS: tuple[Key, ...] = (
     ),
     Key(
         "bundlewiseBalancedTargetMargin",
-        0.05,
+        0.03,
         "float",
         "fraction of capacity",
         "BalancedPlanShedder: a plan stops once every broker is within this of the fleet mean (hysteresis)",

@@ -153,8 +153,9 @@ def broker_usage(
                 u = add(u, assumed.get(bundle) or model.of_data(data))
         usage[name] = u
     for m in in_flight:
-        if m.destination in usage and m.bundle not in load.brokers[m.destination].localData.lastStats:
+        dest, src = load.brokers.get(m.destination), load.brokers.get(m.source)
+        if dest is not None and dest.localData.lastUpdate <= m.at:
             usage[m.destination] = add(usage[m.destination], m.vector)
-        if m.source in usage and m.bundle in load.brokers[m.source].localData.lastStats:
+        if src is not None and src.localData.lastUpdate <= m.at and m.bundle in src.localData.lastStats:
             usage[m.source] = add(usage[m.source], m.vector, -1.0)
     return usage

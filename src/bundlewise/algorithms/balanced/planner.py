@@ -9,11 +9,14 @@ TransferShedder moves bundles until its std-dev target is met (``TransferShedder
 is judged by its effect on the whole fleet:
 
 * **gain** of moving bundle ``x`` (usage vector ``v``) from ``s`` to ``d``:
-  ``load(s)^2 + load(d)^2 - load(s - v)^2 - load(d + v)^2 - costPerTopic * topics(x)``, each load the
-  weighted max of that broker's capacity-normalised CPU and NIC (``estimate.load_of``).  Lowering the sum of
-  squared loads at a constant total is lowering the std-dev, so this prefers the move that closes the
-  largest gap, and never a move that only makes a new hot spot (a bundle larger than the gap has a
-  negative gain: it is left for the split detector, ``BundleSplitterTask``, to split).
+  ``k(s) * (load(s)^2 - load(s - v)^2) + k(d) * (load(d)^2 - load(d + v)^2) - costPerTopic * topics(x)``,
+  each load the weighted max of that broker's capacity-normalised CPU and NIC (``estimate.load_of``) and
+  ``k(b)`` its capacity relative to the fleet's mean (``capacity_weights``).  With brokers of one size this is
+  the drop of the sum of squared loads, i.e. of the std-dev at a constant total; the capacity weight makes
+  the optimum equal LOADS on a mixed fleet (an unweighted sum of squares is smallest when a 32-core broker
+  runs four times as hot as an 8-core one).  It prefers the move that closes the largest gap, and never a move
+  that only makes a new hot spot (a bundle larger than the gap has a negative gain: it is left for the
+  split detector, ``BundleSplitterTask``, to split).
 * **greedy**: each step evaluates every movable bundle of the ``SOURCES`` most loaded brokers towards the
   ``DESTINATIONS`` least loaded ones, takes the best move when its gain is at least ``minGain``, applies it
   to the estimate and repeats -- until the budget (``maxMovesPerCycle``) is spent, no move gains enough, or
@@ -68,6 +71,12 @@ def within_target(loads: Mapping[str, float], margin: float) -> bool:
     return max(loads.values()) - mean <= margin and mean - min(loads.values()) <= margin
 
 
+def capacity_weights(limits: Mapping[str, Limits]) -> dict[str, float]:
+    """Each broker's CPU limit over the fleet's mean (1 for every broker when no CPU limit is known)."""
+    mean = sum(lim.cpu for lim in limits.values()) / len(limits) if limits else 0.0
+    return {b: (lim.cpu / mean if mean > 0 else 1.0) for b, lim in limits.items()}
+
+
 def plan_moves(
     usage: Mapping[str, Vector],
     limits: Mapping[str, Limits],
@@ -79,6 +88,7 @@ def plan_moves(
     lists broker ``b``'s movable bundles (asked only for the brokers considered as sources)."""
     usage = dict(usage)
     loads = {b: load_of(u, limits[b], weights) for b, u in usage.items()}
+    k = capacity_weights(limits)
     moved: set[str] = set()
     plan: list[Move] = []
     cache: dict[str, list[Candidate]] = {}
@@ -97,7 +107,11 @@ def plan_moves(
                     if d == s:
                         continue
                     new_d = load_of(add(usage[d], c.vector), limits[d], weights)
-                    gain = loads[s] ** 2 + loads[d] ** 2 - new_s**2 - new_d**2 - lim.cost_per_topic * c.topics
+                    gain = (
+                        k[s] * (loads[s] ** 2 - new_s**2)
+                        + k[d] * (loads[d] ** 2 - new_d**2)
+                        - lim.cost_per_topic * c.topics
+                    )
                     if best is None or gain > best.gain:
                         best = Move(c.bundle, s, d, c.vector, gain, (loads[s], loads[d]), (new_s, new_d))
         if best is None or best.gain < lim.min_gain:

@@ -110,11 +110,15 @@ class BalancedPlanShedder:
             return []
         cooling = self._cooling(now, s)
 
+        known = len(load.bundleData) > 0
+
         def candidates(broker: str) -> list[Candidate]:
             local = load.brokers[broker].localData
             out = []
             for bundle, st in local.lastStats.items():
                 if bundle in load.recentlyUnloadedBundles or cooling(bundle):
+                    continue
+                if known and bundle not in load.bundleData:  # split since this report: the parent is gone
                     continue
                 if st.total_rate <= 0 and st.total_throughput <= 0:
                     continue
