@@ -27,6 +27,7 @@ is judged by its effect on the whole fleet:
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -93,8 +94,8 @@ def plan_moves(
     plan: list[Move] = []
     cache: dict[str, list[Candidate]] = {}
     while len(plan) < lim.budget and len(loads) >= 2 and not within_target(loads, lim.target_margin):
-        order = sorted(loads, key=lambda b: (-loads[b], b))
-        sources, destinations = order[:SOURCES], order[::-1][:DESTINATIONS]
+        sources = heapq.nsmallest(SOURCES, loads, key=lambda b: (-loads[b], b))
+        destinations = heapq.nsmallest(DESTINATIONS, loads, key=lambda b: (loads[b], b))
         best: Move | None = None
         for s in sources:
             if s not in cache:

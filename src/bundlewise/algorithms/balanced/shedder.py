@@ -16,7 +16,8 @@ namespace, so it does not narrow this strategy's choice.  Each cycle (``ModularL
    cycle clears the hit counter and moves nothing; a cycle above the trigger counts a hit, and the plan
    runs at ``hitCount`` consecutive hits -- at once when a broker is overloaded.  Jitter that crosses the
    trigger for one cycle moves nothing (UniformLoadShedder chases it: apache/pulsar#21520).
-3. **Candidates**: a source broker's bundles with traffic in its report, except those moved within
+3. **Candidates**: a source broker's bundles with traffic in its report (its ``lastStats``; a report
+   without them, its ``bundles`` with the leader's short-term ``BundleData``), except those moved within
    ``cooldownMinutes`` -- by name or by any overlap of hash range, so a split child of a bundle just moved
    waits too -- and those the leader unloaded within its grace period (``recentlyUnloadedBundles``).
 4. **Plan** (``planner.plan_moves``): the fewest, largest-impact moves within ``maxMovesPerCycle``.
@@ -50,9 +51,7 @@ from bundlewise.algorithms.placement import filters
 from bundlewise.algorithms.placement.base import Selection
 from bundlewise.config import Config
 from bundlewise.config.views import BalancedSettings, PlacementSettings
-from bundlewise.model.bundles import Bundle
 from bundlewise.model.decisions import Label, Unload, UnloadReason
-from bundlewise.model.errors import InputError
 from bundlewise.model.load import BundleData, LoadData
 from bundlewise.model.resources import ResourceWeights
 
@@ -61,11 +60,13 @@ Cooling = Callable[[str], bool]
 
 
 def _range(bundle: str) -> tuple[str, int, int] | None:
+    """``(namespace, lower, upper)`` of a bundle name (``model.bundles`` naming), None when it is not one."""
+    namespace, _, bounds = bundle.rpartition("/")
+    lower, _, upper = bounds.partition("_")
     try:
-        b = Bundle.parse(bundle)
-    except InputError:
+        return (namespace, int(lower, 16), int(upper, 16))
+    except ValueError:
         return None
-    return (b.namespace, b.lower, b.upper)
 
 
 class BalancedPlanShedder:
@@ -115,14 +116,20 @@ class BalancedPlanShedder:
         def candidates(broker: str) -> list[Candidate]:
             local = load.brokers[broker].localData
             out = []
-            for bundle, st in local.lastStats.items():
+            for bundle in local.lastStats or local.bundles:
                 if bundle in load.recentlyUnloadedBundles or cooling(bundle):
                     continue
                 if known and bundle not in load.bundleData:  # split since this report: the parent is gone
                     continue
-                if st.total_rate <= 0 and st.total_throughput <= 0:
+                st = local.lastStats.get(bundle)
+                if st is not None:
+                    vector, topics = model.of_stats(st), st.topics
+                else:  # a report without per-bundle stats: the leader's short-term data
+                    data = load.bundleData[bundle]
+                    vector, topics = model.of_data(data), data.topics
+                if vector[0] <= 0 and vector[1] <= 0 and vector[2] <= 0:
                     continue
-                out.append(Candidate(bundle, model.of_stats(st), st.topics))
+                out.append(Candidate(bundle, vector, topics))
             return out
 
         lim = PlanLimits(s.max_moves, s.min_gain, s.cost_per_topic, s.target_margin)
@@ -176,8 +183,10 @@ class BalancedPlanShedder:
                 return True
             if not ranges:
                 return False
+            if bundle.rpartition("/")[0] not in ranges:
+                return False
             r = _range(bundle)
-            return r is not None and any(lo < r[2] and r[1] < hi for lo, hi in ranges.get(r[0], ()))
+            return r is not None and any(lo < r[2] and r[1] < hi for lo, hi in ranges[r[0]])
 
         return cooling
 
