@@ -3,7 +3,9 @@ cool-down, in-flight moves and load-aware placement; and its registration."""
 
 from __future__ import annotations
 
+import json
 import random
+from pathlib import Path
 
 import pytest
 
@@ -18,6 +20,7 @@ from bundlewise.algorithms.registry import (
     shedding_entry,
     shedding_names,
 )
+from bundlewise.cli.main import main
 from bundlewise.config import Config
 from bundlewise.model.decisions import UnloadReason
 from bundlewise.model.load import (
@@ -177,3 +180,31 @@ def test_registered_once_outside_the_default_list_and_inside_all() -> None:
     )
     assert expand_all(["all"]) == list(shedding_names()) and "BalancedPlanShedder" in shedding_names()
     assert make_placement("BalancedPlanShedder").name == "BalancedPlanShedder"
+
+
+def test_shed_command_runs_it_unchanged_on_a_snapshot(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """OverloadShedderTest's broker (bundle-i with i MB/s in and out, 99.9 % bandwidth in) and an idle broker
+    whose report has no limits yet: it counts as an average broker, so the three largest bundles move."""
+    mb = 1024 * 1024
+    data = {
+        f"bundle-{i}": {"shortTermData": {"msgThroughputIn": i * mb, "msgThroughputOut": i * mb}} for i in range(1, 11)
+    }
+    doc = {
+        "brokers": {
+            "broker-1": {
+                "bandwidthIn": {"usage": 999, "limit": 1000},
+                "msgThroughputIn": 55 * mb,
+                "msgThroughputOut": 55 * mb,
+                "bundles": list(data),
+            },
+            "broker-2": {"bundles": []},
+        },
+        "bundleData": data,
+    }
+    path = tmp_path / "in.json"
+    path.write_text(json.dumps(doc))
+    assert main(["shed", "--strategy", "BalancedPlanShedder", str(path)]) == 0
+    out = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.strip()]
+    moves = [(u["broker"], u["bundle"], u["destination"]) for u in out[0]["unload"]]
+    assert moves == [("broker-1", f"bundle-{i}", "broker-2") for i in (10, 9, 8)]
+    assert out[0]["unload"][2]["reason"].endswith("broker-1 -> 50.9%, broker-2 -> 49.0% (gain 0.0475)")

@@ -108,6 +108,29 @@ def limits_of(broker: BrokerData) -> Limits:
     return Limits(r.cpu.limit, r.bandwidth_in.limit, r.bandwidth_out.limit)
 
 
+def fleet_limits(brokers: Mapping[str, BrokerData]) -> dict[str, Limits]:
+    """Each broker's limits; a resource a broker reports no limit for (an empty first report, a NIC whose
+    speed is unknown) takes the mean limit of the brokers that report one, so an unknown broker counts as an
+    average one -- never as a broker of infinite capacity."""
+    own = {b: limits_of(bd) for b, bd in brokers.items()}
+
+    def mean(values: list[float]) -> float:
+        known = [v for v in values if v > 0]
+        return sum(known) / len(known) if known else 0.0
+
+    cpu = mean([lim.cpu for lim in own.values()])
+    nin = mean([lim.nic_in for lim in own.values()])
+    nout = mean([lim.nic_out for lim in own.values()])
+    return {
+        b: Limits(
+            lim.cpu if lim.cpu > 0 else cpu,
+            lim.nic_in if lim.nic_in > 0 else nin,
+            lim.nic_out if lim.nic_out > 0 else nout,
+        )
+        for b, lim in own.items()
+    }
+
+
 def load_of(usage: Vector, limits: Limits, w: ResourceWeights) -> float:
     """The weighted max of the three fractions (0 for a resource without a limit)."""
     cpu = usage[0] / limits.cpu * w.cpu if limits.cpu > 0 else 0.0

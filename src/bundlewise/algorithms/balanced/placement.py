@@ -31,7 +31,7 @@ from bundlewise.algorithms.balanced.estimate import (
     Vector,
     add,
     broker_usage,
-    limits_of,
+    fleet_limits,
     load_of,
 )
 from bundlewise.model.bundles import Bundle
@@ -86,10 +86,11 @@ def least_loaded_after(
     )
     assumed[bundle] = vector
     best: tuple[str | None, float] = (None, 0.0)
+    limits = fleet_limits(load.brokers)
     for name in sorted(candidates):
         if name not in usage:
             continue
-        after = load_of(add(usage[name], vector), limits_of(load.brokers[name]), weights)
+        after = load_of(add(usage[name], vector), limits[name], weights)
         if best[0] is None or after < best[1]:
             best = (name, after)
     return best

@@ -15,7 +15,8 @@ namespace, so it does not narrow this strategy's choice.  Each cycle (``ModularL
    ``loadBalancerBrokerOverloadedThresholdPercentage`` and the spread is within ``targetMargin``.  A calm
    cycle clears the hit counter and moves nothing; a cycle above the trigger counts a hit, and the plan
    runs at ``hitCount`` consecutive hits -- at once when a broker is overloaded.  Jitter that crosses the
-   trigger for one cycle moves nothing (UniformLoadShedder chases it: apache/pulsar#21520).
+   trigger for one cycle moves nothing (AvgShedder answers jitter with the same consecutive-hit rule, PIP-364;
+   UniformLoadShedder and ThresholdShedder act on one cycle).
 3. **Candidates**: a source broker's bundles with traffic in its report (its ``lastStats``; a report
    without them, its ``bundles`` with the leader's short-term ``BundleData``), except those moved within
    ``cooldownMinutes`` -- by name or by any overlap of hash range, so a split child of a bundle just moved
@@ -42,7 +43,7 @@ from bundlewise.algorithms.balanced.estimate import (
     binding_resource,
     broker_usage,
     fit_cost_model,
-    limits_of,
+    fleet_limits,
     load_of,
 )
 from bundlewise.algorithms.balanced.placement import least_loaded_after
@@ -97,7 +98,7 @@ class BalancedPlanShedder:
         preallocated = {b for bd in load.brokers.values() for b in bd.preallocatedBundleData}
         self.assumed = {b: v for b, v in self.assumed.items() if b in preallocated}
         usage = broker_usage(load, model, self.in_flight, self.assumed)
-        limits = {b: limits_of(bd) for b, bd in load.brokers.items()}
+        limits = fleet_limits(load.brokers)
         loads = {b: load_of(u, limits[b], weights) for b, u in usage.items()}
         mean = sum(loads.values()) / len(loads)
         top, low = max(loads.values()), min(loads.values())
