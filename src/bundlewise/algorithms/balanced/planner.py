@@ -17,9 +17,10 @@ is judged by its effect on the whole fleet:
   runs four times as hot as an 8-core one).  It prefers the move that closes the largest gap, and never a move
   that only makes a new hot spot (a bundle larger than the gap has a negative gain: it is left for the
   split detector, ``BundleSplitterTask``, to split).
-* **greedy**: each step evaluates every movable bundle of the ``SOURCES`` most loaded brokers towards the
-  ``DESTINATIONS`` least loaded ones, takes the best move when its gain is at least ``minGain``, applies it
-  to the estimate and repeats -- until the budget (``maxMovesPerCycle``) is spent, no move gains enough, or
+* **greedy**: each step evaluates every movable bundle of the ``SOURCES`` (3) most loaded brokers towards
+  the ``DESTINATIONS`` (3) least loaded ones -- of the ``WIDE_SOURCES`` (12) most loaded when those have
+  nothing worth moving (their bundles cooling down, or each larger than the gap) -- takes the best move
+  when its gain is at least ``minGain``, applies it to the estimate and repeats -- until the budget (``maxMovesPerCycle``) is spent, no move gains enough, or
   every broker is within ``targetMargin`` of the mean (the stop line of the hysteresis).
 * Ties (equal gains) go to the first candidate in (source, bundle, destination) order: brokers by load
   (then name), bundles as the caller lists them, so a plan is deterministic.
@@ -35,6 +36,7 @@ from bundlewise.algorithms.balanced.estimate import Limits, Vector, add, load_of
 from bundlewise.model.resources import ResourceWeights
 
 SOURCES = 3
+WIDE_SOURCES = 12
 DESTINATIONS = 3
 
 
@@ -78,6 +80,42 @@ def capacity_weights(limits: Mapping[str, Limits]) -> dict[str, float]:
     return {b: (lim.cpu / mean if mean > 0 else 1.0) for b, lim in limits.items()}
 
 
+def _best_move(
+    sources: Sequence[str],
+    destinations: Sequence[str],
+    usage: Mapping[str, Vector],
+    loads: Mapping[str, float],
+    limits: Mapping[str, Limits],
+    k: Mapping[str, float],
+    weights: ResourceWeights,
+    lim: PlanLimits,
+    moved: set[str],
+    cache: dict[str, list[Candidate]],
+    candidates: Callable[[str], Sequence[Candidate]],
+) -> Move | None:
+    """The move of largest gain from ``sources`` to ``destinations`` (first in order on a tie)."""
+    best: Move | None = None
+    for s in sources:
+        if s not in cache:
+            cache[s] = list(candidates(s))
+        for c in cache[s]:
+            if c.bundle in moved:
+                continue
+            new_s = load_of(add(usage[s], c.vector, -1.0), limits[s], weights)
+            for d in destinations:
+                if d == s:
+                    continue
+                new_d = load_of(add(usage[d], c.vector), limits[d], weights)
+                gain = (
+                    k[s] * (loads[s] ** 2 - new_s**2)
+                    + k[d] * (loads[d] ** 2 - new_d**2)
+                    - lim.cost_per_topic * c.topics
+                )
+                if best is None or gain > best.gain:
+                    best = Move(c.bundle, s, d, c.vector, gain, (loads[s], loads[d]), (new_s, new_d))
+    return best
+
+
 def plan_moves(
     usage: Mapping[str, Vector],
     limits: Mapping[str, Limits],
@@ -94,27 +132,13 @@ def plan_moves(
     plan: list[Move] = []
     cache: dict[str, list[Candidate]] = {}
     while len(plan) < lim.budget and len(loads) >= 2 and not within_target(loads, lim.target_margin):
-        sources = heapq.nsmallest(SOURCES, loads, key=lambda b: (-loads[b], b))
         destinations = heapq.nsmallest(DESTINATIONS, loads, key=lambda b: (loads[b], b))
-        best: Move | None = None
-        for s in sources:
-            if s not in cache:
-                cache[s] = list(candidates(s))
-            for c in cache[s]:
-                if c.bundle in moved:
-                    continue
-                new_s = load_of(add(usage[s], c.vector, -1.0), limits[s], weights)
-                for d in destinations:
-                    if d == s:
-                        continue
-                    new_d = load_of(add(usage[d], c.vector), limits[d], weights)
-                    gain = (
-                        k[s] * (loads[s] ** 2 - new_s**2)
-                        + k[d] * (loads[d] ** 2 - new_d**2)
-                        - lim.cost_per_topic * c.topics
-                    )
-                    if best is None or gain > best.gain:
-                        best = Move(c.bundle, s, d, c.vector, gain, (loads[s], loads[d]), (new_s, new_d))
+        best = None
+        for width in (SOURCES, WIDE_SOURCES):  # the wider look only when the first finds nothing worth it
+            sources = heapq.nsmallest(min(width, len(loads)), loads, key=lambda b: (-loads[b], b))
+            best = _best_move(sources, destinations, usage, loads, limits, k, weights, lim, moved, cache, candidates)
+            if best is not None and best.gain >= lim.min_gain:
+                break
         if best is None or best.gain < lim.min_gain:
             break
         plan.append(best)
