@@ -20,8 +20,9 @@ is judged by its effect on the whole fleet:
 * **greedy**: each step evaluates every movable bundle of the ``SOURCES`` (3) most loaded brokers towards
   the ``DESTINATIONS`` (3) least loaded ones -- of the ``WIDE_SOURCES`` (12) most loaded when those have
   nothing worth moving (their bundles cooling down, or each larger than the gap) -- takes the best move
-  when its gain is at least ``minGain``, applies it to the estimate and repeats -- until the budget (``maxMovesPerCycle``) is spent, no move gains enough, or
-  every broker is within ``targetMargin`` of the mean (the stop line of the hysteresis).
+  when its gain is at least ``minGain``, applies it to the estimate and repeats -- until the budget
+  (``maxMovesPerCycle``) is spent, no move gains enough, or every broker is within ``targetMargin`` of the
+  mean (the stop line of the hysteresis).
 * Ties (equal gains) go to the first candidate in (source, bundle, destination) order: brokers by load
   (then name), bundles as the caller lists them, so a plan is deterministic.
 """
