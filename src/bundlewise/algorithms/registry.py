@@ -81,11 +81,11 @@ register_shedding("ThresholdShedder", ModularFamily, ThresholdShedder)
 register_shedding("UniformLoadShedder", ModularFamily, UniformLoadShedder)
 register_shedding("AvgShedder", ModularFamily, AvgShedder)
 register_shedding("TransferShedder", ExtensibleFamily, TransferShedder)
-register_shedding("BalancedPlanShedder", ModularFamily, BalancedPlanShedder, own=True)
 register_placement("LeastLongTermMessageRate", LeastLongTermMessageRate)
 register_placement("LeastResourceUsageWithWeight", LeastResourceUsageWithWeight)
 register_placement("RoundRobinBrokerSelector", RoundRobinBrokerSelector)
 register_placement("AvgShedder", AvgShedder)
+register_shedding("BalancedPlanShedder", ModularFamily, BalancedPlanShedder, own=True)
 
 
 def shedding_names() -> tuple[str, ...]:

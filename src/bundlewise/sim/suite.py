@@ -14,9 +14,6 @@
   - ``refill<=30m``: every broker that starts (added, returned) reaches 80 % of the fleet-average load within
     30 minutes (``events[].reach_80_minutes``), ``n/a`` without such an event;
   - ``no avoidable overload``: ``overloaded_broker_minutes`` no more than the static floor's.
-
-* ``verdict(doc)``: the strategy with the lowest ``load_std_mean`` (fewer unloads break a tie); the report
-  names bundlewise's own strategy only when it is that one.
 """
 
 from __future__ import annotations
@@ -120,11 +117,3 @@ def targets(name: str, own: str, doc: dict[str, Any], floor: Floor) -> list[Targ
         )
     )
     return out
-
-
-def verdict(doc: dict[str, Any]) -> str | None:
-    """The strategy with the lowest ``load_std_mean`` (fewer unloads break a tie); None without figures."""
-    rows = [
-        (m["load_std_mean"], m["unloads"], n) for n, m in doc["strategies"].items() if m["load_std_mean"] is not None
-    ]
-    return min(rows)[2] if rows else None
