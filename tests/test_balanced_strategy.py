@@ -79,6 +79,9 @@ def test_second_cycle_moves_the_largest_bundle_to_the_idle_broker_and_nothing_el
     s, config = BalancedPlanShedder(), Config()
     assert s.find_bundles_for_unloading(skewed(), config, MINUTE) == []  # one hit of two
     assert s.hits == 1
+    assert s.idle_reason == (
+        "loads 0.0%..55.0% around a fleet mean of 26.7%: hit 1 of bundlewiseBalancedHitCount 2 (no broker above 85%)"
+    )
     out = s.find_bundles_for_unloading(skewed(), config, 2 * MINUTE)
     assert [(u.broker, u.bundle, u.destination) for u in out] == [("a", A1, "c")]
     assert out[0].cause is UnloadReason.UNDERLOADED
@@ -103,6 +106,7 @@ def test_jitter_inside_the_trigger_moves_nothing_and_clears_the_hits() -> None:
     calm = cluster(a=broker({A1: 240_000}), b=broker({B1: 200_000}), c=broker({A2: 176_000}))  # 30/25/22 %
     assert s.find_bundles_for_unloading(calm, config, 2 * MINUTE) == []
     assert s.hits == 0
+    assert s.idle_reason.startswith("balanced: loads 22.0%..30.0% around a fleet mean of 25.7%")
     assert s.find_bundles_for_unloading(skewed(), config, 3 * MINUTE) == []  # counting starts again
 
 

@@ -77,6 +77,7 @@ class BalancedPlanShedder:
     own_placement = True  # the registry uses this object to place, whatever loadBalancerLoadPlacementStrategy says
 
     def __init__(self) -> None:
+        self.idle_reason = ""  # why the last call planned nothing (``SheddingStrategy``)
         self.hits = 0
         self.moved_at: dict[str, int] = {}  # bundle -> last move (ms)
         self.moved_ranges: list[tuple[str, int, int, int]] = []  # namespace, lower, upper, at
@@ -92,7 +93,9 @@ class BalancedPlanShedder:
         weights = config.weights()
         self.planned = {}
         self._forget(now, s)
+        self.idle_reason = ""
         if len(load.brokers) < 2:
+            self.idle_reason = "fewer than 2 brokers"
             return []
         model = self.model = fit_cost_model(load.brokers.values())
         preallocated = {b for bd in load.brokers.values() for b in bd.preallocatedBundleData}
@@ -104,11 +107,20 @@ class BalancedPlanShedder:
         top, low = max(loads.values()), min(loads.values())
         overloaded = top > s.overload_threshold
         spread = max(top - mean, mean - low)
+        figures = f"loads {low:.1%}..{top:.1%} around a fleet mean of {mean:.1%}"
         if spread <= s.trigger_margin and not (overloaded and spread > s.target_margin):
             self.hits = 0
+            self.idle_reason = (
+                f"balanced: {figures}, every broker within bundlewiseBalancedTriggerMargin "
+                f"{s.trigger_margin:g} of the mean"
+            )
             return []
         self.hits += 1
         if self.hits < s.hit_count and not overloaded:
+            self.idle_reason = (
+                f"{figures}: hit {self.hits} of bundlewiseBalancedHitCount {s.hit_count} (no broker above "
+                f"{s.overload_threshold:.0%})"
+            )
             return []
         cooling = self._cooling(now, s)
 
@@ -142,6 +154,11 @@ class BalancedPlanShedder:
             if mean - low > s.trigger_margin
             else UnloadReason.BALANCED
         )
+        if not moves:
+            self.idle_reason = (
+                f"{figures}: no movable bundle gains bundlewiseBalancedMinGain {s.min_gain:g} (bundles cooling "
+                "down, recently unloaded, or each larger than the gap it would close)"
+            )
         out = []
         for m in moves:
             self._remember(m, now)
