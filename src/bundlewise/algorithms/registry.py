@@ -20,10 +20,11 @@ other one places (with a warning: its plans are not used).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from bundlewise.algorithms.balanced.shedder import BalancedPlanShedder
 from bundlewise.algorithms.extensible.transfer_shedder import TransferShedder
 from bundlewise.algorithms.families import ExtensibleFamily, Family, ModularFamily
 from bundlewise.algorithms.placement.base import PlacementStrategy
@@ -51,16 +52,22 @@ class SheddingEntry:
     name: str
     family: FamilyKind
     factory: Callable[[], Any]
+    own: bool = False  # bundlewise's own strategy, not one of Pulsar's
 
 
 SHEDDING: dict[str, SheddingEntry] = {}
 PLACEMENT: dict[str, Callable[[], PlacementStrategy]] = {}
 
 
-def register_shedding(name: str, family: FamilyKind, factory: Callable[[], Any]) -> SheddingEntry:
-    """Register a shedding strategy (a later registration of the same name replaces it)."""
-    entry = SheddingEntry(name, family, factory)
+def register_shedding(name: str, family: FamilyKind, factory: Callable[[], Any], *, own: bool = False) -> SheddingEntry:
+    """Register a shedding strategy (a later registration of the same name replaces it).
+
+    ``own=True``: one of bundlewise's own strategies -- left out of the default list (Pulsar's strategies;
+    ``--strategy all`` adds it), and, being a placement strategy too, registered as one."""
+    entry = SheddingEntry(name, family, factory, own)
     SHEDDING[name] = entry
+    if own:
+        PLACEMENT[name] = factory
     return entry
 
 
@@ -78,11 +85,25 @@ register_placement("LeastLongTermMessageRate", LeastLongTermMessageRate)
 register_placement("LeastResourceUsageWithWeight", LeastResourceUsageWithWeight)
 register_placement("RoundRobinBrokerSelector", RoundRobinBrokerSelector)
 register_placement("AvgShedder", AvgShedder)
+register_shedding("BalancedPlanShedder", ModularFamily, BalancedPlanShedder, own=True)
 
 
 def shedding_names() -> tuple[str, ...]:
     """Every registered shedding strategy, in registration order."""
     return tuple(SHEDDING)
+
+
+def default_shedding_names() -> tuple[str, ...]:
+    """The strategies a run compares when none is named: every registered one but bundlewise's own."""
+    return tuple(name for name, entry in SHEDDING.items() if not entry.own)
+
+
+def expand_all(names: Sequence[str]) -> list[str]:
+    """``all`` stands for every registered shedding strategy (bundlewise's own included)."""
+    out: list[str] = []
+    for n in names:
+        out.extend(shedding_names() if n == "all" else (n,))
+    return out
 
 
 def placement_names() -> tuple[str, ...]:
@@ -117,6 +138,9 @@ def make_placement(name: str) -> PlacementStrategy:
 
 def modular_placement(shedder: Any, config: Config) -> tuple[PlacementStrategy, tuple[str, ...]]:
     """The placement strategy a modular leader with ``shedder`` uses, and any warning (module docstring)."""
+    if getattr(shedder, "own_placement", False):
+        own: PlacementStrategy = shedder
+        return own, ()
     name = canonical_placement_name(config.view(PlacementSettings).strategy, field="loadBalancerLoadPlacementStrategy")
     if name in SHEDDING:
         if shedder.name != name:

@@ -27,7 +27,13 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from bundlewise.algorithms.registry import SheddingEntry, make_family, shedding_entry, shedding_names
+from bundlewise.algorithms.registry import (
+    SheddingEntry,
+    default_shedding_names,
+    expand_all,
+    make_family,
+    shedding_entry,
+)
 from bundlewise.cli.common import add_config_options, add_out_options
 from bundlewise.cli.traces import load_workload
 from bundlewise.config import Config, load_config
@@ -62,7 +68,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         action="append",
         nargs="+",
         default=None,
-        help="shedding strategy (repeatable); default: every strategy",
+        help="shedding strategy (repeatable), or all (bundlewise's own included); default: Pulsar's five",
     )
     add_out_options(p, "summary.json, timeline.parquet, decisions.jsonl and report.html into this folder")
     p.add_argument("--seed", type=int, help="override the scenario's seed")
@@ -99,10 +105,11 @@ def progress_bar(name: str) -> Callable[[int, int], None]:
 
 
 def resolve_strategies(names: list[str] | None, scenario: Scenario, config: Config) -> list[SheddingEntry]:
-    """The runs' strategies (``--strategy``, else the scenario's, else every registered one), each
+    """The runs' strategies (``--strategy``, ``all`` standing for every registered one; else the scenario's;
+    else every registered one but bundlewise's own), each
     resolved and its family made once with ``config`` so a bad name or a configuration Pulsar refuses
     fails before any run; the families' warnings go to stderr."""
-    entries = [shedding_entry(n) for n in (names or scenario.strategies or shedding_names())]
+    entries = [shedding_entry(n) for n in expand_all(names or scenario.strategies or default_shedding_names())]
     for entry in entries:
         for note in make_family(entry, config).notes:
             sys.stderr.write(note + "\n")

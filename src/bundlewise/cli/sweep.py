@@ -4,8 +4,8 @@
 [--seed N] [--out FILE.parquet [--overwrite]] [--format json|table] [--master URL]``
 
 Without ``--grid`` the grid is ``loadBalancerBrokerThresholdShedderPercentage=5,10,20`` ×
-``loadBalancerHistoryResourcePercentage=0.5,0.9``; the strategy axis is ``--strategy`` (default: the
-scenario's strategies, else every shedding strategy) unless a ``strategy=…`` axis is given.
+``loadBalancerHistoryResourcePercentage=0.5,0.9``; the strategy axis is ``--strategy`` (``all``: every one; default: the
+scenario's strategies, else Pulsar's) unless a ``strategy=…`` axis is given.
 stdout: ``{"scenario": …, "rows": [{settings…, METRICS…}, …]}`` (json) or the table (table).
 ``--out`` writes the same rows as one Parquet file: staged beside it and renamed into place when complete
 (``files.atomic``); an existing non-empty file is refused before the sweep starts unless ``--overwrite``.
@@ -18,7 +18,7 @@ import contextlib
 import json
 import sys
 
-from bundlewise.algorithms.registry import shedding_names
+from bundlewise.algorithms.registry import default_shedding_names, expand_all
 from bundlewise.cli.common import add_out_options, needs_extra
 from bundlewise.cli.simulate import resolve_scenario
 from bundlewise.cli.traces import check_trace, load_workload, needs_spark, spark_session
@@ -58,8 +58,10 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 def run(args: argparse.Namespace) -> int:
     scenario = resolve_scenario(args.cluster).with_seed(args.seed)
-    strategies = (
-        [s for g in args.strategy for s in g] if args.strategy else list(scenario.strategies or shedding_names())
+    strategies = expand_all(
+        [s for g in args.strategy for s in g]
+        if args.strategy
+        else list(scenario.strategies or default_shedding_names())
     )
     points = parse_grid(args.grid if args.grid is not None else list(DEFAULT_GRID), strategies)
     validate_points(scenario, points)

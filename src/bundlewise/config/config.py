@@ -8,6 +8,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any, Protocol, Self, TypeVar
 
 from bundlewise.config.keys import Key, registry
+from bundlewise.config.keys_balanced import BALANCED_KEYS
 from bundlewise.config.keys_extensible import EXTENSIBLE_KEYS
 from bundlewise.config.keys_live import LIVE_KEYS
 from bundlewise.config.keys_modular import MODULAR_KEYS
@@ -17,7 +18,7 @@ from bundlewise.config.views import ALL_VIEWS, LeaderSettings, PlacementSettings
 from bundlewise.model.errors import InputError
 from bundlewise.model.resources import ResourceWeights
 
-ALL_KEYS: dict[str, Key] = registry(MODULAR_KEYS, EXTENSIBLE_KEYS, THROTTLING_KEYS, SIM_KEYS, LIVE_KEYS)
+ALL_KEYS: dict[str, Key] = registry(MODULAR_KEYS, EXTENSIBLE_KEYS, THROTTLING_KEYS, SIM_KEYS, LIVE_KEYS, BALANCED_KEYS)
 WATCHED_PREFIXES = ("loadBalancer", "dispatchThrottling", "dispatcher")
 
 

@@ -385,6 +385,35 @@ class AuthSettings:
         )
 
 
+@dataclass(frozen=True, slots=True)
+class BalancedSettings:
+    """bundlewise's own ``BalancedPlanShedder`` (``bundlewiseBalanced*``, docs/balanced.md)."""
+
+    trigger_margin: float
+    target_margin: float
+    hit_count: int
+    max_moves: int
+    min_gain: float
+    cost_per_topic: float
+    cooldown_ms: int
+    in_flight_ms: int
+    overload_threshold: float  # fraction
+
+    @classmethod
+    def of(cls, c: Mapping[str, Any]) -> BalancedSettings:
+        return cls(
+            trigger_margin=float(c["bundlewiseBalancedTriggerMargin"]),
+            target_margin=float(c["bundlewiseBalancedTargetMargin"]),
+            hit_count=int(c["bundlewiseBalancedHitCount"]),
+            max_moves=int(c["bundlewiseBalancedMaxMovesPerCycle"]),
+            min_gain=float(c["bundlewiseBalancedMinGain"]),
+            cost_per_topic=float(c["bundlewiseBalancedCostPerTopic"]),
+            cooldown_ms=int(c["bundlewiseBalancedCooldownMinutes"]) * MINUTE_MS,
+            in_flight_ms=int(c["bundlewiseBalancedInFlightMinutes"]) * MINUTE_MS,
+            overload_threshold=float(c["loadBalancerBrokerOverloadedThresholdPercentage"]) / 100.0,
+        )
+
+
 ALL_VIEWS = (
     LeaderSettings,
     ReportSettings,
@@ -399,4 +428,5 @@ ALL_VIEWS = (
     SimSettings,
     BrokerSettings,
     AuthSettings,
+    BalancedSettings,
 )

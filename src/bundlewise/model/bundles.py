@@ -11,6 +11,8 @@ Pulsar rules followed (``NamespaceBundles``, ``NamespaceBundleFactory``, ``Names
   Pulsar's ``IndexOutOfBoundsException``.  A hash of exactly ``0xffffffff`` belongs to the closed
   last bundle (docs/model.md); Pulsar's own lookup overruns its array there, a bug we do not copy.
 * A bundle splits only if ``upper - lower > 1``; explicit split boundaries must lie strictly inside it.
+* Adjacent bundles merge back into the one range they tile (``NamespaceBundles#merge``, bundlewise's own:
+  Pulsar has no merge); ``merge(split(b)) == b``.
 """
 
 from __future__ import annotations
@@ -218,3 +220,23 @@ class NamespaceBundles:
         inner = [c.lower for c in children[1:]]
         new = sorted(set(self.boundaries) | set(inner))
         return NamespaceBundles(self.namespace, tuple(new)), children
+
+    def merge(self, bundles: Iterable[Bundle]) -> tuple[NamespaceBundles, Bundle]:
+        """Replace adjacent ``bundles`` by the one bundle covering them; returns the new set and that bundle.
+
+        The inverse of ``split``, validated the same way: at least two current bundles of this namespace
+        that tile one range with no gap (``merge(split(b))`` gives ``b`` back).  No Pulsar admin call does
+        this; bundlewise's own strategy uses it to free a namespace at its bundle cap for a hot split."""
+        parts = sorted(set(bundles))
+        if len(parts) < 2:
+            raise InputError(f"merge in {self.namespace}: need at least 2 bundles, got {len(parts)}")
+        current = set(self.bundles)
+        for b in parts:
+            if b not in current:
+                raise InputError(f"bundle {b.name} is not one of the current bundles of {self.namespace}")
+        for a, b in itertools.pairwise(parts):
+            if a.upper != b.lower:
+                raise InputError(f"merge in {self.namespace}: {a.name} and {b.name} are not adjacent")
+        inner = {b.lower for b in parts[1:]}
+        merged = Bundle(self.namespace, parts[0].lower, parts[-1].upper)
+        return NamespaceBundles(self.namespace, tuple(x for x in self.boundaries if x not in inner)), merged

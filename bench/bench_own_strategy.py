@@ -1,0 +1,151 @@
+"""bundlewise's own strategy against Pulsar's: every strategy x every scenario of the failure-mode suite,
+each target marked met / not met, and the decision time at 1,000 brokers x 100,000 bundles.
+
+``python bench/bench_own_strategy.py`` (or ``python -m bench own_strategy``) prints the table and writes
+``bench/results/own_strategy.json`` and ``bench/results/own_strategy.md``.  ``BENCH_OWN_SCENARIOS=a,b``
+runs only those scenarios; ``BENCH_OWN_BROKERS=100`` times decisions on a smaller cluster (a quick check).
+
+Decision time: one ``find_bundles_for_unloading`` call on ``bench_modular``'s synthetic cluster (brokers
+between 10 % and 95 % CPU), median of repeated runs, side by side with each Pulsar modular strategy.
+*cold*: a fresh instance's first call; *warm*: the next call of the same instance a minute later (the
+planner's in-flight moves and cool-downs in place).  Placement: one ``select`` of an unknown bundle.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.bench_modular import BUNDLES_PER_BROKER, synthetic_cluster
+from bench.common import RESULTS, write_result
+from bundlewise.algorithms.families import ModularFamily
+from bundlewise.algorithms.registry import SHEDDING, make_placement, shedding_names
+from bundlewise.config import Config
+from bundlewise.model.load import BundleData
+from bundlewise.sim.floor import static_floor
+from bundlewise.sim.run import simulate, summary
+from bundlewise.sim.suite import SUITE, own_names, suite_scenario, targets
+
+OWN = "BalancedPlanShedder"
+TARGET_MS = 50.0
+SHOWN = ("load_std_mean", "max_load_p99", "unloads", "repeat_unloads", "overloaded_broker_minutes")
+
+
+def run_scenario(name: str) -> dict[str, Any]:
+    scenario = suite_scenario(name)
+    results = simulate(scenario, list(shedding_names()))
+    doc = summary(scenario, results)
+    floor = static_floor(scenario)
+    out: dict[str, Any] = {"floor": floor.to_json(), "strategies": {}, "targets": {}}
+    for strategy, m in doc["strategies"].items():
+        starts = [e["reach_80_minutes"] for e in m["events"] if e["action"] in ("add", "return")]
+        out["strategies"][strategy] = {k: m[k] for k in SHOWN} | {"reach_80_minutes": starts}
+    for own in own_names(doc):
+        out["targets"][own] = [t.to_json() for t in targets(name, own, doc, floor)]
+    return out
+
+
+def _ms(fn: Any, repeat: int) -> float:
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times) * 1000
+
+
+def decision_times(brokers: int, repeat: int) -> dict[str, Any]:
+    load = synthetic_cluster(brokers)
+    config = Config()
+    rows: dict[str, Any] = {}
+    for name in [n for n, e in SHEDDING.items() if e.family is ModularFamily]:
+        cfg = config.with_values({"minUnloadMessage": 100}) if name == "AvgShedder" else config
+        cold, warm, moves = [], [], 0
+        for _ in range(repeat):
+            s = SHEDDING[name].factory()
+            t0 = time.perf_counter()
+            moves = len(s.find_bundles_for_unloading(load, cfg, 60_000))
+            cold.append(time.perf_counter() - t0)
+            t0 = time.perf_counter()
+            s.find_bundles_for_unloading(load, cfg, 120_000)
+            warm.append(time.perf_counter() - t0)
+        rows[name] = {
+            "cold_ms": round(statistics.median(cold) * 1000, 3),
+            "warm_ms": round(statistics.median(warm) * 1000, 3),
+            "unloads": moves,
+        }
+    place: dict[str, float] = {}
+    bundle = "tenant-0/ns-new/0x00000000_0x00001000"
+    cands = sorted(load.brokers)
+    for name in (OWN, "LeastLongTermMessageRate", "LeastResourceUsageWithWeight"):
+        p = make_placement(name)
+        rng = random.Random(1)
+        place[name] = round(
+            _ms(lambda p=p, r=rng: p.select(cands, bundle, BundleData.default(), load, config, r), repeat), 3
+        )
+    return {"brokers": brokers, "bundles": brokers * BUNDLES_PER_BROKER, "shedding": rows, "placement_ms": place}
+
+
+def markdown(scenarios: dict[str, Any], timing: dict[str, Any]) -> str:
+    lines = ["# BalancedPlanShedder vs Pulsar's strategies on the failure-mode suite", ""]
+    for name, r in scenarios.items():
+        lines += [
+            f"## {name}",
+            "",
+            "| strategy | " + " | ".join(SHOWN) + " | reach_80_minutes |",
+            "|---" * (len(SHOWN) + 2) + "|",
+        ]
+        for strategy, m in r["strategies"].items():
+            reach = ", ".join("never" if x is None else f"{x:g}" for x in m["reach_80_minutes"]) or "-"
+            cells = [f"{m[k]:.4g}" if isinstance(m[k], float) else str(m[k]) for k in SHOWN]
+            lines.append(f"| {strategy} | " + " | ".join(cells) + f" | {reach} |")
+        f = r["floor"]
+        lines.append(
+            f"| static floor | {f['load_std_mean']:.4g} | {f['max_load_p99']:.4g} | - | - | "
+            f"{f['overloaded_broker_minutes']:g} | - |"
+        )
+        for own, ts in r["targets"].items():
+            lines += ["", f"Targets of {own}:", "", "| target | status | figures |", "|---|---|---|"]
+            lines += [f"| {t['target']} | {t['status']} | {t['detail']} |" for t in ts]
+        lines.append("")
+    lines += [
+        f"## Decision time at {timing['brokers']:,} brokers x {timing['bundles']:,} bundles (median ms)",
+        "",
+        "| strategy | cold | warm | unloads |",
+        "|---|---|---|---|",
+    ]
+    for name, row in timing["shedding"].items():
+        lines.append(f"| {name} | {row['cold_ms']:.3f} | {row['warm_ms']:.3f} | {row['unloads']} |")
+    lines += ["", "| placement (one select) | ms |", "|---|---|"]
+    lines += [f"| {n} | {v:.3f} |" for n, v in timing["placement_ms"].items()]
+    own = timing["shedding"][OWN]
+    ok = max(own["cold_ms"], own["warm_ms"]) <= TARGET_MS
+    lines += ["", f"decision <= {TARGET_MS:g} ms: {'met' if ok else 'NOT met'}", ""]
+    return "\n".join(lines)
+
+
+def main() -> None:
+    wanted = [s for s in os.environ.get("BENCH_OWN_SCENARIOS", "").split(",") if s] or list(SUITE)
+    scenarios = {}
+    for name in wanted:
+        t0 = time.perf_counter()
+        scenarios[name] = run_scenario(name)
+        print(f"{name}: {time.perf_counter() - t0:.1f} s", file=sys.stderr, flush=True)
+    brokers = int(os.environ.get("BENCH_OWN_BROKERS", "1000"))
+    timing = decision_times(brokers, 7 if brokers >= 1000 else 15)
+    text = markdown(scenarios, timing)
+    print(text)
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / "own_strategy.md").write_text(text)
+    write_result("own_strategy", {"target_ms": TARGET_MS, "scenarios": scenarios, "decision_time": timing})
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,3 @@
+"""bundlewise's own strategy, ``BalancedPlanShedder`` (docs/balanced.md): a capacity-normalised,
+per-resource estimate (``estimate``), a budgeted plan of the largest-impact moves (``planner``), load-aware
+placement of unowned bundles (``placement``) and the stateful strategy around them (``shedder``)."""

@@ -1,0 +1,184 @@
+"""The load estimate of ``BalancedPlanShedder``: capacity-normalised, per resource, from the latest reports.
+
+Pulsar's strategies score a broker by one number -- ThresholdShedder by a history-weighted max usage
+(``ThresholdShedder#updateAvgResourceUsage``, a 0.9 history that lags: PIP-364), UniformLoadShedder by
+message rate or throughput alone -- and estimate a bundle's weight in message rate (``AvgShedder``,
+``LeastLongTermMessageRate``), which on a mixed fleet says nothing of the CPU or NIC a bundle costs.
+Here every broker and bundle is a vector of three absolute usages, in the units of the report's
+``SystemResources`` (CPU in percent of one core, NIC in and out in kbit/s), so one vector can be added to
+any broker and divided by THAT broker's limits:
+
+* **Cost model** (``fit_cost_model``): over the brokers' latest ``LocalBrokerData``, the least-squares fit
+  ``cpu.usage = base + a * (msgRateIn + msgRateOut) + b * (msgThroughputIn + msgThroughputOut)`` with
+  ``a, b, base >= 0`` (a term whose coefficient comes out negative is dropped and the fit redone); NIC
+  usage per byte/s is ``sum(bandwidthIn.usage) / sum(msgThroughputIn)`` (and out).  With fewer than three
+  brokers carrying traffic the CPU falls back to one ratio per message.
+* **A bundle** is ``(a * rate + b * tput, nic_in * tput_in, nic_out * tput_out)`` from its latest
+  ``NamespaceBundleStats`` in its owner's report (no lagging history: the report rule already rewrites a
+  report whose load moved by 10 points), or from the short-term average of its ``BundleData`` when it
+  has no stats (a bundle preallocated but not yet reported).
+* **A broker** is its reported usage, plus its preallocated bundles (assigned, not yet in a report),
+  plus the moves still in flight (``InFlight``): a move is credited to its destination, and debited from
+  its source, until the destination's report lists the bundle and the source's no longer does.
+* **Load** is the weighted max of the three fractions (``SystemResources#weighted_max_usage``'s weights,
+  ``loadBalancer*ResourceWeight``); a resource without a limit counts 0.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+import numpy as np
+
+from bundlewise.model.load import BrokerData, BundleData, LoadData, NamespaceBundleStats
+from bundlewise.model.resources import ResourceWeights
+
+Vector = tuple[float, float, float]  # cpu (% of one core), bandwidth in, bandwidth out (kbit/s)
+ZERO: Vector = (0.0, 0.0, 0.0)
+DEFAULT_NIC_PER_BYTE = 8 / 1000.0  # bytes/s -> kbit/s, the report's unit when no broker has traffic
+
+
+def add(a: Vector, b: Vector, sign: float = 1.0) -> Vector:
+    return (a[0] + sign * b[0], a[1] + sign * b[1], a[2] + sign * b[2])
+
+
+@dataclass(frozen=True, slots=True)
+class CostModel:
+    """What one message and one byte cost a broker, in the report's units."""
+
+    cpu_per_msg: float
+    cpu_per_byte: float
+    nic_in_per_byte: float
+    nic_out_per_byte: float
+
+    def of_rates(self, rate_in: float, rate_out: float, tput_in: float, tput_out: float) -> Vector:
+        cpu = self.cpu_per_msg * (rate_in + rate_out) + self.cpu_per_byte * (tput_in + tput_out)
+        return (cpu, self.nic_in_per_byte * tput_in, self.nic_out_per_byte * tput_out)
+
+    def of_stats(self, s: NamespaceBundleStats) -> Vector:
+        return self.of_rates(s.msgRateIn, s.msgRateOut, s.msgThroughputIn, s.msgThroughputOut)
+
+    def of_data(self, d: BundleData) -> Vector:
+        st = d.shortTermData
+        return self.of_rates(st.msgRateIn, st.msgRateOut, st.msgThroughputIn, st.msgThroughputOut)
+
+
+def _nonnegative_fit(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Least squares of ``y`` on the columns of ``x`` with every coefficient >= 0 (drop, refit)."""
+    keep = list(range(x.shape[1]))
+    while keep:
+        coef = np.linalg.lstsq(x[:, keep], y, rcond=None)[0]
+        if (coef >= 0).all():
+            out = np.zeros(x.shape[1])
+            out[keep] = coef
+            return out
+        keep.pop(int(np.argmin(coef)))
+    return np.zeros(x.shape[1])
+
+
+def fit_cost_model(brokers: Iterable[BrokerData]) -> CostModel:
+    """The fleet's cost model from the brokers' latest reports (module docstring)."""
+    rows = [(b.localData.total_rate, b.localData.total_throughput, b.localData.resources, b.localData) for b in brokers]
+    busy = [r for r in rows if r[0] > 0 or r[1] > 0]
+    tin = sum(r[3].msgThroughputIn for r in busy)
+    tout = sum(r[3].msgThroughputOut for r in busy)
+    nic_in = sum(r[2].bandwidth_in.usage for r in busy) / tin if tin > 0 else DEFAULT_NIC_PER_BYTE
+    nic_out = sum(r[2].bandwidth_out.usage for r in busy) / tout if tout > 0 else DEFAULT_NIC_PER_BYTE
+    per_msg = per_byte = 0.0
+    if len(busy) >= 3:
+        x = np.array([[1.0, r[0], r[1]] for r in rows])
+        y = np.array([r[2].cpu.usage for r in rows])
+        _, per_msg, per_byte = (float(c) for c in _nonnegative_fit(x, y))
+    if per_msg == 0.0 and per_byte == 0.0:
+        rate = sum(r[0] for r in busy)
+        per_msg = sum(r[2].cpu.usage for r in busy) / rate if rate > 0 else 0.0
+    return CostModel(per_msg, per_byte, nic_in, nic_out)
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    cpu: float
+    nic_in: float
+    nic_out: float
+
+
+def limits_of(broker: BrokerData) -> Limits:
+    r = broker.localData.resources
+    return Limits(r.cpu.limit, r.bandwidth_in.limit, r.bandwidth_out.limit)
+
+
+def fleet_limits(brokers: Mapping[str, BrokerData]) -> dict[str, Limits]:
+    """Each broker's limits; a resource a broker reports no limit for (an empty first report, a NIC whose
+    speed is unknown) takes the mean limit of the brokers that report one, so an unknown broker counts as an
+    average one -- never as a broker of infinite capacity."""
+    own = {b: limits_of(bd) for b, bd in brokers.items()}
+
+    def mean(values: list[float]) -> float:
+        known = [v for v in values if v > 0]
+        return sum(known) / len(known) if known else 0.0
+
+    cpu = mean([lim.cpu for lim in own.values()])
+    nin = mean([lim.nic_in for lim in own.values()])
+    nout = mean([lim.nic_out for lim in own.values()])
+    return {
+        b: Limits(
+            lim.cpu if lim.cpu > 0 else cpu,
+            lim.nic_in if lim.nic_in > 0 else nin,
+            lim.nic_out if lim.nic_out > 0 else nout,
+        )
+        for b, lim in own.items()
+    }
+
+
+def load_of(usage: Vector, limits: Limits, w: ResourceWeights) -> float:
+    """The weighted max of the three fractions (0 for a resource without a limit)."""
+    cpu = usage[0] / limits.cpu * w.cpu if limits.cpu > 0 else 0.0
+    nin = usage[1] / limits.nic_in * w.bandwidth_in if limits.nic_in > 0 else 0.0
+    nout = usage[2] / limits.nic_out * w.bandwidth_out if limits.nic_out > 0 else 0.0
+    return max(cpu, nin, nout)
+
+
+def binding_resource(usage: Vector, limits: Limits, w: ResourceWeights) -> str:
+    """The resource that sets the load: ``cpu``, ``bandwidthIn`` or ``bandwidthOut``."""
+    parts = (
+        (usage[0] / limits.cpu * w.cpu if limits.cpu > 0 else 0.0, "cpu"),
+        (usage[1] / limits.nic_in * w.bandwidth_in if limits.nic_in > 0 else 0.0, "bandwidthIn"),
+        (usage[2] / limits.nic_out * w.bandwidth_out if limits.nic_out > 0 else 0.0, "bandwidthOut"),
+    )
+    return max(parts, key=lambda p: p[0])[1]
+
+
+@dataclass(frozen=True, slots=True)
+class InFlight:
+    """A move whose load the reports may not show yet."""
+
+    bundle: str
+    source: str
+    destination: str
+    vector: Vector
+    at: int  # ms
+
+
+def broker_usage(
+    load: LoadData, model: CostModel, in_flight: Iterable[InFlight], assumed: Mapping[str, Vector] | None = None
+) -> dict[str, Vector]:
+    """Every broker's estimated usage: its report, its preallocations (each at the usage ``assumed`` for it
+    when placed, else its short-term data) and the moves in flight."""
+    assumed = assumed or {}
+    usage: dict[str, Vector] = {}
+    for name, b in load.brokers.items():
+        r = b.localData.resources
+        u: Vector = (r.cpu.usage, r.bandwidth_in.usage, r.bandwidth_out.usage)
+        listed = b.localData.lastStats
+        for bundle, data in b.preallocatedBundleData.items():
+            if bundle not in listed:
+                u = add(u, assumed.get(bundle) or model.of_data(data))
+        usage[name] = u
+    for m in in_flight:
+        dest, src = load.brokers.get(m.destination), load.brokers.get(m.source)
+        if dest is not None and dest.localData.lastUpdate <= m.at:
+            usage[m.destination] = add(usage[m.destination], m.vector)
+        if src is not None and src.localData.lastUpdate <= m.at and m.bundle in src.localData.lastStats:
+            usage[m.source] = add(usage[m.source], m.vector, -1.0)
+    return usage

@@ -1,0 +1,150 @@
+"""The plan of one cycle of ``BalancedPlanShedder``: the fewest, largest-impact moves within a budget.
+
+Pulsar's shedders pick bundles one rule at a time -- ThresholdShedder and OverloadShedder take the
+largest bundles off each broker above a line until a fixed share is off (``ThresholdShedder
+#findBundlesForUnloading``), UniformLoadShedder and AvgShedder move a share of the rate between the two
+extreme brokers (``UniformLoadShedder#findBundlesForUnloading``, ``AvgShedder#findBundlesForUnloading``),
+TransferShedder moves bundles until its std-dev target is met (``TransferShedder
+#findBundlesForUnloading``) -- none of them weighs what a move costs against what it buys.  Here a move
+is judged by its effect on the whole fleet:
+
+* **gain** of moving bundle ``x`` (usage vector ``v``) from ``s`` to ``d``:
+  ``k(s) * (load(s)^2 - load(s - v)^2) + k(d) * (load(d)^2 - load(d + v)^2) - costPerTopic * topics(x)``,
+  each load the weighted max of that broker's capacity-normalised CPU and NIC (``estimate.load_of``) and
+  ``k(b)`` its capacity relative to the fleet's mean (``capacity_weights``).  With brokers of one size this is
+  the drop of the sum of squared loads, i.e. of the std-dev at a constant total; the capacity weight makes
+  the optimum equal LOADS on a mixed fleet (an unweighted sum of squares is smallest when a 32-core broker
+  runs four times as hot as an 8-core one).  It prefers the move that closes the largest gap, and never a move
+  that only makes a new hot spot (a bundle larger than the gap has a negative gain: it is left for the
+  split detector, ``BundleSplitterTask``, to split).
+* **greedy**: each step evaluates every movable bundle of the ``SOURCES`` (3) most loaded brokers towards
+  the ``DESTINATIONS`` (3) least loaded ones -- of the ``WIDE_SOURCES`` (12) most loaded when those have
+  nothing worth moving (their bundles cooling down, or each larger than the gap) -- takes the best move
+  when its gain is at least ``minGain``, applies it to the estimate and repeats -- until the budget
+  (``maxMovesPerCycle``) is spent, no move gains enough, or every broker is within ``targetMargin`` of the
+  mean (the stop line of the hysteresis).
+* Ties (equal gains) go to the first candidate in (source, bundle, destination) order: brokers by load
+  (then name), bundles as the caller lists them, so a plan is deterministic.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+from bundlewise.algorithms.balanced.estimate import Limits, Vector, add, load_of
+from bundlewise.model.resources import ResourceWeights
+
+SOURCES = 3
+WIDE_SOURCES = 12
+DESTINATIONS = 3
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """A bundle that may move: its name, its usage vector and its topics."""
+
+    bundle: str
+    vector: Vector
+    topics: int
+
+
+@dataclass(frozen=True, slots=True)
+class Move:
+    bundle: str
+    source: str
+    destination: str
+    vector: Vector
+    gain: float
+    before: tuple[float, float]  # source, destination loads
+    after: tuple[float, float]
+
+
+@dataclass(frozen=True, slots=True)
+class PlanLimits:
+    budget: int
+    min_gain: float
+    cost_per_topic: float
+    target_margin: float
+
+
+def within_target(loads: Mapping[str, float], margin: float) -> bool:
+    """Every broker within ``margin`` of the mean load."""
+    mean = sum(loads.values()) / len(loads)
+    return max(loads.values()) - mean <= margin and mean - min(loads.values()) <= margin
+
+
+def capacity_weights(limits: Mapping[str, Limits]) -> dict[str, float]:
+    """Each broker's CPU limit over the fleet's mean (1 for every broker when no CPU limit is known)."""
+    mean = sum(lim.cpu for lim in limits.values()) / len(limits) if limits else 0.0
+    return {b: (lim.cpu / mean if mean > 0 else 1.0) for b, lim in limits.items()}
+
+
+def _best_move(
+    sources: Sequence[str],
+    destinations: Sequence[str],
+    usage: Mapping[str, Vector],
+    loads: Mapping[str, float],
+    limits: Mapping[str, Limits],
+    k: Mapping[str, float],
+    weights: ResourceWeights,
+    lim: PlanLimits,
+    moved: set[str],
+    cache: dict[str, list[Candidate]],
+    candidates: Callable[[str], Sequence[Candidate]],
+) -> Move | None:
+    """The move of largest gain from ``sources`` to ``destinations`` (first in order on a tie)."""
+    best: Move | None = None
+    for s in sources:
+        if s not in cache:
+            cache[s] = list(candidates(s))
+        for c in cache[s]:
+            if c.bundle in moved:
+                continue
+            new_s = load_of(add(usage[s], c.vector, -1.0), limits[s], weights)
+            for d in destinations:
+                if d == s:
+                    continue
+                new_d = load_of(add(usage[d], c.vector), limits[d], weights)
+                gain = (
+                    k[s] * (loads[s] ** 2 - new_s**2)
+                    + k[d] * (loads[d] ** 2 - new_d**2)
+                    - lim.cost_per_topic * c.topics
+                )
+                if best is None or gain > best.gain:
+                    best = Move(c.bundle, s, d, c.vector, gain, (loads[s], loads[d]), (new_s, new_d))
+    return best
+
+
+def plan_moves(
+    usage: Mapping[str, Vector],
+    limits: Mapping[str, Limits],
+    candidates: Callable[[str], Sequence[Candidate]],
+    weights: ResourceWeights,
+    lim: PlanLimits,
+) -> list[Move]:
+    """The greedy plan (module docstring); ``usage`` and ``limits`` cover every broker, ``candidates(b)``
+    lists broker ``b``'s movable bundles (asked only for the brokers considered as sources)."""
+    usage = dict(usage)
+    loads = {b: load_of(u, limits[b], weights) for b, u in usage.items()}
+    k = capacity_weights(limits)
+    moved: set[str] = set()
+    plan: list[Move] = []
+    cache: dict[str, list[Candidate]] = {}
+    while len(plan) < lim.budget and len(loads) >= 2 and not within_target(loads, lim.target_margin):
+        destinations = heapq.nsmallest(DESTINATIONS, loads, key=lambda b: (loads[b], b))
+        best = None
+        for width in (SOURCES, WIDE_SOURCES):  # the wider look only when the first finds nothing worth it
+            sources = heapq.nsmallest(min(width, len(loads)), loads, key=lambda b: (-loads[b], b))
+            best = _best_move(sources, destinations, usage, loads, limits, k, weights, lim, moved, cache, candidates)
+            if best is not None and best.gain >= lim.min_gain:
+                break
+        if best is None or best.gain < lim.min_gain:
+            break
+        plan.append(best)
+        moved.add(best.bundle)
+        usage[best.source] = add(usage[best.source], best.vector, -1.0)
+        usage[best.destination] = add(usage[best.destination], best.vector)
+        loads[best.source], loads[best.destination] = best.after
+    return plan

@@ -1,0 +1,239 @@
+"""``BalancedPlanShedder``: bundlewise's own shedding and placement strategy (docs/balanced.md).
+
+One object plays both roles, as Pulsar's ``AvgShedder`` does: the shedder plans each move's destination
+and its placement half returns it; a bundle it did not plan (a lookup) goes where the load after taking
+it is lowest (``placement``), among the brokers that accept its topics and are under
+``loadBalancerBrokerMaxTopics`` -- the count-based ``loadBalancerDistributeBundlesEvenlyEnabled`` filter,
+blind to capacity, would send a planned move to whichever broker holds the fewest bundles of the
+namespace, so it does not narrow this strategy's choice.  Each cycle (``ModularLoadManagerImpl#doLoadShedding`` calls
+``find_bundles_for_unloading``):
+
+1. **Estimate** (``estimate``): the fleet's cost model from the latest reports, every broker's usage
+   vector (report + preallocations + moves in flight) and its capacity-normalised load.
+2. **Hysteresis**: the cycle is *calm* when the most loaded broker is at most ``triggerMargin`` above the
+   fleet mean and the least loaded at most ``triggerMargin`` below it, or when no broker is above
+   ``loadBalancerBrokerOverloadedThresholdPercentage`` and the spread is within ``targetMargin``.  A calm
+   cycle clears the hit counter and moves nothing; a cycle above the trigger counts a hit, and the plan
+   runs at ``hitCount`` consecutive hits -- at once when a broker is overloaded.  Jitter that crosses the
+   trigger for one cycle moves nothing (AvgShedder answers jitter with the same consecutive-hit rule, PIP-364;
+   UniformLoadShedder and ThresholdShedder act on one cycle).
+3. **Candidates**: a source broker's bundles with traffic in its report (its ``lastStats``; a report
+   without them, its ``bundles`` with the leader's short-term ``BundleData``), except those moved within
+   ``cooldownMinutes`` -- by name or by any overlap of hash range, so a split child of a bundle just moved
+   waits too -- and those the leader unloaded within its grace period (``recentlyUnloadedBundles``).
+4. **Plan** (``planner.plan_moves``): the fewest, largest-impact moves within ``maxMovesPerCycle``.
+5. Each move is remembered: its destination (for the placement half), its time (cool-down) and its load
+   (in flight, so the next cycles do not pile onto a destination whose report is not yet rewritten).
+
+Every ``Unload`` carries its figures as its reason; its cause is ``Overloaded`` when the source was
+above the overload threshold, ``Underloaded`` when the cycle was triggered by a broker below the mean
+(an idle, new or returned broker), else ``Balanced``.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Mapping, Sequence
+
+from bundlewise.algorithms.balanced.estimate import (
+    CostModel,
+    InFlight,
+    Limits,
+    Vector,
+    binding_resource,
+    broker_usage,
+    fit_cost_model,
+    fleet_limits,
+    load_of,
+)
+from bundlewise.algorithms.balanced.placement import least_loaded_after
+from bundlewise.algorithms.balanced.planner import Candidate, Move, PlanLimits, plan_moves
+from bundlewise.algorithms.placement import filters
+from bundlewise.algorithms.placement.base import Selection
+from bundlewise.config import Config
+from bundlewise.config.views import BalancedSettings, PlacementSettings
+from bundlewise.model.decisions import Label, Unload, UnloadReason
+from bundlewise.model.load import BundleData, LoadData
+from bundlewise.model.resources import ResourceWeights
+
+NAME = "BalancedPlanShedder"
+Cooling = Callable[[str], bool]
+
+
+def _range(bundle: str) -> tuple[str, int, int] | None:
+    """``(namespace, lower, upper)`` of a bundle name (``model.bundles`` naming), None when it is not one."""
+    namespace, _, bounds = bundle.rpartition("/")
+    lower, _, upper = bounds.partition("_")
+    try:
+        return (namespace, int(lower, 16), int(upper, 16))
+    except ValueError:
+        return None
+
+
+class BalancedPlanShedder:
+    """Shedding and placement in one object; keeps hit count, cool-downs, moves in flight and plans."""
+
+    name = NAME
+    own_placement = True  # the registry uses this object to place, whatever loadBalancerLoadPlacementStrategy says
+
+    def __init__(self) -> None:
+        self.idle_reason = ""  # why the last call planned nothing (``SheddingStrategy``)
+        self.hits = 0
+        self.moved_at: dict[str, int] = {}  # bundle -> last move (ms)
+        self.moved_ranges: list[tuple[str, int, int, int]] = []  # namespace, lower, upper, at
+        self.in_flight: list[InFlight] = []
+        self.planned: dict[str, str] = {}  # bundle -> destination, for this cycle's placement calls
+        self.model: CostModel | None = None
+        self.assumed: dict[str, Vector] = {}  # bundle -> usage estimated when placed (preallocations)
+
+    # -- shedding ------------------------------------------------------------------------------
+
+    def find_bundles_for_unloading(self, load: LoadData, config: Config, now: int) -> list[Unload]:
+        s = config.view(BalancedSettings)
+        weights = config.weights()
+        self.planned = {}
+        self._forget(now, s)
+        self.idle_reason = ""
+        if len(load.brokers) < 2:
+            self.idle_reason = "fewer than 2 brokers"
+            return []
+        model = self.model = fit_cost_model(load.brokers.values())
+        preallocated = {b for bd in load.brokers.values() for b in bd.preallocatedBundleData}
+        self.assumed = {b: v for b, v in self.assumed.items() if b in preallocated}
+        usage = broker_usage(load, model, self.in_flight, self.assumed)
+        limits = fleet_limits(load.brokers)
+        loads = {b: load_of(u, limits[b], weights) for b, u in usage.items()}
+        mean = sum(loads.values()) / len(loads)
+        top, low = max(loads.values()), min(loads.values())
+        overloaded = top > s.overload_threshold
+        spread = max(top - mean, mean - low)
+        figures = f"loads {low:.1%}..{top:.1%} around a fleet mean of {mean:.1%}"
+        if spread <= s.trigger_margin and not (overloaded and spread > s.target_margin):
+            self.hits = 0
+            self.idle_reason = (
+                f"balanced: {figures}, every broker within bundlewiseBalancedTriggerMargin "
+                f"{s.trigger_margin:g} of the mean"
+            )
+            return []
+        self.hits += 1
+        if self.hits < s.hit_count and not overloaded:
+            self.idle_reason = (
+                f"{figures}: hit {self.hits} of bundlewiseBalancedHitCount {s.hit_count} (no broker above "
+                f"{s.overload_threshold:.0%})"
+            )
+            return []
+        cooling = self._cooling(now, s)
+
+        known = len(load.bundleData) > 0
+
+        def candidates(broker: str) -> list[Candidate]:
+            local = load.brokers[broker].localData
+            out = []
+            for bundle in local.lastStats or local.bundles:
+                if bundle in load.recentlyUnloadedBundles or cooling(bundle):
+                    continue
+                if known and bundle not in load.bundleData:  # split since this report: the parent is gone
+                    continue
+                st = local.lastStats.get(bundle)
+                if st is not None:
+                    vector, topics = model.of_stats(st), st.topics
+                else:  # a report without per-bundle stats: the leader's short-term data
+                    data = load.bundleData[bundle]
+                    vector, topics = model.of_data(data), data.topics
+                if vector[0] <= 0 and vector[1] <= 0 and vector[2] <= 0:
+                    continue
+                out.append(Candidate(bundle, vector, topics))
+            return out
+
+        lim = PlanLimits(s.max_moves, s.min_gain, s.cost_per_topic, s.target_margin)
+        moves = plan_moves(usage, limits, candidates, weights, lim)
+        cause = (
+            UnloadReason.OVERLOADED
+            if overloaded
+            else UnloadReason.UNDERLOADED
+            if mean - low > s.trigger_margin
+            else UnloadReason.BALANCED
+        )
+        if not moves:
+            self.idle_reason = (
+                f"{figures}: no movable bundle gains bundlewiseBalancedMinGain {s.min_gain:g} (bundles cooling "
+                "down, recently unloaded, or each larger than the gap it would close)"
+            )
+        out = []
+        for m in moves:
+            self._remember(m, now)
+            why = self._reason(m, usage, limits, mean, weights)
+            out.append(Unload(m.source, m.bundle, why, m.destination, Label.SUCCESS, cause))
+        return out
+
+    @staticmethod
+    def _reason(
+        m: Move, usage: Mapping[str, Vector], limits: Mapping[str, Limits], mean: float, weights: ResourceWeights
+    ) -> str:
+        res = binding_resource(usage[m.source], limits[m.source], weights)
+        return (
+            f"{NAME}: {m.source} at {m.before[0]:.1%} ({res}) vs fleet mean {mean:.1%}; move to {m.destination} "
+            f"at {m.before[1]:.1%}: {m.source} -> {m.after[0]:.1%}, {m.destination} -> {m.after[1]:.1%} "
+            f"(gain {m.gain:.4f})"
+        )
+
+    def _remember(self, m: Move, now: int) -> None:
+        self.planned[m.bundle] = m.destination
+        self.moved_at[m.bundle] = now
+        r = _range(m.bundle)
+        if r is not None:
+            self.moved_ranges.append((*r, now))
+        self.in_flight.append(InFlight(m.bundle, m.source, m.destination, m.vector, now))
+
+    def _forget(self, now: int, s: BalancedSettings) -> None:
+        self.in_flight = [f for f in self.in_flight if now - f.at < s.in_flight_ms]
+        self.moved_at = {b: t for b, t in self.moved_at.items() if now - t < s.cooldown_ms}
+        self.moved_ranges = [r for r in self.moved_ranges if now - r[3] < s.cooldown_ms]
+
+    def _cooling(self, now: int, s: BalancedSettings) -> Cooling:
+        ranges: dict[str, list[tuple[int, int]]] = {}
+        for ns, lo, hi, _ in self.moved_ranges:
+            ranges.setdefault(ns, []).append((lo, hi))
+        moved = self.moved_at
+
+        def cooling(bundle: str) -> bool:
+            if bundle in moved:
+                return True
+            if not ranges:
+                return False
+            if bundle.rpartition("/")[0] not in ranges:
+                return False
+            r = _range(bundle)
+            return r is not None and any(lo < r[2] and r[1] < hi for lo, hi in ranges[r[0]])
+
+        return cooling
+
+    def on_unload_attempt_completed(self, planned: Sequence[Unload]) -> None:
+        """The cycle has chosen its destinations: plans do not outlive it."""
+        self.planned = {}
+
+    # -- placement -----------------------------------------------------------------------------
+
+    def select(
+        self,
+        candidates: Sequence[str],
+        bundle: str,
+        bundle_data: BundleData,
+        load: LoadData,
+        config: Config,
+        rng: random.Random,
+    ) -> Selection:
+        planned = self.planned.get(bundle)
+        if planned is not None and planned in load.brokers:
+            return Selection(planned, (planned,))
+        max_topics = config.view(PlacementSettings).max_topics
+        pool = set(candidates) | set(filters.filter_max_topics(filters.topic_type_candidates(load), load, max_topics))
+        if not pool:
+            return Selection.none()
+        model = fit_cost_model(load.brokers.values())
+        chosen, _ = least_loaded_after(
+            sorted(pool), bundle, bundle_data, load, model, self.in_flight, config.weights(), self.assumed
+        )
+        if chosen is None:
+            return Selection.none()
+        return Selection(chosen, (chosen,))

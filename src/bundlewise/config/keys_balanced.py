@@ -1,0 +1,77 @@
+"""Keys of bundlewise's own strategy, ``BalancedPlanShedder`` (docs/balanced.md): not Pulsar settings, so
+every name starts with ``bundlewiseBalanced``; they are set like Pulsar's (``broker.conf``, a scenario's
+``[balancer]``, ``--config``, ``--set``)."""
+
+from __future__ import annotations
+
+from bundlewise.config.keys import Key
+
+BALANCED_KEYS: tuple[Key, ...] = (
+    Key(
+        "bundlewiseBalancedTriggerMargin",
+        0.10,
+        "float",
+        "fraction of capacity",
+        "BalancedPlanShedder: act when the most loaded broker is this far above the fleet mean, or the least "
+        "loaded this far below it",
+        minimum=0,
+        maximum=1,
+    ),
+    Key(
+        "bundlewiseBalancedTargetMargin",
+        0.03,
+        "float",
+        "fraction of capacity",
+        "BalancedPlanShedder: a plan stops once every broker is within this of the fleet mean (hysteresis)",
+        minimum=0,
+        maximum=1,
+    ),
+    Key(
+        "bundlewiseBalancedHitCount",
+        2,
+        "int",
+        "cycles",
+        "BalancedPlanShedder: consecutive cycles above the trigger before acting (an overloaded broker acts at once)",
+        minimum=1,
+    ),
+    Key(
+        "bundlewiseBalancedMaxMovesPerCycle",
+        10,
+        "int",
+        "bundles",
+        "BalancedPlanShedder: the movement budget of one cycle",
+        minimum=0,
+    ),
+    Key(
+        "bundlewiseBalancedMinGain",
+        0.001,
+        "float",
+        "load squared",
+        "BalancedPlanShedder: a move must lower the sum of squared broker loads by at least this",
+        minimum=0,
+    ),
+    Key(
+        "bundlewiseBalancedCostPerTopic",
+        0.00002,
+        "float",
+        "load squared",
+        "BalancedPlanShedder: the cost of each topic a move makes unavailable, added to the gain required",
+        minimum=0,
+    ),
+    Key(
+        "bundlewiseBalancedCooldownMinutes",
+        120,
+        "int",
+        "minutes",
+        "BalancedPlanShedder: a bundle (or any part of its hash range) moved this recently is not moved again",
+        minimum=0,
+    ),
+    Key(
+        "bundlewiseBalancedInFlightMinutes",
+        15,
+        "int",
+        "minutes",
+        "BalancedPlanShedder: how long a move's load is credited to its destination until a report shows it",
+        minimum=0,
+    ),
+)
