@@ -1,6 +1,7 @@
-"""The extensible leader on real broker processes (ExtensibleLoadManagerImplTest, TransferShedderTest): a
-broker that comes back empty is refilled by TransferShedder's transfers, within its cool-down rules, read
-from the leader's decisions log."""
+"""The extensible leader and split scheduler on real broker processes (ExtensibleLoadManagerImplTest,
+TransferShedderTest, SplitSchedulerTest): a broker that comes back empty is refilled by TransferShedder's
+transfers, within its cool-down rules, read from the leader's decisions log; the owner of a hot bundle
+splits it on its own and keeps the children."""
 
 from __future__ import annotations
 
@@ -104,3 +105,45 @@ def test_a_returning_broker_is_refilled_by_transfers_within_the_cool_down(
     first = success_cycles[0]
     assert first > 3, "TransferShedder needs more than loadBalancerSheddingConditionHitCountThreshold hits"
     assert any(row.get("counters", {}).get("Skip.HitCount") for row in cycles if row["cycle"] < first)
+
+
+def test_the_owners_split_scheduler_splits_a_hot_bundle_and_keeps_the_children(
+    server: ServerProcess, tmp_path: Path
+) -> None:
+    ns = "hotx/ns"
+    trace = steady_trace(tmp_path / "trace.jsonl", ns, 10, 10.0)
+    settings = {
+        **EXT,
+        "defaultNumberOfNamespaceBundles": 1,
+        "loadBalancerAutoBundleSplitEnabled": "true",
+        "loadBalancerNamespaceBundleMaxTopics": 3,
+        "loadBalancerReportUpdateMinIntervalMillis": 1000,
+    }
+    c = LocalCluster(
+        2, store_url=server.url, settings=settings, time_scale=SCALE, workload=str(trace), work_dir=tmp_path
+    )
+    try:
+        c.start()
+        topics = [f"persistent://{ns}/topic-{i}" for i in range(10)]
+        r = get(lookup_url(c.brokers[1], topics[0]), timeout=30)
+        assert r.status_code == 200, r.text
+        owner = next(b for b in c.brokers if b.web_url == r.json()["httpUrl"])
+        parent = f"{ns}/0x00000000_0xffffffff"
+        with observed(c):
+            split = wait_until(
+                lambda: next((d for d in decisions(owner) if d["type"] == "split"), None), 30, "a split decision"
+            )
+            # every split cycle (1 min = 1 s) counts a hit; the 4th hit (> threshold 3) splits
+            assert split["bundle"] == parent and split["broker"] == owner.broker_id
+            assert split["reason"] == "split: Topics (10 topics > 3)"
+            assert split["children"] == [f"{ns}/0x00000000_0x7fffffff", f"{ns}/0x7fffffff_0xffffffff"]
+            assert split["tick"] >= 4
+            stored = read_store(c.store_url, f"/admin/local-policies/{ns}")
+            assert stored["bundles"]["boundaries"][:2] == ["0x00000000", "0x7fffffff"]
+            wait_until(lambda: set(split["children"]) <= served_by(owner), 10, "children owned in place")
+        assert all(d["type"] != "split" for d in decisions(next(b for b in c.brokers if b is not owner)))
+        metrics = get(f"{owner.web_url}/metrics").text
+        line = next(x for x in metrics.splitlines() if x.startswith("pulsar_lb_bundles_split_total{"))
+        assert int(float(line.rsplit(" ", 1)[1])) >= 1
+    finally:
+        c.stop()
