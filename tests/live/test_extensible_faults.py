@@ -17,7 +17,9 @@ process.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import json
 import threading
 import time
 from collections.abc import Iterator
@@ -41,6 +43,7 @@ from broker_harness import (
 )
 
 from bundlewise.live.cluster import BrokerProcess, LocalCluster
+from bundlewise.live.store import connect
 from bundlewise.live.store.servers import ServerProcess
 from bundlewise.model.bundles import NamespaceBundles
 from bundlewise.model.hashing import crc32_hash
@@ -265,3 +268,52 @@ def test_a_transfer_changes_the_answer_once_and_fails_no_lookup(server: ServerPr
         switch = answers.index(dest.web_url)
         assert set(answers[:switch]) == {source.web_url}
         assert set(answers[switch:]) == {dest.web_url}  # one change of owner: never back, never a third broker
+
+
+def _write_store(url: str, path: str, value: dict[str, object]) -> None:
+    async def body() -> None:
+        async with await connect(url, session_timeout=10) as s:
+            await s.put(path, json.dumps(value).encode())
+
+    asyncio.run(body())
+
+
+def test_a_stalled_assignment_is_repaired_by_the_leaders_monitor(server: ServerProcess, tmp_path: Path) -> None:
+    """An ``Assigning`` whose destination does not react (paused, its session still alive) is stuck after
+    the in-flight wait; the leader's ownership monitor overrides it (``#monitorOwnerships``)."""
+    settings = {
+        **EXT,
+        "metadataStoreSessionTimeoutMillis": 15_000,  # the paused broker stays registered throughout
+        "loadBalancerInFlightServiceUnitStateWaitingTimeInMillis": 1000,
+    }
+    with cluster(server, 3, tmp_path, settings) as c, observed(c):
+        leader = wait_until(lambda: leader_of(c), 10, "a leader")
+        stuck = next(b for b in c.brokers if b.broker_id != leader)
+        bundle = BUNDLES.bundles[2].name
+        get(f"{c.brokers[0].web_url}/admin/v2/namespaces/{NS}/bundles")  # the namespace exists
+        stuck.pause()
+        try:
+            written_at = time.monotonic()
+            stalled = {
+                "state": "Assigning",
+                "dstBroker": stuck.broker_id,
+                "sourceBroker": None,
+                "splitServiceUnitToDestBroker": None,
+                "force": False,
+                "timestamp": time.time_ns() // 1_000_000,
+                "versionId": 1,
+            }
+            _write_store(c.store_url, f"/service_unit_state/{bundle}", stalled)
+            # in-flight wait (1 s) + one monitor interval (1 s) + the override's round trip
+            rec = wait_until(lambda: (r := record(c.store_url, bundle)) and r["versionId"] >= 2 and r, 8, "repaired")
+            repaired = time.monotonic() - written_at
+            assert 1.0 <= repaired <= 4.0, f"repaired after {repaired:.2f} s"
+            assert (rec["state"], rec["force"], rec["versionId"]) == ("Owned", True, 2)
+            assert rec["dstBroker"] in {b.broker_id for b in c.brokers}
+        finally:
+            stuck.resume()
+        owner = c.broker(rec["dstBroker"])
+        wait_until(lambda: bundle in served_by(owner), 10, "the override's owner serves it")
+        for b in c.brokers:  # and every broker answers it
+            r = get(lookup_url(b, TOPICS[bundle]), timeout=30)
+            assert r.status_code == 200 and r.json()["httpUrl"] == owner.web_url
