@@ -6,8 +6,12 @@ splits it on its own and keeps the children."""
 from __future__ import annotations
 
 import itertools
+import json
+import subprocess
+import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from broker_harness import (
     EXT,
@@ -40,6 +44,18 @@ SETTINGS = {
     "loadBalancerSheddingGracePeriodMinutes": GRACE_MIN,
     "loadBalanceSheddingDelayInSeconds": DELAY_S,
 }
+
+
+def shed_replay(snapshots: list[dict[str, Any]], strategy: str, settings: dict[str, Any]) -> list[dict[str, Any]]:
+    """``bundlewise shed`` on the leader's logged extensible snapshots, one step per cycle."""
+    args = [sys.executable, "-m", "bundlewise.cli.main", "shed", "--strategy", strategy, "-"]
+    for k, v in settings.items():
+        args += ["--set", f"{k}={v}"]
+    drop = ("cycle", "leader", "counters", "stats")
+    doc = {"steps": [{k: v for k, v in s.items() if k not in drop} for s in snapshots]}
+    out = subprocess.run(args, input=json.dumps(doc), capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    return [json.loads(line) for line in out.stdout.splitlines()]
 
 
 def test_a_returning_broker_is_refilled_by_transfers_within_the_cool_down(
@@ -101,6 +117,12 @@ def test_a_returning_broker_is_refilled_by_transfers_within_the_cool_down(
     success_cycles = sorted({int(d["tick"]) for d in done})
     for a, b in itertools.pairwise(success_cycles):
         assert started[b] - started[a] >= DELAY_S * 1000, (a, b, started[b] - started[a])
+    # the leader's logged inputs, replayed through ``bundlewise shed``, give its decisions back cycle for cycle
+    replay = shed_replay(cycles, "TransferShedder", SETTINGS)
+    assert len(replay) == len(cycles)
+    for step, snap in zip(replay, cycles, strict=True):
+        mine = sorted((d["broker"], d["bundle"], d["destination"]) for d in done if d["tick"] == snap["cycle"])
+        assert sorted((u["broker"], u["bundle"], u["destination"]) for u in step["unload"]) == mine, snap["cycle"]
     # every cycle before the first transfer waited for the hit count (Skip.HitCount) or had nothing to do
     first = success_cycles[0]
     assert first > 3, "TransferShedder needs more than loadBalancerSheddingConditionHitCountThreshold hits"
