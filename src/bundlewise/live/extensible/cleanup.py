@@ -16,7 +16,11 @@
   overrides the ``pulsar/system`` ones and removes the broker's entries from both load stores.
 * **A graceful cleanup** is a broker handing its own bundles over while it shuts down (``#cleanOwnerships``):
   forced ``Releasing`` to a newly selected broker, which the broker -- its channel disabled but acting on
-  forced records -- releases as in a transfer.
+  forced records -- releases as in a transfer.  An override of a graceful cleanup that the resolver
+  rejects was planned from a view lagging the broker's own last write (an ``Assigning`` it had just
+  turned into ``Owned``); it is planned again from the current record while the key is still the
+  broker's, 3 attempts at most.  A non-graceful override is never retried: its rejection is how a
+  broker that re-asserted its bundles keeps them.
 * **The monitor** (leader, every ``loadBalancerServiceUnitStateMonitorIntervalInSeconds``, first run at
   once, only while Stable): brokers named by records but not registered are cleaned up as above,
   in-flight records stuck beyond the in-flight wait are overridden, and ``Free``/``Deleted``/``Init``
@@ -46,6 +50,7 @@ from bundlewise.live.store.errors import MetadataStoreError
 
 log = logging.getLogger(__name__)
 HEALTH_CHECK_TIMEOUT = 5.0
+OVERRIDE_ATTEMPTS = 3
 
 
 class OrphanCleanup:
@@ -147,14 +152,14 @@ class OrphanCleanup:
             return plan
         self.counters["cleanups"] += 1
         for o in plan.overrides:
-            await self._override(o)
+            await self._override(o, broker, graceful)
         deadline = asyncio.get_running_loop().time() + min(plan.wait_ms, OWNERSHIP_CLEAN_UP_MAX_WAIT_MS) / 1000
         while asyncio.get_running_loop().time() < deadline and any(
             is_orphan(broker, v) and not is_system_service_unit(k) for k, v in self.channel.items().items()
         ):
             await asyncio.sleep(OWNERSHIP_CLEAN_UP_WAIT_RETRY_DELAY_MS / 1000)
         for o in plan.system_overrides:
-            await self._override(o)
+            await self._override(o, broker, graceful)
         if plan.remove_load_data:
             try:
                 await self.remove_load_data(broker)
@@ -168,14 +173,27 @@ class OrphanCleanup:
         )
         return plan
 
-    async def _override(self, o: Override) -> None:
+    async def _override(self, o: Override, broker: str | None = None, graceful: bool = False) -> None:
+        """Publish one override; a rejected one of a graceful cleanup is planned again (module docstring)."""
         timeout = self.channel.settings.metadata_operation_timeout_s
-        try:
-            await asyncio.wait_for(self.channel.publish(o.service_unit, o.record), timeout or None)
-            self.counters["overrides"] += 1
-            log.info("%s: %s", o.service_unit, o.reason)
-        except (TimeoutError, MetadataStoreError) as e:
-            log.warning("override of %s failed: %r", o.service_unit, e)
+        key = o.service_unit
+        for _ in range(OVERRIDE_ATTEMPTS):
+            try:
+                accepted = await asyncio.wait_for(self.channel.publish(key, o.record), timeout or None)
+            except (TimeoutError, MetadataStoreError) as e:
+                log.warning("override of %s failed: %r", key, e)
+                return
+            if accepted:
+                self.counters["overrides"] += 1
+                log.info("%s: %s", key, o.reason)
+                return
+            current = self.channel.get(key)
+            if not graceful or broker is None or not is_orphan(broker, current):
+                log.info("override of %s rejected: the channel holds %s", key, current)
+                return
+            again = plan_cleanup(broker, {key: current}, self.select, wall_ms(), graceful=graceful)
+            o = (again.overrides + again.system_overrides)[0]
+        log.warning("override of %s kept being rejected", key)
 
     # -- the monitor -----------------------------------------------------------------------
     async def monitor(self) -> MonitorPlan:

@@ -128,7 +128,11 @@ class MetadataStoreTableView(Generic[T]):
                 raise ConflictError(f"{key}: the resolver kept {existing!r} over {value!r}")
             return value
 
-        await read_modify_write(self.store, self._path(key), modify, codec=self._codec)
+        try:
+            await read_modify_write(self.store, self._path(key), modify, codec=self._codec)
+        except ConflictError:  # rejected: the view may lag the store, so it catches up
+            await self._reload(key)
+            raise
         await self._reload(key)
 
     async def delete(self, key: str, *, only_if: T | None = None) -> bool:
