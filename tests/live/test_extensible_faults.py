@@ -317,3 +317,41 @@ def test_a_stalled_assignment_is_repaired_by_the_leaders_monitor(server: ServerP
         for b in c.brokers:  # and every broker answers it
             r = get(lookup_url(b, TOPICS[bundle]), timeout=30)
             assert r.status_code == 200 and r.json()["httpUrl"] == owner.web_url
+
+
+def test_after_a_store_outage_owners_reassert_and_the_cleanup_of_a_dead_broker_waits(
+    fresh_server: ServerProcess, tmp_path: Path
+) -> None:
+    """The store paused past the session timeout: every broker loses its session (Unstable), gets a new
+    one (Jittery for 180 s) and re-asserts the bundles it owned; a broker that dies while the leader is
+    Jittery is not cleaned up at once (``#handleBrokerDeletionEvent``: the cleanup waits 180 s)."""
+    with cluster(fresh_server, 3, tmp_path, EXT) as c, observed(c):
+        leader = wait_until(lambda: leader_of(c), 10, "a leader")
+        owners = spread(c)
+        fresh_server.pause()
+        try:
+            time.sleep(SESSION + 2)
+        finally:
+            fresh_server.resume()
+        # every owner serves its bundles again, re-asserted in its new session
+        for b in c.brokers:
+            mine = {n for n, o in owners.items() if o == b.broker_id}
+            wait_until(lambda b=b, mine=mine: served_by(b) == mine, 30, f"{b.broker_id} serves its bundles again")
+        for bundle, owner in owners.items():
+            rec = record(c.store_url, bundle)
+            assert rec is not None and (rec["state"], rec["dstBroker"], rec["force"]) == ("Owned", owner, True)
+        leader = wait_until(lambda: leader_of(c), 15, "a leader again")
+        victim = _busiest(c, owners, exclude=leader)
+        orphans = {n for n, o in owners.items() if o == victim.broker_id}
+        victim.kill()
+        wait_until(
+            lambda: read_store(c.store_url, f"/loadbalance/brokers/{victim.broker_id}") is None,
+            SESSION + 3,
+            "the dead broker's registration gone",
+        )
+        time.sleep(3)  # Stable, the cleanup would have run by now
+        for bundle in orphans:
+            rec = record(c.store_url, bundle)
+            assert rec is not None and (rec["state"], rec["dstBroker"]) == ("Owned", victim.broker_id)
+        log = c.broker(leader).log_path.read_text()
+        assert f"metadata Jittery: clean up {victim.broker_id} after 180 s" in log
