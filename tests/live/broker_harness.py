@@ -4,7 +4,9 @@ without following redirects, deadline-based waits, store reads, workload traces.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -14,6 +16,7 @@ from typing import Any
 import httpx
 
 from bundlewise.live.cluster import BrokerProcess, LocalCluster
+from bundlewise.live.observer import Observations, OwnershipObserver
 from bundlewise.live.store import connect
 from bundlewise.live.store.servers import ServerProcess
 
@@ -22,6 +25,16 @@ FAST = {
     "metadataStoreSessionTimeoutMillis": SESSION_MS,
     "loadBalancerSheddingEnabled": "false",
     "loadBalancerAutoBundleSplitEnabled": "false",
+}
+EXTENSIBLE = "org.apache.pulsar.broker.loadbalance.extensions.ExtensibleLoadManagerImpl"
+IN_FLIGHT_MS = 5000  # loadBalancerInFlightServiceUnitStateWaitingTimeInMillis of the extensible test brokers
+TOMBSTONE_S = 5  # loadBalancerServiceUnitStateTombstoneDelayTimeInSeconds (at least the in-flight wait)
+EXT = {
+    **FAST,
+    "loadManagerClassName": EXTENSIBLE,
+    "loadBalancerInFlightServiceUnitStateWaitingTimeInMillis": IN_FLIGHT_MS,
+    "loadBalancerServiceUnitStateTombstoneDelayTimeInSeconds": TOMBSTONE_S,
+    "loadBalancerServiceUnitStateMonitorIntervalInSeconds": 1,
 }
 
 
@@ -121,6 +134,12 @@ def read_store(url: str, path: str) -> Any:
     return asyncio.run(body())
 
 
+def record(url: str, bundle: str) -> dict[str, Any] | None:
+    """The extensible channel's record of ``bundle`` (``/service_unit_state/…``), or None."""
+    value = read_store(url, f"/service_unit_state/{bundle}")
+    return value if isinstance(value, dict) else None
+
+
 def children(url: str, path: str) -> list[str]:
     async def body() -> list[str]:
         async with await connect(url, session_timeout=10) as s:
@@ -162,3 +181,49 @@ def load_data(b: BrokerProcess) -> list[dict[str, Any]]:
     if not b.load_data_path.exists():
         return []
     return [json.loads(line) for line in b.load_data_path.read_text().splitlines() if line.strip()]
+
+
+# -- watching for double ownership (the fault tests of both load managers) ------------------------
+
+
+@contextmanager
+def observed(c: LocalCluster) -> Iterator[Observations]:
+    observer = OwnershipObserver(lambda: [b.web_url for b in c.brokers], interval=0.04)
+    observer.start()
+    try:
+        yield observer.result
+    finally:
+        result = observer.stop()
+        assert result.double_owners == [], result.double_owners[:5]
+        assert result.rate >= 20, f"sampled at {result.rate:.1f} Hz"
+
+
+@contextmanager
+def clients(c: LocalCluster, topics: list[str], pause: float = 0.05) -> Iterator[None]:
+    """Clients that keep looking the topics up through any live broker."""
+    stop = threading.Event()
+
+    def run() -> None:
+        i = 0
+        while not stop.is_set():
+            live = [b for b in c.brokers if b.is_running]
+            for t in topics:
+                if stop.is_set():
+                    return
+                with contextlib.suppress(Exception):
+                    lookup(live[i % len(live)], t, tries=0.5, timeout=0.5)
+                i += 1
+            stop.wait(pause)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join(30)
+
+
+def served_by(b: BrokerProcess) -> set[str]:
+    r = get(f"{b.web_url}/admin/v2/brokers/standalone/{b.broker_id}/ownedNamespaces", timeout=1.0)
+    return set(r.json()) if r.status_code == 200 else set()

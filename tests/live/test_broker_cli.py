@@ -51,9 +51,11 @@ def test_bad_trace_and_unreachable_store_and_unsupported_load_manager(tmp_path: 
         "--web",
         "127.0.0.1:1",
         "--set",
-        "loadManagerClassName=org.apache.pulsar.broker.loadbalance.extensions.ExtensibleLoadManagerImpl",
+        "loadManagerClassName=org.apache.pulsar.broker.loadbalance.impl.SimpleLoadManagerImpl",
     )
     assert out.returncode == 2 and "loadManagerClassName" in out.stderr.splitlines()[-1]
+    assert "expected org.apache.pulsar.broker.loadbalance.impl.ModularLoadManagerImpl or" in out.stderr
+    assert "Traceback" not in out.stderr
 
 
 def test_a_taken_web_port_is_a_one_line_error(etcd_server: EtcdServer) -> None:

@@ -10,17 +10,26 @@ every broker's served set at 20+ Hz: no bundle may ever be served by two brokers
 from __future__ import annotations
 
 import contextlib
-import threading
 import time
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
 from pathlib import Path
 
-from broker_harness import SESSION_MS, children, cluster, get, leader_of, lookup, put, read_store, wait_until
+from broker_harness import (
+    SESSION_MS,
+    children,
+    clients,
+    cluster,
+    get,
+    leader_of,
+    lookup,
+    observed,
+    put,
+    read_store,
+    served_by,
+    wait_until,
+)
 
-from bundlewise.live.cluster import BrokerProcess, LocalCluster
-from bundlewise.live.observer import Observations, OwnershipObserver
+from bundlewise.live.cluster import LocalCluster
 from bundlewise.live.store.servers import ServerProcess
 from bundlewise.model.bundles import NamespaceBundles
 from bundlewise.model.hashing import crc32_hash
@@ -35,44 +44,6 @@ def bundle_of(topic: str, bundles: NamespaceBundles) -> str:
     return bundles.bundle_for_hash(crc32_hash(topic)).name
 
 
-@contextmanager
-def observed(c: LocalCluster) -> Iterator[Observations]:
-    observer = OwnershipObserver(lambda: [b.web_url for b in c.brokers], interval=0.04)
-    observer.start()
-    try:
-        yield observer.result
-    finally:
-        result = observer.stop()
-        assert result.double_owners == [], result.double_owners[:5]
-        assert result.rate >= 20, f"sampled at {result.rate:.1f} Hz"
-
-
-@contextmanager
-def clients(c: LocalCluster, topics: list[str], pause: float = 0.05) -> Iterator[None]:
-    """Clients that keep looking the topics up through any live broker."""
-    stop = threading.Event()
-
-    def run() -> None:
-        i = 0
-        while not stop.is_set():
-            live = [b for b in c.brokers if b.is_running]
-            for t in topics:
-                if stop.is_set():
-                    return
-                with contextlib.suppress(Exception):
-                    lookup(live[i % len(live)], t, tries=0.5, timeout=0.5)
-                i += 1
-            stop.wait(pause)
-
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    try:
-        yield
-    finally:
-        stop.set()
-        thread.join(30)
-
-
 def spread(c: LocalCluster) -> dict[str, str]:
     """Look every topic up; returns bundle -> owner's web URL."""
     owners: dict[str, str] = {}
@@ -82,11 +53,6 @@ def spread(c: LocalCluster) -> dict[str, str]:
         owners[bundle_of(t, bundles)] = data["httpUrl"]
     assert len(owners) == 8
     return owners
-
-
-def served_by(b: BrokerProcess) -> set[str]:
-    r = get(f"{b.web_url}/admin/v2/brokers/standalone/{b.broker_id}/ownedNamespaces", timeout=1.0)
-    return set(r.json()) if r.status_code == 200 else set()
 
 
 def test_sigkill_a_broker_its_bundles_are_owned_again_within_the_session_timeout_plus_2s(

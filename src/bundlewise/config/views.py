@@ -327,6 +327,7 @@ class BrokerSettings:
     unload_timeout_ms: int
     load_manager_class: str
     split_algorithms: tuple[str, ...]
+    stats_interval_ms: int
 
     @classmethod
     def of(cls, c: Mapping[str, Any]) -> BrokerSettings:
@@ -341,6 +342,7 @@ class BrokerSettings:
             unload_timeout_ms=int(c["namespaceBundleUnloadingTimeoutMs"]),
             load_manager_class=str(c["loadManagerClassName"]),
             split_algorithms=tuple(c["supportedNamespaceBundleSplitAlgorithms"]),
+            stats_interval_ms=int(c["statsUpdateFrequencyInSecs"]) * SECOND_MS,
         )
 
 

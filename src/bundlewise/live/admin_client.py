@@ -1,12 +1,13 @@
-"""A broker's own admin client (``PulsarService#getAdminClient``), for the leader's unloads and splits.
+"""A broker's own admin client (``PulsarService#getAdminClient``), for the leader's unloads, splits and health checks.
 
 Requests go to this broker's own web service and follow redirects (307 to the leader, then to the
 owner) as Pulsar's admin client does, with at most 20 hops, presenting the credentials at every hop
 (an HTTP library's own redirect handling drops them when the port changes); with a token
 (``brokerClientAuthenticationParameters``) every request carries ``Authorization: Bearer <token>``.
 ``unload`` is ``namespaces().unloadNamespaceBundle(ns, range, destination)``; ``split`` is
-``splitNamespaceBundle(ns, range, unload, null)``.  Both answer whether the request succeeded (2xx);
-failures are logged, as ``#doLoadShedding`` and ``#checkNamespaceBundleSplit`` log and go on.
+``splitNamespaceBundle(ns, range, unload, null)``; ``healthcheck`` is ``brokers().healthcheckAsync`` (the
+extensible orphan cleanup's).  Each answers whether the request succeeded; failures are logged, as
+``#doLoadShedding`` and ``#checkNamespaceBundleSplit`` log and go on.
 """
 
 from __future__ import annotations
@@ -59,6 +60,20 @@ class AdminClient:
         if algorithm:
             params["splitAlgorithmName"] = algorithm
         return await self._put(self._path(bundle, "split"), params, f"split of {bundle}")
+
+    async def healthcheck(self, broker_id: str, timeout: float) -> bool:
+        """``brokers().healthcheckAsync(V2, Optional.of(brokerId))``: ``GET /admin/v2/brokers/health?brokerId=``
+        through this broker (a 307 to the named broker); True when it answers 200."""
+        url = str(httpx.URL(self.base_url + "/admin/v2/brokers/health", params={"brokerId": broker_id}))
+        try:
+            for _ in range(MAX_REDIRECTS + 1):
+                resp = await self.client.get(url, headers=self.headers, timeout=timeout)
+                if resp.status_code not in (301, 302, 307, 308):
+                    return resp.status_code == 200
+                url = resp.headers["location"]
+        except httpx.HTTPError as e:
+            log.info("health check of %s failed: %r", broker_id, e)
+        return False
 
     async def close(self) -> None:
         await self.client.aclose()

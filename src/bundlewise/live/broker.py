@@ -4,7 +4,9 @@
 node of this broker belongs to; credentials from the store URL), build the ownership cache, the
 namespace bundles cache, the emulated traffic and the namespace service, start the web service
 (uvicorn, so the broker id's port is bound), then start the load manager chosen by
-``loadManagerClassName`` -- which runs for leader, registers the broker and starts its report task.
+``loadManagerClassName`` -- ``ModularLoadManagerImpl`` (``live.modular``: ephemeral ownership locks) or
+``ExtensibleLoadManagerImpl`` (``live.extensible``: the service-unit state channel, with its own
+namespace service) -- which runs for leader, registers the broker and starts its tasks.
 When it is ready the process prints one JSON line ``{"brokerId", "webServiceUrl", "pid"}`` on stdout.
 
 ``Broker.stop`` is the graceful shutdown (``BrokerService#unloadNamespaceBundlesGracefully``): the
@@ -26,12 +28,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from bundlewise.config import Config
+from bundlewise.algorithms.extensible.channel import ChannelSettings
+from bundlewise.config import Config, short_class_name
 from bundlewise.config.views import AuthSettings, BrokerSettings, SplitSettings
 from bundlewise.live import values
 from bundlewise.live.admin_client import AdminClient
 from bundlewise.live.auth import Authority, client_token
 from bundlewise.live.clock import PulsarClock
+from bundlewise.live.extensible import ExtensibleLoadManager, ExtensibleNamespaceService
 from bundlewise.live.manager import BrokerContext, LoadManager
 from bundlewise.live.modular import ModularLoadManager
 from bundlewise.live.namespace import NamespaceService
@@ -46,6 +50,7 @@ from bundlewise.traffic.workload import Workload
 
 log = logging.getLogger(__name__)
 MODULAR = "ModularLoadManagerImpl"
+EXTENSIBLE = "ExtensibleLoadManagerImpl"
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,7 +116,7 @@ class Broker:
 
     def sample_load(self) -> LocalBrokerData:
         """The broker's load now: the cost model over the traffic of the bundles it serves."""
-        stats = self.traffic.bundle_stats(self.ownership.served())
+        stats = self.traffic.bundle_stats(self.namespace.served())
         settings = self.config.view(BrokerSettings)
         report = LocalBrokerData.of_stats(
             self.traffic.resources(stats),
@@ -128,12 +133,16 @@ class Broker:
 
     async def start(self) -> None:
         settings = self.config.view(BrokerSettings)
-        if not settings.load_manager_class.endswith(MODULAR):
+        kind = short_class_name(settings.load_manager_class)
+        if kind not in (MODULAR, EXTENSIBLE):
             raise InputError(
-                f"{settings.load_manager_class} is not available in bundlewise broker yet "
-                "(only org.apache.pulsar.broker.loadbalance.impl.ModularLoadManagerImpl)",
+                f"expected org.apache.pulsar.broker.loadbalance.impl.ModularLoadManagerImpl or "
+                f"org.apache.pulsar.broker.loadbalance.extensions.ExtensibleLoadManagerImpl, "
+                f"got {settings.load_manager_class}",
                 field="loadManagerClassName",
             )
+        if kind == EXTENSIBLE:
+            ChannelSettings.from_config(self.config)  # refuses a tombstone delay below the in-flight wait
         try:
             self.store = await connect(
                 self.options.store_url,
@@ -157,11 +166,19 @@ class Broker:
             admin=self.admin,
             log_decision=self.decisions.write,
             log_load_data=self.load_data_log.write,
+            topic_names=self.traffic.topic_names,
         )
-        self.manager = ModularLoadManager(ctx)
-        self.namespace = NamespaceService(
-            self.identity, self.config, self.ownership, self.bundles, self.manager, self.traffic
-        )
+        if kind == EXTENSIBLE:
+            extensible = ExtensibleLoadManager(ctx)
+            self.manager = extensible
+            self.namespace = ExtensibleNamespaceService(
+                self.identity, self.config, self.ownership, self.bundles, extensible, self.traffic
+            )
+        else:
+            self.manager = ModularLoadManager(ctx)
+            self.namespace = NamespaceService(
+                self.identity, self.config, self.ownership, self.bundles, self.manager, self.traffic
+            )
         await self._start_web()
         await self.manager.start()
         self.started = True

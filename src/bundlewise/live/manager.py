@@ -3,8 +3,8 @@
 A broker (``live.broker``) owns the store session, ownership, traffic, the namespace service and the
 HTTP surface; everything that decides *where* bundles go sits behind ``LoadManager``, chosen by
 ``loadManagerClassName``: ``live.modular.ModularLoadManager`` (``ModularLoadManagerImpl``, the
-default) today, the extensible manager (``ExtensibleLoadManagerImpl``) next.  ``BrokerContext`` is what
-a load manager may use of its broker.
+default) or ``live.extensible.ExtensibleLoadManager`` (``ExtensibleLoadManagerImpl``).  ``BrokerContext``
+is what a load manager may use of its broker.
 """
 
 from __future__ import annotations
@@ -19,7 +19,12 @@ from bundlewise.live.ownership import OwnershipCache
 from bundlewise.live.policies import BundlesCache
 from bundlewise.live.store import MetadataStore
 from bundlewise.live.values import BrokerIdentity
+from bundlewise.model.bundles import Bundle
 from bundlewise.model.load import LocalBrokerData
+
+
+def _no_topics(bundle: Bundle) -> list[str]:
+    return []
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +50,7 @@ class BrokerContext:
     admin: Any  # live.admin_client.AdminClient: the broker's own HTTP client to other brokers
     log_decision: Callable[[dict[str, Any]], None]
     log_load_data: Callable[[dict[str, Any]], None]
+    topic_names: Callable[[Bundle], list[str]] = _no_topics  # the workload's topics in a bundle (split boundaries)
 
 
 class LoadManager(Protocol):

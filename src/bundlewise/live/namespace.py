@@ -89,6 +89,10 @@ class NamespaceService:
         self._inflight: dict[tuple[str, bool, bool], asyncio.Future[LookupAnswer | None]] = {}
         self.background: set[asyncio.Task[Any]] = set()
 
+    def served(self) -> list[str]:
+        """The bundles this broker serves right now (fencing applied)."""
+        return self.ownership.served()
+
     # -- lookup ------------------------------------------------------------------------------
     async def bundle_of_topic(self, namespace: str, topic: str) -> Bundle:
         known = await self.bundles.get(namespace)

@@ -213,7 +213,7 @@ def create_app(broker: Broker) -> FastAPI:
         if broker_id != broker.identity.broker_id:
             await redirect_to_broker(broker_id)
         now = time.monotonic()
-        served = broker.ownership.served()
+        served = ns.served()
         return JSONResponse({b: OWNED_STATUS for b in served}, headers={"X-Bundlewise-Monotonic": repr(now)})
 
     @app.get("/admin/v2/broker-stats/load-report", summary="This broker's LocalBrokerData, freshly sampled")

@@ -15,6 +15,11 @@ P10   ``/admin/policies/{tenant}/{ns}``                     Policies (configurat
 P11   ``/service_unit_state/{tenant}/{ns}/{range}``         ServiceUnitStateData (metadata-store channel)
 ===== ===================================================== =========================================
 
+bundlewise-specific (Pulsar keeps these on non-persistent system topics, keyed by broker id):
+
+* ``/loadbalance/extension/broker-load/{brokerId}``: BrokerLoadData (``loadbalancer-broker-load-data``);
+* ``/loadbalance/extension/top-bundles/{brokerId}``: TopBundlesLoadData (``loadbalancer-top-bundles-load-data``).
+
 A bundle is its full name ``{namespace}/0xLLLLLLLL_0xUUUUUUUU`` (the namespace may be an old-style
 ``property/cluster/ns``); a namespace is ``tenant/ns``.
 """
@@ -36,6 +41,8 @@ OWNERSHIP_ROOT = "/namespace"
 LOCAL_POLICIES_ROOT = "/admin/local-policies"
 POLICIES_ROOT = "/admin/policies"
 SERVICE_UNIT_STATE_ROOT = "/service_unit_state"
+EXTENSION_BROKER_LOAD_ROOT = "/loadbalance/extension/broker-load"
+EXTENSION_TOP_BUNDLES_ROOT = "/loadbalance/extension/top-bundles"
 
 _RANGE = r"0x[0-9a-fA-F]{8}_0x[0-9a-fA-F]{8}"
 SERVICE_UNIT_STATE_PATH = re.compile(rf"^{SERVICE_UNIT_STATE_ROOT}/.*/{_RANGE}$")  # MTV VALID_PATH_REG_EX
@@ -99,6 +106,16 @@ def policies(namespace: str) -> str:
 def service_unit_state(bundle: str) -> str:
     """P11: the extensible channel's record of a bundle."""
     return f"{SERVICE_UNIT_STATE_ROOT}/{_bundle(bundle)}"
+
+
+def extension_broker_load(broker_id: str) -> str:
+    """The extensible broker-load store's entry of a broker (bundlewise-specific path)."""
+    return f"{EXTENSION_BROKER_LOAD_ROOT}/{_segment(broker_id, 'broker id')}"
+
+
+def extension_top_bundles(broker_id: str) -> str:
+    """The extensible top-bundles store's entry of a broker (bundlewise-specific path)."""
+    return f"{EXTENSION_TOP_BUNDLES_ROOT}/{_segment(broker_id, 'broker id')}"
 
 
 def bundle_of(path: str, root: str) -> str | None:

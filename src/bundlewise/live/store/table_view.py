@@ -31,7 +31,7 @@ from typing import Any, Generic, TypeVar
 from bundlewise.live.store.api import MetadataStore, Notification, NotificationType, SessionEvent
 from bundlewise.live.store.base import check_path, under
 from bundlewise.live.store.codec import JSON, Codec
-from bundlewise.live.store.errors import ConflictError, NotFoundError
+from bundlewise.live.store.errors import BadVersionError, ConflictError, NotFoundError
 from bundlewise.live.store.versioned import read_modify_write
 
 log = logging.getLogger(__name__)
@@ -128,13 +128,30 @@ class MetadataStoreTableView(Generic[T]):
                 raise ConflictError(f"{key}: the resolver kept {existing!r} over {value!r}")
             return value
 
-        await read_modify_write(self.store, self._path(key), modify, codec=self._codec)
+        try:
+            await read_modify_write(self.store, self._path(key), modify, codec=self._codec)
+        except ConflictError:  # rejected: the view may lag the store, so it catches up
+            await self._reload(key)
+            raise
         await self._reload(key)
 
-    async def delete(self, key: str) -> None:
-        with contextlib.suppress(NotFoundError):
-            await self.store.delete(self._path(key))
+    async def delete(self, key: str, *, only_if: T | None = None) -> bool:
+        """Delete the key (NotFound ignored); with ``only_if``, only while the node still holds that
+        value (a conditional delete at the version read).  True when this call deleted it."""
+        path = self._path(key)
+        deleted = False
+        if only_if is None:
+            with contextlib.suppress(NotFoundError):
+                await self.store.delete(path)
+                deleted = True
+        else:
+            res = await self.store.get(path)
+            if res is not None and self._codec.decode(res.value) == only_if:
+                with contextlib.suppress(NotFoundError, BadVersionError):
+                    await self.store.delete(path, res.stat.version)
+                    deleted = True
         await self._reload(key)
+        return deleted
 
     async def refresh(self) -> None:
         """Walk the tree again and apply every difference as a tail item."""
