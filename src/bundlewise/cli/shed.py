@@ -38,6 +38,7 @@ from bundlewise.algorithms.registry import SHEDDING, make_family, shedding_entry
 from bundlewise.cli.common import add_config_options, config_from_args, source_name
 from bundlewise.cli.inputs import SharedBundles, emit, iterate_steps, read_documents, step_where
 from bundlewise.cli.shed_extensible import run_extensible
+from bundlewise.config import Config
 from bundlewise.model.decisions import Unload
 from bundlewise.model.errors import InputError
 from bundlewise.model.snapshot import parse_modular_snapshot
@@ -80,10 +81,12 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    config = config_from_args(args)
+    return shed_documents(args, config_from_args(args), read_documents(args.input), source_name(args.input))
+
+
+def shed_documents(args: argparse.Namespace, config: Config, docs: Any, source: str) -> int:
+    """``shed`` on snapshots already read (also ``live advise``, on the snapshot it reads from a store)."""
     entry = shedding_entry(args.strategy)
-    source = source_name(args.input)
-    docs = read_documents(args.input)
     if entry.family is ExtensibleFamily:
         return run_extensible(args, config, docs, source)
     leader = LeaderBundleData()

@@ -67,22 +67,24 @@ class EmulatedTraffic:
     def bundle_stats(self, served: Iterable[str]) -> dict[str, NamespaceBundleStats]:
         """``NamespaceBundleStats`` of every served bundle at Pulsar time now (module docstring)."""
         out: dict[str, NamespaceBundleStats] = {}
-        rates = None if self.workload is None else self.workload.rates(self.clock.elapsed_ms())
+        now = self.clock.elapsed_ms()
+        rates = None if self.workload is None else self.workload.rates(now)
+        counts = None if self.workload is None else self.workload.counts(now)
         for name in served:
             bundle = Bundle.parse(name)
-            if rates is None or self.workload is None:
+            if rates is None or counts is None:
                 out[name] = NamespaceBundleStats()
                 continue
             idx = self.topics_of(bundle)
-            t = self.workload.topics
+            topics, producers, consumers = counts
             out[name] = NamespaceBundleStats(
                 msgRateIn=float(rates[0][idx].sum()),
                 msgThroughputIn=float(rates[2][idx].sum()),
                 msgRateOut=float(rates[1][idx].sum()),
                 msgThroughputOut=float(rates[3][idx].sum()),
-                consumerCount=int(t.consumers[idx].sum()),
-                producerCount=int(t.producers[idx].sum()),
-                topics=len(idx),
+                consumerCount=int(consumers[idx].sum()),
+                producerCount=int(producers[idx].sum()),
+                topics=int(topics[idx].sum()),
             )
         return out
 
