@@ -1,6 +1,6 @@
 """A scenario's ``[[events]]`` carried out on broker processes, and what each broker loss cost.
 
-At each event's Pulsar time (``PulsarClock``; the scenario's ``at``):
+At each event's Pulsar time (``PulsarClock``; the scenario's ``at``; events at the same time together):
 
 * ``restart``: SIGKILL the broker's process (a crash: its ephemeral nodes live until its session expires),
   then, ``down_for`` later, start it again on the same port (the same broker id) -- the return is recorded as
@@ -121,11 +121,14 @@ class EventPlayer:
             await asyncio.sleep(wait)
 
     async def run(self, events: Iterable[LiveEvent]) -> None:
+        by_time: dict[int, list[LiveEvent]] = {}
+        for e in events:
+            by_time.setdefault(e.at, []).append(e)
         try:
-            for e in sorted(events, key=lambda e: e.at):
-                await self._sleep_until(e.at)
-                await self.apply(e)
-                self.done += 1
+            for at in sorted(by_time):
+                await self._sleep_until(at)
+                await asyncio.gather(*(self.apply(e) for e in by_time[at]))  # simultaneous events together
+                self.done += len(by_time[at])
             await asyncio.gather(*self._watches)
         finally:
             for t in self._watches:

@@ -53,7 +53,7 @@ class TimelineSampler:
         self.brokers = brokers
         self.headers = {"Authorization": f"Bearer {token}"} if token else {}
         self.weights = config.weights()
-        ticks = duration // step + 1
+        ticks = max(1, -(-duration // step))  # the tick at the duration itself is not run, as in simulate
         self.times = np.arange(ticks, dtype=np.int64) * step
         shape = (ticks, len(names))
         self.true_load = np.zeros(shape)

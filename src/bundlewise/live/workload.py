@@ -24,7 +24,7 @@ def trace_table(workload: Workload, duration: int, step: int) -> Any:
 
     names = np.array(workload.topics.names, dtype=object)
     parts: dict[str, list[np.ndarray]] = {k: [] for k in ("timestamp", "topic", *RATE_FIELDS, *COUNT_FIELDS)}
-    for t in range(0, duration + 1, step):
+    for t in range(0, max(duration, 1), step):
         rates = workload.rates(t)
         _, producers, consumers = workload.counts(t)
         parts["timestamp"].append(np.full(len(names), t, dtype=np.int64))
