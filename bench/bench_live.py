@@ -6,8 +6,9 @@
 * **lookups** on a 3-broker cluster with a 64-bundle namespace: the first lookup of every bundle (an
   assignment: non-leader -> leader -> candidate -> 200), asked of a non-leader and, side by side, of the leader
   (one hop less); then lookups of owned bundles (one 200), cold (the first of each topic at that broker) and
-  warm; p50/p99 in ms.  Throughput: 32 concurrent clients on one broker for 5 s, side by side with the same
-  clients on the broker's cheapest endpoint (``/admin/v2/brokers/ready``: the HTTP stack's ceiling).
+  warm; p50/p99 in ms.  Throughput: 4 client processes (keep-alive ``http.client``) on one broker for 5 s,
+  side by side with the same clients on the broker's cheapest endpoint (``/admin/v2/brokers/ready``: the
+  HTTP stack's ceiling).
 * **fault campaign**: 4 brokers, session timeout 4 s, ``--time-scale 60`` (a shedding cycle a second), every
   bundle owned and clients looking every topic up continuously, an observer sampling every broker's served set
   at 25 Hz throughout; then ``BENCH_LIVE_RUNS`` runs, each a fault chosen at random (seeded): SIGKILL a broker;
@@ -25,7 +26,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import itertools
 import json
@@ -118,20 +118,33 @@ def topics_per_bundle(bundles: int, per: int = 1) -> list[str]:
 # -- lookups ----------------------------------------------------------------------------------------
 
 
-async def _hammer(url: str, seconds: float, clients: int = 32) -> float:
+def _client_loop(url: str, seconds: float) -> int:
+    """One client process: sequential keep-alive requests (``http.client``, the lightest client) for
+    ``seconds``; returns how many were answered 200."""
+    import http.client
+    from urllib.parse import urlsplit
+
+    u = urlsplit(url)
+    conn = http.client.HTTPConnection(u.hostname or "127.0.0.1", u.port or 80, timeout=10)
+    path = u.path + (f"?{u.query}" if u.query else "")
     done = 0
     stop = time.monotonic() + seconds
-    async with httpx.AsyncClient(limits=httpx.Limits(max_connections=clients)) as http:
+    while time.monotonic() < stop:
+        conn.request("GET", path)
+        r = conn.getresponse()
+        r.read()
+        done += r.status == 200
+    conn.close()
+    return done
 
-        async def one() -> None:
-            nonlocal done
-            while time.monotonic() < stop:
-                r = await http.get(url, timeout=10)
-                if r.status_code == 200:
-                    done += 1
 
-        await asyncio.gather(*(one() for _ in range(clients)))
-    return done / seconds
+def _hammer(url: str, seconds: float, clients: int = 4) -> float:
+    """Requests per second that ``clients`` client processes get answered by one broker."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    with ProcessPoolExecutor(clients) as pool:
+        counts = list(pool.map(_client_loop, [url] * clients, [seconds] * clients))
+    return sum(counts) / seconds
 
 
 def bench_lookups(backend: str) -> dict[str, Any]:
@@ -151,8 +164,8 @@ def bench_lookups(backend: str) -> dict[str, Any]:
         warm = [lookup(http, other.web_url, t)[0] for t in topics * 10]
         owned_topic = topics[0]
         path = f"/lookup/v2/topic/persistent/{NS}/{owned_topic}"
-        per_broker = asyncio.run(_hammer(other.web_url + path, 5.0))
-        ceiling = asyncio.run(_hammer(other.web_url + "/admin/v2/brokers/ready", 5.0))
+        per_broker = _hammer(other.web_url + path, 5.0)
+        ceiling = _hammer(other.web_url + "/admin/v2/brokers/ready", 5.0)
     return {
         "first_assignment_ms_via_non_leader": figures(first_via_other),
         "first_assignment_ms_via_leader": figures(first_via_leader),
