@@ -1,7 +1,8 @@
 """The live load manager's targets, measured on real broker processes over loopback (docs/live.md, Guarantees).
 
 ``python -m bench live`` (sizes from the environment: ``BENCH_LIVE_RUNS`` fault runs per backend, default 50;
-``BENCH_LIVE_SCALE_OUT=0`` skips the two 3-hour scale-out runs).  For each backend (etcd, ZooKeeper):
+``BENCH_LIVE_PARTS``, default ``lookups,faults,scale-out``; ``BENCH_LIVE_SCALE_OUT=0`` skips the 3-hour
+scale-out runs).  For each backend (etcd, ZooKeeper):
 
 * **lookups** on a 3-broker cluster with a 64-bundle namespace: the first lookup of every bundle (an
   assignment: non-leader -> leader -> candidate -> 200), asked of a non-leader and, side by side, of the leader
@@ -19,7 +20,8 @@
   -> its first shedding cycle (``pulsar_lb_unload_bundle_total`` appears in its ``/metrics``; target: session
   timeout + one cycle).
 * **scale-out**: ``live up --cluster scale-out --brokers 5`` (5 -> 10 brokers at 1 h) under AvgShedder and
-  ThresholdShedder at ``--time-scale 60``, side by side with ``simulate`` of the same scenario: the minutes
+  ThresholdShedder with Pulsar's defaults, and AvgShedder tuned for fast rebalancing (``FAST_REBALANCING``),
+  at ``--time-scale 60``, side by side with ``simulate`` of the same scenario: the minutes
   from the join until the load std-dev stays ≤ 0.05 (``settle_minutes`` of the ``add`` events) and until the
   new brokers reach 80 % of the fleet's mean load.
 """
@@ -380,16 +382,25 @@ def _join_figures(doc: dict[str, Any], strategy: str) -> dict[str, Any]:
     }
 
 
-def bench_scale_out(strategy: str) -> dict[str, Any]:
+FAST_REBALANCING = (
+    "loadBalancerSheddingGracePeriodMinutes=1",
+    "loadBalancerAvgShedderHitCountHighThreshold=1",
+    "loadBalancerAvgShedderHitCountLowThreshold=1",
+)
+"""AvgShedder tuned to act on the first hit, with a one-minute grace period (the defaults: 2 / 8 hits, 30 min)."""
+
+
+def bench_scale_out(strategy: str, settings: tuple[str, ...] = ()) -> dict[str, Any]:
+    sets = [x for kv in settings for x in ("--set", kv)]
     with tempfile.TemporaryDirectory() as tmp:
         cmd = [sys.executable, "-m", "bundlewise.cli.main"]
         live = subprocess.run(
             [*cmd, "live", "up", "--cluster", "scale-out", "--brokers", "5", "--strategy", strategy,
-             "--time-scale", "60", "--no-progress", "--out", f"{tmp}/live"],
+             "--time-scale", "60", "--no-progress", "--out", f"{tmp}/live", *sets],
             capture_output=True, text=True, check=True,
         )  # fmt: skip
         sim = subprocess.run(
-            [*cmd, "simulate", "--cluster", "scale-out", "--strategy", strategy, "--no-progress"],
+            [*cmd, "simulate", "--cluster", "scale-out", "--strategy", strategy, "--no-progress", *sets],
             capture_output=True, text=True, check=True,
         )  # fmt: skip
     return {
@@ -400,24 +411,32 @@ def bench_scale_out(strategy: str) -> dict[str, Any]:
 
 def main() -> None:
     runs = int(os.environ.get("BENCH_LIVE_RUNS", "50"))
+    parts = os.environ.get("BENCH_LIVE_PARTS", "lookups,faults,scale-out").split(",")
+    if os.environ.get("BENCH_LIVE_SCALE_OUT", "1") == "0":
+        parts = [p for p in parts if p != "scale-out"]
     result: dict[str, Any] = {"session_timeout_ms": SESSION_MS, "backends": {}}
     for backend in ("etcd", "zk"):
         t0 = time.monotonic()
-        lookups = bench_lookups(backend)
-        print(f"{backend} lookups: {json.dumps(lookups)}", flush=True)
-        faults = bench_faults(backend, runs, seed=15)
-        summary = {k: v for k, v in faults.items() if k != "rows"}
-        print(f"{backend} faults: {json.dumps(summary)}", flush=True)
-        result["backends"][backend] = {
-            "lookups": lookups,
-            "faults": faults,
-            "wall_seconds": round(time.monotonic() - t0),
-        }
-    if os.environ.get("BENCH_LIVE_SCALE_OUT", "1") != "0":
+        entry: dict[str, Any] = {}
+        if "lookups" in parts:
+            entry["lookups"] = bench_lookups(backend)
+            print(f"{backend} lookups: {json.dumps(entry['lookups'])}", flush=True)
+        if "faults" in parts:
+            entry["faults"] = bench_faults(backend, runs, seed=15)
+            summary = {k: v for k, v in entry["faults"].items() if k != "rows"}
+            print(f"{backend} faults: {json.dumps(summary)}", flush=True)
+        if entry:
+            entry["wall_seconds"] = round(time.monotonic() - t0)
+            result["backends"][backend] = entry
+    if "scale-out" in parts:
         result["scale_out"] = {}
-        for strategy in ("AvgShedder", "ThresholdShedder"):
-            result["scale_out"][strategy] = bench_scale_out(strategy)
-            print(f"scale-out {strategy}: {json.dumps(result['scale_out'][strategy])}", flush=True)
+        for label, strategy, settings in (
+            ("AvgShedder", "AvgShedder", ()),
+            ("ThresholdShedder", "ThresholdShedder", ()),
+            ("AvgShedder, fast rebalancing", "AvgShedder", FAST_REBALANCING),
+        ):
+            result["scale_out"][label] = {"settings": list(settings), **bench_scale_out(strategy, settings)}
+            print(f"scale-out {label}: {json.dumps(result['scale_out'][label])}", flush=True)
     write_result("live", result)
 
 
