@@ -1,22 +1,51 @@
 # The two commands a new user types: `make demo` and `make test`.  Each creates .venv when missing.
+# `make demo` installs only what the demo needs (bundlewise with numpy, pyarrow, matplotlib); `make test`
+# and `make bench` add the rest (Spark, the live load manager's clients, benchmark and dev tools).
+# `make shell` opens a shell with .venv active, so `bundlewise …` runs; `.venv/bin/bundlewise …` works too.
 # `make check` is the gate CI runs: lint, formatting, types, then the whole test suite.
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
+CORE := $(VENV)/.installed-core
 STAMP := $(VENV)/.installed
 export PYSPARK_PYTHON := $(abspath $(PY))
 export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 
-.PHONY: demo test test-fast bench check gates lint format-check typecheck clean zookeeper
+.PHONY: demo shell screenshot test test-fast bench check gates lint format-check typecheck clean zookeeper chromium
 
-$(STAMP): pyproject.toml
-	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[spark,bench,dev,live]'
-	touch $(STAMP)
+$(VENV)/bin/python:
+	@echo "creating $(VENV) with $(PYTHON)"
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --upgrade pip
 
-demo: $(STAMP)
+# what `bundlewise` needs to run every command but pipeline/sweep/simulate --workload (about 150 MB)
+$(CORE): pyproject.toml | $(VENV)/bin/python
+	@echo "installing bundlewise and its core dependencies (numpy, pyarrow, matplotlib) into $(VENV)"
+	$(PY) -m pip install -e .
+	touch $(CORE)
+
+# everything: Spark (about 1 GB with its jars), the live load manager's clients, benchmark and dev tools
+$(STAMP): pyproject.toml | $(VENV)/bin/python
+	@echo "installing bundlewise with every extra (spark, live, bench, dev: about 1 GB) into $(VENV)"
+	$(PY) -m pip install -e '.[spark,bench,dev,live]'
+	touch $(STAMP) $(CORE)
+
+demo: $(CORE)
 	$(PY) -m bundlewise.demo
+	@echo "run bundlewise yourself: make shell, or $(VENV)/bin/bundlewise --help"
+
+shell: $(CORE)
+	@echo "a shell with $(VENV) active: bundlewise --help; exit to leave"
+	@. $(VENV)/bin/activate && exec "$${SHELL:-/bin/sh}" -i
+
+# Debian's chromium renders the report for scripts/screenshot_report.sh (and its test)
+chromium:
+	@command -v chromium > /dev/null || { echo "installing Debian's chromium"; \
+	  $(SUDO) apt-get update -q && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -q chromium; }
+	@command -v chromium > /dev/null
+
+screenshot: $(CORE) chromium
+	scripts/screenshot_report.sh
 
 # The live-store tests run a real ZooKeeper: Debian's package, installed here when missing (CI runs as root).
 ZOOKEEPER_JAR := /usr/share/java/zookeeper.jar
@@ -27,7 +56,7 @@ zookeeper:
 	@test -f $(ZOOKEEPER_JAR)
 
 # pytest exits 5 when no test ran, so a run that collects nothing fails
-test: $(STAMP) zookeeper
+test: $(STAMP) zookeeper chromium
 	$(PY) -m pytest -q
 
 # everything but the Spark tests (seconds, not minutes)

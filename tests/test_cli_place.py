@@ -161,15 +161,15 @@ def test_table_format(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> Non
         ["place", "--strategy", "LeastLongTermMessageRate", "--format", "table", write(tmp_path, lltmr_steps())]
     )
     lines = capsys.readouterr().out.splitlines()
-    assert code == 0 and lines[0].split() == ["step", "bundle", "selected", "best"]
-    assert lines[3].split() == ["2", B0, "3", "3"]
+    assert code == 0 and lines[0].split() == ["step", "bundle", "owner", "selected", "best"]
+    assert lines[3].split() == ["2", B0, "-", "3", "3"]  # no broker owns B0 in these snapshots
 
 
 @pytest.mark.parametrize(
     ("doc", "message"),
     [
         ({"brokers": {"a": {}}}, "snapshot.bundle: missing 'bundle'"),
-        ({"bundle": 3, "brokers": {"a": {}}}, "snapshot.bundle: missing 'bundle'"),
+        ({"bundle": 3, "brokers": {"a": {}}}, "snapshot.bundle: expected the name of the bundle to place, a string"),
         ({"bundle": B0, "candidates": "a", "brokers": {"a": {}}}, "snapshot.candidates: expected an ordered list"),
         ({"bundle": B0, "candidates": ["a", "a"], "brokers": {"a": {}}}, "listed twice"),
         ({"bundle": B0, "candidates": ["a", "zz"], "brokers": {"a": {}}}, "candidate broker 'zz' has no load data"),

@@ -58,6 +58,7 @@ def files(tmp_path: Path) -> tuple[str, str]:
             "{cluster}",
             "--workload",
             "{trace}",
+            "--spark",
             "--strategy",
             "OverloadShedder",
         ],

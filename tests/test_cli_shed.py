@@ -259,11 +259,11 @@ def test_table_format(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> Non
     )
     out = capsys.readouterr().out.splitlines()
     assert code == 0
-    assert out[0] == "step 0 (timestamp 5)"
+    assert out[0] == "step 0 at 1970-01-01T00:00:00.005Z (5)"
     assert out[1].split() == ["broker", "bundle", "destination"]
     assert out[2].split() == ["broker-1", "bundle-10", "broker-2"]
     assert out[3].strip().startswith("OverloadShedder: max resource usage 99.90% (bandwidthIn)")
-    assert out[-2:] == ["step 1", "  no unload"]  # no timestamp in the input
+    assert out[-2:] == ["step 1", "  no unload: fewer than 2 brokers available: no shedding"]  # no timestamp
 
 
 def test_transfer_shedder_runs_in_its_family_on_extensible_input(

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from bundlewise.cli.inputs import Document
 from bundlewise.cli.main import main
 from bundlewise.cli.shed_extensible import run_extensible
 from bundlewise.config import Config
@@ -122,7 +123,7 @@ def test_outdated_data_through_the_cli(tmp_path, capsys):
 def test_run_extensible_directly_and_table_format(capsys):
     args = argparse.Namespace(strategy="TransferShedder", plan_only=True, format="table")
     cfg = Config().with_values({"loadBalancerSheddingConditionHitCountThreshold": 0})
-    assert run_extensible(args, cfg, [cluster()], "mem") == 0
+    assert run_extensible(args, cfg, [Document(cluster(), "mem", "snapshot")]) == 0
     text = capsys.readouterr().out
     assert "Success.Overloaded=2" in text
     assert [line.split() for line in text.splitlines()[-2:]] == [

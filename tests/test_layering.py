@@ -2,7 +2,7 @@
 
 Every ``import`` counts, also one inside a function or under a condition:
 
-* imports point down the layers ``model -> config -> algorithms | traffic -> pipeline | sim | live ->
+* imports point down the layers ``model -> config | files -> algorithms | traffic -> pipeline | sim | live ->
   report -> cli`` (``demo`` above ``cli``); packages of one layer never import each other;
 * no import cycle between modules;
 * no dynamic import (``importlib``, ``__import__``) anywhere;
@@ -24,6 +24,7 @@ SRC = Path(__file__).resolve().parent.parent / "src" / "bundlewise"
 LAYERS = {
     "model": 0,
     "config": 1,
+    "files": 1,
     "algorithms": 2,
     "traffic": 2,
     "pipeline": 3,

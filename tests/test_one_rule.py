@@ -247,15 +247,17 @@ def test_leader_arrays_equal_the_leader_bookkeeping(steps: list, max_topics: int
 )
 def test_bounds_positions_and_boundary_lists_are_read_alike(text: str) -> None:
     from bundlewise.cli.bundle import parse_boundaries
-    from bundlewise.model.bundles import parse_position
+    from bundlewise.model.bundles import (
+        parse_bound_value,  # the pipeline's bundles files and bundle --bundles-file
+        parse_position,
+    )
     from bundlewise.model.errors import InputError
-    from bundlewise.pipeline.boundaries import _bound
 
     try:
         want: int | None = parse_position(text)
     except ValueError:
         want = None
-    for read in (lambda: parse_boundaries(text)[0], lambda: _bound(text, "b")):
+    for read in (lambda: parse_boundaries(text)[0], lambda: parse_bound_value(text, "b")):
         try:
             got: int | None = read()
         except InputError:

@@ -23,10 +23,15 @@ def _run(capsys, *argv):
     [
         (["--input", "/nonexistent/dir"], "error: /nonexistent/dir: no such file or directory"),
         (["--input", "{tmp}/empty"], "error: {tmp}/empty: directory holds no input files"),
-        (["--input", "{tmp}/t.csv", "--bundles", "0"], "error: --bundles: number of bundles must be > 0, got 0"),
+        (
+            ["--input", "{tmp}/t.csv", "--bundles", "0"],
+            "error: --bundles: expected 1 to 128 bundles (loadBalancerNamespaceMaximumBundles; "
+            "--set loadBalancerNamespaceMaximumBundles=N allows more), got 0",
+        ),
         (
             ["--input", "{tmp}/t.csv", "--bundles-file", "{tmp}/b.json"],
-            "error: {tmp}/b.json: bundles: boundaries must start at 0x00000000 and end at 0xffffffff",
+            "error: {tmp}/b.json: bundles: boundaries must start at 0x00000000 and end at 0xffffffff "
+            "(a namespace's bundles cover every hash), got 0x00000001..0xffffffff",
         ),
     ],
 )

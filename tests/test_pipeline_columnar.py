@@ -8,6 +8,7 @@ Each test runs the whole job twice on the same Parquet files — ``columnar=True
 from __future__ import annotations
 
 import math
+import os
 import random
 
 import pytest
@@ -19,6 +20,7 @@ import pyarrow.parquet as pq
 from pyspark.testing import assertDataFrameEqual
 
 from bundlewise.config import Config
+from bundlewise.model.errors import InputError
 from bundlewise.pipeline import fragments, jobs
 from bundlewise.pipeline.boundaries import Boundaries
 from bundlewise.pipeline.locations import Location
@@ -203,16 +205,17 @@ def test_plan_splits_files_by_row_groups_and_leaves_other_types_to_spark(tmp_pat
     assert fragments.plan(Location.of(str(tmp_path)), "trace", [str(tmp_path / "iso.parquet")], slots=2) is None
 
 
-def test_an_empty_trace_leaves_readable_empty_outputs(spark, tmp_path):
+def test_an_empty_trace_is_bad_input_and_writes_nothing(spark, tmp_path):
+    # issue 12: input that yields no valid record exits 2 (so cron and CI notice), and --out is left alone
     d = tmp_path / "trace"
     d.mkdir()
     pq.write_table(
         pa.table({"timestamp": pa.array([], pa.int64()), "topic": pa.array([], pa.string())}), d / "empty.parquet"
     )
-    summary = jobs.run_pipeline(spark, str(d), "trace", Boundaries.of_count(4), Config(), str(tmp_path / "out"))
-    assert (summary.rows_in, summary.bundles, summary.split_candidates) == (0, 0, 0)
-    for name in ("topic_samples", "bundle_load", "broker_load", "split_candidates", "rejects"):
-        assert spark.read.parquet(str(tmp_path / "out" / name)).count() == 0
+    with pytest.raises(InputError) as e:
+        jobs.run_pipeline(spark, str(d), "trace", Boundaries.of_count(4), Config(), str(tmp_path / "out"))
+    assert str(e.value) == f"{d}: no valid record: the input holds no rows"
+    assert sorted(os.listdir(tmp_path)) == ["trace"]  # no --out, no staging folder
 
 
 def test_a_random_mix_gives_the_same_outputs_as_the_general_path(spark, tmp_path):

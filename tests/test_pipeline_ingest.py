@@ -156,8 +156,8 @@ def test_csv_jsonl_and_parquet_traces_validate_into_samples_and_rejects(spark, t
 def test_dumps_are_parsed_on_spark_into_samples_rejects_and_broker_reports(spark):
     files = spark.sparkContext.parallelize(
         [
-            (f"file:/d/broker-2:8080@{T0}.json", json.dumps(topics_dump_broker2())),
-            ("file:/d/junk.json", "[1, 2"),
+            (f"file:/d/broker-2:8080@{T0}.json", json.dumps(topics_dump_broker2()), None),
+            ("file:/d/junk.json", "[1, 2", None),
         ],
         2,
     )
@@ -185,7 +185,7 @@ def test_dumps_are_parsed_on_spark_into_samples_rejects_and_broker_reports(spark
     )
     assert [r["source"] for r in got.rejects.collect()] == ["file:/d/junk.json"]
     reports = ingest.samples_from_dumps(
-        spark, spark.sparkContext.parallelize([("file:/d/r.json", json.dumps(load_report()))], 1), "load-report"
+        spark, spark.sparkContext.parallelize([("file:/d/r.json", json.dumps(load_report()), None)], 1), "load-report"
     )
     assert reports.samples.count() == 1 and reports.rejects.count() == 1
     assert [r["broker"] for r in reports.broker_reports.collect()] == ["broker-1:8080"]

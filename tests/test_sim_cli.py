@@ -180,8 +180,8 @@ def test_table_format_prints_the_comparison(tmp_path: Path, capsys: pytest.Captu
     )
     assert code == 0
     lines = out.splitlines()
-    assert lines[0] == "scenario: small" and lines[1].split() == ["metric", "AvgShedder"]
-    assert [ln.split()[0] for ln in lines[3:]][:2] == ["load_std_mean", "load_std_p95"]
+    assert lines[0] == "scenario: small" and lines[1].split() == ["metric", "unit", "AvgShedder"]
+    assert [ln.split()[:2] for ln in lines[3:]][:2] == [["load_std_mean", "pp"], ["load_std_p95", "pp"]]
 
 
 @pytest.mark.parametrize(

@@ -80,9 +80,10 @@ def test_remove_then_add_drains_and_refills_the_broker(tmp_path: Path, capsys: p
     assert add["reach_50_minutes"] is not None and add["reach_80_minutes"] >= add["reach_50_minutes"]
     assert summary["events"][1]["reach_50_minutes"] is None  # a broker that stops refills nothing
     html = (out / "report.html").read_text()
-    assert "<h2>Events</h2>" in html and "4h add broker-3" in html and "1h remove broker-3" in html
+    assert "<h2>Settling and refill after each event</h2>" in html
+    assert "4h add broker-3" in html and "1h remove broker-3" in html
     for key in ("repeat_unloads", "saturated_broker_minutes", "undelivered_bytes", "backlog_age_max_minutes"):
-        assert f"<th class='k'>{key}</th>" in html
+        assert f"<th class='k' title='{key}'>" in html
 
 
 def test_a_first_add_means_the_broker_starts_absent() -> None:

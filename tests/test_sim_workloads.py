@@ -273,9 +273,13 @@ def test_a_recorded_production_replays_from_its_recorded_layout(
     ("name", "content", "message"),
     [
         ("t.csv", "a,b\n1,2\n", "t.csv: trace has no timestamp, topic column"),
-        ("t.csv", "timestamp,topic\n", "t.csv: the trace has no valid samples"),
-        ("t.parquet", "garbage", "t.parquet: cannot read as parquet:"),
-        ("t.jsonl", '{"timestamp": -1, "topic": "a"}\n', "t.jsonl: the trace has no valid samples: 1 rows rejected"),
+        ("t.csv", "timestamp,topic\n", "t.csv: no valid record: the input holds no rows"),
+        ("t.parquet", "garbage", "t.parquet: not a readable Parquet file:"),
+        (
+            "t.jsonl",
+            '{"timestamp": -1, "topic": "a"}\n',
+            "t.jsonl: no valid record: all 1 rows rejected; most frequent reasons: timestamp: expected ms",
+        ),
     ],
 )
 def test_a_bad_workload_is_one_line_and_exit_2(

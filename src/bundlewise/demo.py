@@ -1,7 +1,8 @@
 """``make demo``: the bundled default scenario under every shedding strategy.
 
 Prints the comparison table (stdout) with a progress bar per strategy (stderr) and writes
-``summary.json``, ``timeline.parquet``, ``decisions.jsonl`` and ``report.html`` under ``./demo-out/``.
+``summary.json``, ``timeline.parquet``, ``decisions.jsonl`` and ``report.html`` under ``./demo-out/``
+(replaced whole on every run: it is the demo's own folder).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ OUT = Path("demo-out")
 
 
 def run() -> int:
-    code = cli(["simulate", "--out", str(OUT), "--format", "table"])
+    code = cli(["simulate", "--out", str(OUT), "--overwrite", "--format", "table"])
     if code == 0:
         sys.stdout.write(f"\nreport: {(OUT / 'report.html').resolve()}\n")
     return code

@@ -137,6 +137,6 @@ def test_ctrl_c_stops_everything_and_writes_nothing(tmp_path: Path) -> None:
     _, rest = proc.communicate(timeout=60)
     assert proc.returncode == 130
     assert "Traceback" not in rest
-    assert rest.strip().splitlines()[-1] == "error: interrupted"
+    assert rest.strip().splitlines()[-1] == f"error: interrupted: {out} was left as it was"
     assert not out.exists()
     assert leftovers(store_of(seen)) == []

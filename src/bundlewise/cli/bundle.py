@@ -1,14 +1,22 @@
-"""``bundlewise bundle``: which bundle serves each topic (docs/commands.md)."""
+"""``bundlewise bundle``: which bundle serves each topic (docs/commands.md).
+
+The namespace's bundles are ``--bundles N`` equal ones (``PoliciesUtil#getBundles``; default
+``defaultNumberOfNamespaceBundles``, at most ``loadBalancerNamespaceMaximumBundles``), explicit
+``--boundaries``, or ``--bundles-file``: what ``pulsar-admin namespaces bundles TENANT/NS`` prints,
+``{"boundaries": [...], "numBundles": n}`` (Pulsar's ``BundlesData``).  Boundaries must cover the whole hash
+range, as Pulsar requires of a namespace's bundles.  Output: one JSON line per topic, or a table.
+"""
 
 from __future__ import annotations
 
 import argparse
 import sys
 
-from bundlewise.cli.common import add_config_options, config_from_args
-from bundlewise.cli.inputs import emit
+from bundlewise.cli.common import add_config_options, check_bundle_count, config_from_args
+from bundlewise.cli.explain import columns
+from bundlewise.cli.inputs import emit, read_json
 from bundlewise.config.views import SplitSettings
-from bundlewise.model.bundles import NamespaceBundles, initial_boundaries, parse_position
+from bundlewise.model.bundles import NamespaceBundles, initial_boundaries, parse_boundaries_data, parse_position
 from bundlewise.model.errors import InputError
 from bundlewise.model.hashing import crc32_hash
 from bundlewise.model.names import TopicName
@@ -31,7 +39,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         description="Map each topic to the namespace bundle that serves it, as Pulsar's "
         "ConsistentHashingTopicBundleAssigner does: CRC-32 of the UTF-8 full topic name "
         "(persistent://tenant/ns/name), looked up in the namespace's bundle boundaries. "
-        "Output: one JSON line per topic {topic, hash, bundle}.",
+        "Output: one JSON line per topic {topic, hash, bundle}, or a table.",
     )
     g = p.add_mutually_exclusive_group()
     g.add_argument(
@@ -45,6 +53,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         metavar="B0,B1,...",
         help="explicit boundaries, e.g. 0x00000000,0x40000000,0x80000000,0xffffffff",
     )
+    g.add_argument(
+        "--bundles-file",
+        metavar="FILE",
+        help='what `pulsar-admin namespaces bundles TENANT/NS` prints: {"boundaries": [...], "numBundles": n}',
+    )
+    p.add_argument("--format", choices=("json", "table"), default="json", help="JSON Lines (default) or a table")
     add_config_options(p)
     p.add_argument(
         "topics",
@@ -55,29 +69,45 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.set_defaults(func=run)
 
 
-def run(args: argparse.Namespace) -> int:
+def _boundaries(args: argparse.Namespace) -> list[int]:
     config = config_from_args(args)
     if args.boundaries:
-        boundaries = parse_boundaries(args.boundaries)
-    else:
-        n = args.bundles if args.bundles is not None else config.view(SplitSettings).default_bundles
+        return list(parse_boundaries_data(parse_boundaries(args.boundaries), "--boundaries"))
+    if args.bundles_file:
         try:
-            boundaries = initial_boundaries(n)
+            return list(parse_boundaries_data(read_json(args.bundles_file), "bundles"))
         except InputError as e:
-            raise InputError(str(e), field="--bundles") from None
+            raise e.within(args.bundles_file) from None
+    n = args.bundles if args.bundles is not None else config.view(SplitSettings).default_bundles
+    check_bundle_count(n, config)
+    return initial_boundaries(n)
+
+
+def run(args: argparse.Namespace) -> int:
+    boundaries = _boundaries(args)
     topics = args.topics or [line.strip() for line in sys.stdin if line.strip()]
     if not topics:
         raise InputError("no topic given (arguments or one per line on stdin)", field="TOPIC")
     cache: dict[str, NamespaceBundles] = {}
+    rows = []
     for raw in topics:
-        topic = TopicName.parse(raw)
+        try:
+            topic = TopicName.parse(raw)
+        except InputError as e:
+            raise InputError(str(e), field="TOPIC") from None
         ns = str(topic.namespace)
         bundles = cache.get(ns)
         if bundles is None:
-            try:
-                bundles = cache[ns] = NamespaceBundles.of(ns, boundaries)
-            except InputError as e:
-                raise InputError(str(e), field="--boundaries") from None
+            bundles = cache[ns] = NamespaceBundles.of(ns, boundaries)
         name = str(topic)
-        emit({"topic": name, "hash": crc32_hash(name), "bundle": bundles.find_bundle(topic).name})
+        rows.append({"topic": name, "hash": crc32_hash(name), "bundle": bundles.find_bundle(topic).name})
+    if args.format == "table":
+        table = [("topic", "hash", "bundle")] + [
+            (str(r["topic"]), f"0x{r['hash']:08x}", str(r["bundle"])) for r in rows
+        ]
+        for line in columns(table, prefix=""):
+            sys.stdout.write(line + "\n")
+    else:
+        for r in rows:
+            emit(r)
     return 0

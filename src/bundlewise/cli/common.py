@@ -3,11 +3,18 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
+import re
+import socket
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import Any
 
 from bundlewise.config import Config, load_config
+from bundlewise.config.views import SplitSettings
+from bundlewise.files.atomic import held_interrupts
+from bundlewise.model.errors import InputError
 
 CONFIG_HELP = (
     "Pulsar broker.conf (key=value), JSON or TOML with ServiceConfiguration keys; "
@@ -56,6 +63,74 @@ def config_from_args(args: argparse.Namespace) -> Config:
     return config
 
 
+def add_out_options(p: argparse.ArgumentParser, what: str, metavar: str = "DIR") -> None:
+    """``--out`` and ``--overwrite``: one policy for every command (``files.atomic``)."""
+    p.add_argument(
+        "--out",
+        metavar=metavar,
+        help=f"write {what}; written beside it and moved into place when complete; "
+        "an existing non-empty one is refused unless --overwrite",
+    )
+    p.add_argument("--overwrite", action="store_true", help="replace an existing --out whole (nothing of it is kept)")
+
+
 def source_name(path: str) -> str:
     """How errors name an input file (``-`` is stdin)."""
     return "<stdin>" if path == "-" else path
+
+
+def check_bundle_count(n: int, config: Config, flag: str = "--bundles") -> None:
+    """A namespace's bundle count: 1 to ``loadBalancerNamespaceMaximumBundles`` (Pulsar's most bundles of a
+    namespace; ``--set`` it higher to allow more)."""
+    cap = config.view(SplitSettings).max_bundles
+    if not 1 <= n <= cap:
+        raise InputError(
+            f"expected 1 to {cap:,} bundles (loadBalancerNamespaceMaximumBundles; "
+            f"--set loadBalancerNamespaceMaximumBundles=N allows more), got {n:,}",
+            field=flag,
+        )
+
+
+_MASTER = re.compile(
+    r"^(local(\[(\*|[1-9]\d*)(,\s*\d+)?\])?|local-cluster\[\d+,\s*\d+,\s*\d+\]|yarn|k8s://\S+|"
+    r"spark://[^\s/,:]+:\d+(,[^\s/,:]+:\d+)*)$"
+)
+
+
+def check_master(master: str | None) -> None:
+    """A Spark master URL Spark accepts (``local``, ``local[N]``, ``local[*]``, ``local-cluster[N,C,M]``,
+    ``spark://HOST:PORT[,HOST:PORT]``, ``yarn``, ``k8s://URL``); a standalone master must answer on its port."""
+    if master is None:
+        return
+    if _MASTER.match(master) is None:
+        raise InputError(
+            f"expected local[N], local[*], spark://HOST:PORT, yarn or k8s://URL, got {master!r}", field="--master"
+        )
+    if master.startswith("spark://"):
+        errors = []
+        for address in master.removeprefix("spark://").split(","):
+            host, _, port = address.rpartition(":")
+            try:
+                socket.create_connection((host, int(port)), timeout=3).close()
+                return
+            except OSError as e:
+                errors.append(e.strerror or type(e).__name__)
+        raise InputError(f"no Spark master answers at {master}: {errors[0]}", field="--master")
+
+
+@contextmanager
+def start_session(open_session: Callable[[str | None], Any], master: str | None) -> Iterator[Any]:
+    """``open_session(master)`` entered; a failure to start Spark is bad input naming ``--master``.  Ctrl-C
+    while the JVM starts is held until it has (a JVM interrupted half-way would outlive the command), then
+    the session is stopped."""
+    check_master(master)
+    with contextlib.ExitStack() as stack:
+        try:
+            with held_interrupts():
+                spark = stack.enter_context(open_session(master))
+        except (InputError, KeyboardInterrupt):
+            raise
+        except Exception as e:
+            first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+            raise InputError(f"cannot start Spark on {master or 'local[*]'}: {first}", field="--master") from None
+        yield spark

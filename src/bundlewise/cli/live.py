@@ -1,21 +1,23 @@
 """``bundlewise live up | status | advise``: the live load manager run, inspected and advised (docs/live.md).
 
 * ``live up [--store URL] [--brokers N | --cluster CLUSTER.toml] [--workload TRACE] [--strategy NAME]
-  [--time-scale K] [--duration D] [--out DIR] [--zookeeper] [--no-auth] [--config F] [--set K=V]``:
+  [--time-scale K] [--duration D] [--out DIR [--overwrite]] [--zookeeper] [--no-auth] [--config F] [--set K=V]``:
   a scenario played on a real store and real broker processes (``live.up``); stdout gets ``summary.json``'s
   document, stderr a progress line, the admin token, then the comparison table.  Without ``--cluster`` the
   bundled default scenario's namespaces and workload run on ``--brokers`` brokers (3) without its events; with
   ``--cluster``, ``--brokers N`` starts the scenario's first N starting brokers (more take
-  ``[broker_defaults]``).
+  ``[broker_defaults]``).  ``--out`` follows the one atomic-output policy (``files.atomic``): an existing
+  non-empty DIR is refused before anything starts unless ``--overwrite``; Ctrl-C leaves it as it was.
 * ``live status --store URL [--format json|table]``: brokers, leader, load and bundles, read from the store
   alone (``live.status``).
-* ``live advise --store URL [--strategy NAME] [--format json|table]``: what the strategy would unload on the
-  load data in the store, printed as ``bundlewise shed`` prints it (``live.advise`` + ``cli.shed``).
+* ``live advise --store URL [--strategy NAME] [--format table|json|admin]``: what the strategy would unload on
+  the load data in the store, printed as ``bundlewise shed`` prints it (``live.advise`` + ``cli.shed``).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import json
 import shutil
@@ -25,8 +27,9 @@ from pathlib import Path
 from typing import Any
 
 from bundlewise.algorithms.registry import shedding_entry
-from bundlewise.cli.common import add_config_options, needs_extra
+from bundlewise.cli.common import add_config_options, add_out_options, needs_extra
 from bundlewise.config import Config, load_config
+from bundlewise.files import atomic
 from bundlewise.model.durations import parse_duration
 from bundlewise.model.errors import InputError
 from bundlewise.sim.scenario import Scenario
@@ -52,7 +55,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     up.add_argument("--strategy", metavar="NAME", help="loadBalancerLoadSheddingStrategy for every broker")
     up.add_argument("--time-scale", type=float, default=60.0, metavar="K", help="Pulsar time K× faster (60)")
     up.add_argument("--duration", metavar="D", help="Pulsar time to run, e.g. 30m (default: the scenario's)")
-    up.add_argument("--out", metavar="DIR", help="write summary.json, timeline.parquet, decisions.jsonl, ...")
+    add_out_options(up, "summary.json, timeline.parquet, decisions.jsonl, lookups.parquet and report.html")
     up.add_argument("--no-auth", action="store_true", help="authenticationEnabled=false (default: tokens)")
     up.add_argument("--no-progress", action="store_true", help="no progress line on stderr")
     add_config_options(up)
@@ -64,7 +67,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     advise = cmds.add_parser("advise", help="what a shedding strategy would unload, on a store's load data")
     advise.add_argument("--store", required=True, metavar="URL")
     advise.add_argument("--strategy", metavar="NAME", help="default: the configured loadBalancerLoadSheddingStrategy")
-    advise.add_argument("--format", choices=("json", "table"), default="table")
+    advise.add_argument(
+        "--format",
+        choices=("json", "table", "admin"),
+        default="table",
+        help="as shed prints it: a table (default), JSON Lines, or the pulsar-admin commands to run",
+    )
     advise.add_argument("--seed", type=int, default=0, help="seed of the destinations' random tie-breaks (0)")
     add_config_options(advise)
     advise.set_defaults(func=run_advise, plan_only=False)
@@ -128,10 +136,11 @@ def run_up(args: argparse.Namespace) -> int:
     duration = parse_duration(args.duration, "--duration", "<args>") if args.duration else scenario.duration
     if duration <= 0:
         raise InputError("expected a positive duration", field="--duration")
-    with needs_extra("live", "bundlewise live up"):
+    staging = atomic.stage(args.out, args.overwrite) if args.out else None  # refused before any work
+    with needs_extra("live", "bundlewise live up"), staging if staging is not None else contextlib.nullcontext():
         from bundlewise.cli.broker import read_trace
         from bundlewise.live.events import LiveEvent
-        from bundlewise.live.outputs import build_result, output_files, publish, summary
+        from bundlewise.live.outputs import build_result, output_files, summary, write_files
         from bundlewise.live.up import LivePlan, run_live
         from bundlewise.live.workload import write_trace
 
@@ -174,11 +183,11 @@ def run_up(args: argparse.Namespace) -> int:
             run, _ = run_live(plan, progress=not args.no_progress, on_ready=ready)
             result = build_result(run)
             doc = summary(scenario.name, result)
-            if args.out:
+            if staging is not None:
                 from bundlewise.report.html import render_report
 
                 html = render_report(scenario, [_as_run_result(result)], doc)
-                publish(args.out, output_files(scenario.name, result, html))
+                write_files(staging.path, output_files(scenario.name, result, html))
         finally:
             shutil.rmtree(work, ignore_errors=True)
     from bundlewise.sim.run import comparison_table, summary_json
@@ -223,6 +232,7 @@ def run_status(args: argparse.Namespace) -> int:
 
 def run_advise(args: argparse.Namespace) -> int:
     from bundlewise.cli.common import config_from_args
+    from bundlewise.cli.inputs import Document
     from bundlewise.cli.shed import shed_documents
 
     config = config_from_args(args)
@@ -231,4 +241,4 @@ def run_advise(args: argparse.Namespace) -> int:
         from bundlewise.live.advise import read_snapshot
 
         snapshot = read_snapshot(args.store)
-    return shed_documents(args, config, [snapshot], args.store)
+    return shed_documents(args, config, [Document(snapshot, args.store, "snapshot")])

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from bundlewise import __version__
 from bundlewise.cli import broker, bundle, live, pipeline, place, shed, simulate, split, store, sweep, throttle
 from bundlewise.cli.common import MissingExtra
+from bundlewise.files.atomic import Interrupted
 from bundlewise.model.errors import InputError
 
 COMMAND_MODULES = (bundle, split, place, shed, pipeline, throttle, simulate, sweep, store, broker, live)
@@ -54,8 +55,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except BrokenPipeError:
         return 0
-    except KeyboardInterrupt:
-        sys.stderr.write("error: interrupted\n")
+    except KeyboardInterrupt as e:  # files.atomic.Interrupted says what became of --out
+        out = getattr(args, "out", None)
+        sys.stderr.write(f"error: {e if isinstance(e, Interrupted) else Interrupted(out)}\n")
         return 130
     except Exception as e:
         sys.stderr.write(f"internal error: {type(e).__name__}: {e}\n")

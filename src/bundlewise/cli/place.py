@@ -14,7 +14,10 @@ topics; default false).
 
 ONE strategy instance and one ``random.Random(--seed)`` (default 0) serve every step, so round-robin
 position and history carry over.  Output, JSON Lines, printed once every step is known good:
-``{"step": i, "selected": broker|null, "best": [...]}``.
+``{"step": i, "selected": broker|null, "best": [...]}``.  ``--bundle`` names the bundle of steps that do not
+(load reports never do).  ``--format table`` adds the bundle and its owner; ``--format admin`` prints the
+``pulsar-admin namespaces unload --destinationBroker`` command that moves an owned bundle to the chosen
+broker, and every broker's load projected after it (``algorithms.projection``).
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import argparse
 import random
 import sys
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from bundlewise.algorithms.extensible.placement import ExtensiblePlacement, FilterContext
@@ -30,14 +34,18 @@ from bundlewise.algorithms.families.extensible import PLACEMENT_NAME as EXTENSIB
 from bundlewise.algorithms.leader import LeaderBundleData
 from bundlewise.algorithms.placement.assignment import ModularPlacement
 from bundlewise.algorithms.placement.base import Selection
+from bundlewise.algorithms.projection import project
 from bundlewise.algorithms.registry import make_placement, placement_names
-from bundlewise.cli.common import add_config_options, config_from_args, source_name
-from bundlewise.cli.inputs import SharedBundles, Step, emit, iterate_steps, read_documents, step_where
+from bundlewise.cli.common import add_config_options, config_from_args
+from bundlewise.cli.explain import PROJECTION_NOTE, columns, projection_lines, when
+from bundlewise.cli.inputs import Document, SharedBundles, Step, emit, iterate_steps, read_inputs
 from bundlewise.config import Config
 from bundlewise.config.config import short_class_name
+from bundlewise.model.admin import unload_command
+from bundlewise.model.decisions import Unload
 from bundlewise.model.errors import InputError
 from bundlewise.model.extensible import parse_extensible_snapshot
-from bundlewise.model.load import BundleData
+from bundlewise.model.load import BundleData, LoadData
 from bundlewise.model.snapshot import parse_modular_snapshot
 
 STEP_KEYS = ("bundle", "candidates", "nonPersistent")
@@ -46,10 +54,21 @@ DESCRIPTION = f"""\
 Choose a broker for a bundle as Pulsar's load manager would.
 Strategies: {", ".join(placement_names())} (short or org.apache.pulsar.broker.loadbalance.impl.<name>);
 with --extensible, the extensible load manager's {EXTENSIBLE_PLACEMENT}.
-INPUT: a snapshot with "bundle" and optional "candidates", {{"steps": [...]}} or JSON Lines.
-One line per step: {{"step": i, "selected": broker|null, "best": [brokers picked from at random]}}."""
+INPUT: a snapshot with "bundle" (or --bundle) and optional "candidates", {{"steps": [...]}} or JSON Lines,
+or the load reports `pulsar-admin broker-stats load-report` prints (files, or a directory of them).
+One line per step: {{"step": i, "selected": broker|null, "best": [brokers picked from at random]}}.
+--format admin prints the pulsar-admin command that moves the bundle there and the projected load."""
 
-Row = tuple[int, str, Selection]
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    index: int
+    timestamp: int | None
+    bundle: str
+    selection: Selection
+    owner: str | None  # the broker that owns the bundle in the snapshot, if one does
+    load: LoadData | None  # modular steps: for the projection
+    config: Config
 
 
 def register(sub: Any) -> None:
@@ -62,21 +81,42 @@ def register(sub: Any) -> None:
     p.add_argument("--strategy", required=True, metavar="NAME", help="placement strategy")
     add_config_options(p)
     p.add_argument("--seed", type=int, default=0, help="seed of the random tie-break (default 0: reproducible picks)")
-    p.add_argument("--format", choices=("json", "table"), default="json", help="JSON Lines (default) or a table")
+    p.add_argument(
+        "--format",
+        choices=("json", "table", "admin"),
+        default="json",
+        help="JSON Lines (default), a table, or the pulsar-admin command that moves the bundle",
+    )
     p.add_argument(
         "--extensible",
         action="store_true",
         help=f"extensible load manager input (broker-load and top-bundles stores) and its {EXTENSIBLE_PLACEMENT}",
     )
-    p.add_argument("input", metavar="INPUT", help="snapshot file (.json / .jsonl), - for stdin")
+    p.add_argument(
+        "--bundle",
+        metavar="TENANT/NS/0x…_0x…",
+        help='the bundle to place, for steps that do not name one ("bundle"); needed for load reports',
+    )
+    p.add_argument(
+        "input",
+        nargs="+",
+        metavar="INPUT",
+        help="snapshot or load-report files (.json / .jsonl) or directories of them; - for stdin",
+    )
     p.set_defaults(func=run)
 
 
-def parse_step_request(doc: Mapping[str, Any], where: str) -> tuple[str, list[str] | None, bool]:
-    """The step's ``bundle``, ``candidates`` (or None) and ``nonPersistent`` flag."""
-    bundle = doc.get("bundle")
+def parse_step_request(
+    doc: Mapping[str, Any], where: str, default_bundle: str | None = None
+) -> tuple[str, list[str] | None, bool]:
+    """The step's ``bundle`` (else ``--bundle``), ``candidates`` (or None) and ``nonPersistent`` flag."""
+    bundle = doc.get("bundle", default_bundle)
+    if bundle is None:
+        raise InputError(
+            "missing 'bundle' (the name of the bundle to place, a string); or give --bundle", field=f"{where}.bundle"
+        )
     if not isinstance(bundle, str) or not bundle.strip():
-        raise InputError("missing 'bundle' (the name of the bundle to place, a string)", field=f"{where}.bundle")
+        raise InputError("expected the name of the bundle to place, a string", field=f"{where}.bundle")
     raw = doc.get("candidates")
     candidates: list[str] | None = None
     if raw is not None:
@@ -93,80 +133,130 @@ def parse_step_request(doc: Mapping[str, Any], where: str) -> tuple[str, list[st
 
 def _modular_step(
     step: Step,
-    where: str,
     placement: ModularPlacement,
     leader: LeaderBundleData,
     rng: random.Random,
+    default: str | None,
     shared: SharedBundles,
 ) -> Row:
-    bundle, candidates, non_persistent = parse_step_request(step.doc, where)
+    bundle, candidates, non_persistent = parse_step_request(step.doc, step.where, default)
     snapshot_doc = {k: v for k, v in step.doc.items() if k not in STEP_KEYS}
-    snapshot = parse_modular_snapshot(snapshot_doc, where)
-    shared.note(where, snapshot.shared)
+    snapshot = parse_modular_snapshot(snapshot_doc, step.where)
+    shared.note(step, snapshot.shared)
     load = leader.apply(snapshot)
+    owner = load.owner_of().get(bundle)
     if candidates is not None:
         data = load.bundleData.get(bundle) or BundleData.default()
-        return step.index, bundle, placement.strategy.select(candidates, bundle, data, load, step.config, rng)
-    return step.index, bundle, placement.select_broker(bundle, load, step.config, rng, non_persistent=non_persistent)
+        sel = placement.strategy.select(candidates, bundle, data, load, step.config, rng)
+    else:
+        sel = placement.select_broker(bundle, load, step.config, rng, non_persistent=non_persistent)
+    return Row(step.index, step.timestamp, bundle, sel, owner, load, step.config)
 
 
 def _extensible_step(
-    step: Step, where: str, placement: ExtensiblePlacement, rng: random.Random, shared: SharedBundles
+    step: Step, placement: ExtensiblePlacement, rng: random.Random, default: str | None, shared: SharedBundles
 ) -> Row:
-    bundle, candidates, non_persistent = parse_step_request(step.doc, where)
+    bundle, candidates, non_persistent = parse_step_request(step.doc, step.where, default)
     doc = {k: v for k, v in step.doc.items() if k not in STEP_KEYS}
-    snap = parse_extensible_snapshot(doc, where, step.config.weights(), step.now)
-    shared.note(where, snap.shared)
+    snap = parse_extensible_snapshot(doc, step.where, step.config.weights(), step.now)
+    shared.note(step, snap.shared)
     ctx = FilterContext(snap.brokers, snap.lookup_data, step.config, non_persistent)
-    return step.index, bundle, placement.select(bundle, snap.available_brokers, ctx, rng, candidates)
+    sel = placement.select(bundle, snap.available_brokers, ctx, rng, candidates)
+    owner = next(
+        (b for b, top in snap.top_bundles.items() if any(t.bundleName == bundle for t in top.topBundlesLoadData)), None
+    )
+    return Row(step.index, step.timestamp, bundle, sel, owner, None, step.config)
 
 
-def place_rows(args: argparse.Namespace, config: Config, docs: list[Any], source: str) -> list[Row]:
+def place_rows(args: argparse.Namespace, config: Config, documents: list[Document]) -> list[Row]:
     """Every step's selection; an ``InputError`` in any step is raised before anything is printed."""
     rng = random.Random(args.seed)
     rows: list[Row] = []
-    shared = SharedBundles(source)
+    default = getattr(args, "bundle", None)
+    shared = SharedBundles()
     if args.extensible:
         if short_class_name(args.strategy) != EXTENSIBLE_PLACEMENT:
             raise InputError(
                 f"the extensible load manager places with {EXTENSIBLE_PLACEMENT} only, got {args.strategy!r}",
                 field="--strategy",
             )
+        if any(d.from_reports for d in documents):
+            raise InputError(
+                "load reports are the modular load manager's LocalBrokerData; --extensible reads extensible "
+                "snapshots (docs/formats.md)",
+                source=documents[0].source,
+            )
         extensible = ExtensiblePlacement()
-        for step in iterate_steps(docs, config, source):
+        for step in iterate_steps(documents, config):
             try:
-                rows.append(_extensible_step(step, step_where(step, docs), extensible, rng, shared))
+                rows.append(_extensible_step(step, extensible, rng, default, shared))
             except InputError as e:
-                raise e.within(source) from None
+                raise e.within(step.source) from None
         shared.tell()
         return rows
     placement = ModularPlacement(make_placement(args.strategy))
     leader = LeaderBundleData()
-    for step in iterate_steps(docs, config, source):
+    for step in iterate_steps(documents, config):
         try:
-            rows.append(_modular_step(step, step_where(step, docs), placement, leader, rng, shared))
+            rows.append(_modular_step(step, placement, leader, rng, default, shared))
         except InputError as e:
-            raise e.within(source) from None
+            raise e.within(step.source) from None
     shared.tell()
     return rows
 
 
 def run(args: argparse.Namespace) -> int:
     config = config_from_args(args)
-    source = source_name(args.input)
-    docs = read_documents(args.input)
-    rows = place_rows(args, config, docs, source)
+    documents = read_inputs(args.input)
+    rows = place_rows(args, config, documents)
     if args.format == "table":
         write_table(rows)
-        return 0
-    for index, _, selection in rows:
-        emit({"step": index, "selected": selection.selected, "best": list(selection.best)})
+    elif args.format == "admin":
+        write_admin(rows, short_class_name(args.strategy))
+    else:
+        for r in rows:
+            emit({"step": r.index, "selected": r.selection.selected, "best": list(r.selection.best)})
     return 0
 
 
 def write_table(rows: list[Row]) -> None:
-    header = ("step", "bundle", "selected", "best")
-    lines = [(str(i), b, s.selected or "-", ", ".join(s.best) or "-") for i, b, s in rows]
-    widths = [max(len(r[k]) for r in [header, *lines]) for k in range(3)]
-    for r in [header, *lines]:
-        sys.stdout.write("  ".join(r[k].ljust(widths[k]) for k in range(3)) + "  " + r[3] + "\n")
+    header = ("step", "bundle", "owner", "selected", "best")
+    lines = [
+        (str(r.index), r.bundle, r.owner or "-", r.selection.selected or "-", ", ".join(r.selection.best) or "-")
+        for r in rows
+    ]
+    for line in columns([header, *lines], prefix=""):
+        sys.stdout.write(line + "\n")
+
+
+def _move(r: Row) -> Unload:
+    return Unload(r.owner or "", r.bundle, "", r.selection.selected)
+
+
+def write_admin(rows: list[Row], strategy: str) -> None:
+    """Per step: the choice as a comment, the command that moves the bundle there, the projected load."""
+    for r in rows:
+        sel = r.selection.selected
+        among = f" (among {len(r.selection.best)} equally good)" if len(r.selection.best) > 1 else ""
+        head = f"# step {r.index}{when(r.timestamp)}: {strategy} "
+        if sel is None:
+            sys.stdout.write(f"{head}finds no broker for {r.bundle}: no candidate passed the filters\n")
+            continue
+        owned = f" (owned by {r.owner})" if r.owner is not None and r.owner != sel else ""
+        sys.stdout.write(f"{head}places {r.bundle}{owned} on {sel}{among}\n")
+        if r.owner == sel:
+            sys.stdout.write(f"# {sel} owns it already: nothing to do\n")
+            continue
+        if r.owner is None:
+            sys.stdout.write(
+                "# no broker owns it now: the first lookup of one of its topics assigns it; "
+                "to move it once it is owned:\n"
+            )
+        command = unload_command(r.bundle, sel)
+        sys.stdout.write(
+            (command if command is not None else f"# (no command: {r.bundle!r} is not a bundle name)") + "\n"
+        )
+        if r.load is not None:
+            sys.stdout.write(f"# {PROJECTION_NOTE}:\n")
+            for line in projection_lines(project(r.load, [_move(r)], r.config), "#   "):
+                sys.stdout.write(line + "\n")

@@ -1,6 +1,6 @@
 """``bundlewise simulate``: run a cluster scenario with each shedding strategy (docs/simulator.md).
 
-``bundlewise simulate [--cluster CLUSTER.toml] [--workload TRACE] [--strategy NAME …] [--out DIR]
+``bundlewise simulate [--cluster CLUSTER.toml] [--workload TRACE] [--strategy NAME …] [--out DIR [--overwrite]]
 [--seed N] [--format json|table] [--config FILE] [--set KEY=VALUE]``
 
 * No ``--cluster``: the bundled ``default`` scenario (``--cluster NAME`` also accepts a bundled
@@ -12,6 +12,9 @@
   ``bundle_load/``) are replayed from the layout they recorded; remote paths, raw Pulsar dumps and ``--spark``
   go through Spark (``cli/traces.py``).
 * ``--config``/``--set`` override the scenario's ``[balancer]`` keys.
+* ``--out DIR``: the four files are written into a staging folder beside DIR and moved into place when
+  all are complete (``files.atomic``); an existing non-empty DIR is refused before the run unless
+  ``--overwrite``; Ctrl-C leaves DIR as it was.
 * stdout: ``summary.json``'s document (``--format json``, default) or the comparison table
   (``--format table``).  stderr: a progress bar per strategy, then (json format) the table too.
 """
@@ -19,14 +22,16 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 from collections.abc import Callable
 from pathlib import Path
 
 from bundlewise.algorithms.registry import SheddingEntry, make_family, shedding_entry, shedding_names
-from bundlewise.cli.common import add_config_options
+from bundlewise.cli.common import add_config_options, add_out_options
 from bundlewise.cli.traces import load_workload
 from bundlewise.config import Config, load_config
+from bundlewise.files import atomic
 from bundlewise.report.html import render_report
 from bundlewise.sim.layout import layout_notes, replay_scenario
 from bundlewise.sim.run import comparison_table, simulate, summary, summary_json, write_outputs
@@ -59,7 +64,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         default=None,
         help="shedding strategy (repeatable); default: every strategy",
     )
-    p.add_argument("--out", metavar="DIR", help="write summary.json, timeline.parquet, decisions.jsonl, report.html")
+    add_out_options(p, "summary.json, timeline.parquet, decisions.jsonl and report.html into this folder")
     p.add_argument("--seed", type=int, help="override the scenario's seed")
     p.add_argument("--format", choices=("json", "table"), default="json")
     p.add_argument("--no-progress", action="store_true", help="no progress bars on stderr")
@@ -118,20 +123,22 @@ def run(args: argparse.Namespace) -> int:
     names = [s for group in args.strategy for s in group] if args.strategy else None
     strategies = resolve_strategies(names, scenario, config)
     trace, layout = None, None
-    if args.workload:
-        workload = load_workload(args.workload, use_spark=args.spark)
-        workload.report(args.workload)
-        trace, layout = workload.trace, workload.layout
-        for note in layout_notes(scenario, trace, config, layout):
-            sys.stderr.write(note + "\n")
-        if layout is not None:
-            scenario = replay_scenario(scenario, layout)
-    progress = None if args.no_progress else progress_bar
-    results = simulate(scenario, strategies, trace, progress, config, layout)
-    doc = summary(scenario, results)
-    table = comparison_table(doc)
-    if args.out:
-        write_outputs(args.out, scenario, results, render_report(scenario, results, doc))
+    staging = atomic.stage(args.out, args.overwrite) if args.out else None  # refused before any work
+    with staging if staging is not None else contextlib.nullcontext():
+        if args.workload:
+            workload = load_workload(args.workload, use_spark=args.spark)
+            workload.report(args.workload)
+            trace, layout = workload.trace, workload.layout
+            for note in layout_notes(scenario, trace, config, layout):
+                sys.stderr.write(note + "\n")
+            if layout is not None:
+                scenario = replay_scenario(scenario, layout)
+        progress = None if args.no_progress else progress_bar
+        results = simulate(scenario, strategies, trace, progress, config, layout)
+        doc = summary(scenario, results)
+        table = comparison_table(doc)
+        if staging is not None:
+            write_outputs(staging.path, scenario, results, render_report(scenario, results, doc))
     if args.format == "table":
         sys.stdout.write(table)
     else:

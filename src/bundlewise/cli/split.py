@@ -19,16 +19,19 @@ of the namespace in the snapshot.  Output, JSON Lines, printed once every step i
 from __future__ import annotations
 
 import argparse
+import sys
 
 from bundlewise.algorithms.extensible.split_strategy import ExtensibleSplitStrategy
 from bundlewise.algorithms.leader import LeaderBundleData
 from bundlewise.algorithms.splitting.algorithms import ALGORITHMS, SplitRequest, TopicLoad, split_bundle
 from bundlewise.algorithms.splitting.detector import find_bundles_to_split
 from bundlewise.cli.bundle import parse_boundaries
-from bundlewise.cli.common import add_config_options, config_from_args, source_name
-from bundlewise.cli.inputs import SharedBundles, Step, emit, iterate_steps, read_documents, read_json, step_where
+from bundlewise.cli.common import add_config_options, config_from_args
+from bundlewise.cli.explain import columns, when
+from bundlewise.cli.inputs import SharedBundles, Step, emit, iterate_steps, read_inputs, read_json
 from bundlewise.config.views import LeaderSettings
 from bundlewise.model import fields
+from bundlewise.model.admin import split_command
 from bundlewise.model.bundles import Bundle
 from bundlewise.model.decisions import SplitDecision
 from bundlewise.model.errors import InputError
@@ -76,6 +79,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         metavar="P1,P2,...",
         help="split positions, decimal or 0x-hex (write --positions=-1,... when the list starts with a minus)",
     )
+    p.add_argument("--format", choices=("json", "table"), default="json", help="JSON (default) or a table")
     add_config_options(p)
     p.set_defaults(func=run_split)
 
@@ -95,8 +99,19 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         metavar="NS=N,...",
         help="current bundle count per namespace (default: distinct bundles in the snapshot)",
     )
+    c.add_argument(
+        "--format",
+        choices=("json", "table", "admin"),
+        default="json",
+        help="JSON Lines (default), a table with each condition's value and threshold, or the pulsar-admin commands",
+    )
     add_config_options(c)
-    c.add_argument("input", metavar="INPUT", help="snapshot file, or - for stdin")
+    c.add_argument(
+        "input",
+        nargs="+",
+        metavar="INPUT",
+        help="snapshot or load-report files (.json / .jsonl) or directories of them; - for stdin",
+    )
     c.set_defaults(func=run_split_check)
 
 
@@ -145,7 +160,18 @@ def run_split(args: argparse.Namespace) -> int:
             raise InputError(f"no position lies strictly inside {bundle.name}", field="--positions")
     topics = _topics(args.topics) if args.topics else []
     result = split_bundle(args.algorithm, SplitRequest(bundle, topics, positions), config)
-    if result is None:
+    if args.format == "table":
+        if result is None:
+            sys.stdout.write(f"{args.algorithm} does not split {bundle.name}\n")
+            return 0
+        rows = [("child", "lower", "upper", "hashes")] + [
+            (c.name, f"0x{c.lower:08x}", f"0x{c.upper:08x}", f"{c.upper - c.lower + int(c.upper_closed):,}")
+            for c in result[1]
+        ]
+        sys.stdout.write(f"{args.algorithm} splits {bundle.name} at {', '.join(f'0x{b:08x}' for b in result[0])}\n")
+        for line in columns(rows, right=(3,)):
+            sys.stdout.write(line + "\n")
+    elif result is None:
         emit({"boundaries": None, "children": None})
     else:
         boundaries, children = result
@@ -166,14 +192,10 @@ def parse_bundle_counts(text: str | None) -> dict[str, int] | None:
 
 
 def _extensible_step(
-    step: Step,
-    where: str,
-    given: dict[str, int],
-    strategies: dict[str, ExtensibleSplitStrategy],
-    shared: SharedBundles,
+    step: Step, given: dict[str, int], strategies: dict[str, ExtensibleSplitStrategy], shared: SharedBundles
 ) -> list[SplitDecision]:
-    snap = parse_extensible_snapshot(step.doc, where, step.config.weights(), step.now)
-    shared.note(where, snap.shared)
+    snap = parse_extensible_snapshot(step.doc, step.where, step.config.weights(), step.now)
+    shared.note(step, snap.shared)
     if not step.config.view(LeaderSettings).splitting_active:
         return []
     per_ns: dict[str, set[str]] = {}
@@ -196,26 +218,63 @@ def _extensible_step(
 def run_split_check(args: argparse.Namespace) -> int:
     config = config_from_args(args)
     counts = parse_bundle_counts(args.bundle_counts)
-    source = source_name(args.input)
-    docs = read_documents(args.input)
+    documents = read_inputs(args.input)
+    if args.extensible and any(d.from_reports for d in documents):
+        raise InputError(
+            "load reports are the modular load manager's LocalBrokerData; --extensible reads extensible snapshots",
+            source=documents[0].source,
+        )
     leader = LeaderBundleData()
     strategies: dict[str, ExtensibleSplitStrategy] = {}  # each broker's own, kept across steps
-    rows = []
-    shared = SharedBundles(source)
-    for step in iterate_steps(docs, config, source):
-        where = step_where(step, docs)
+    rows: list[tuple[Step, list[SplitDecision]]] = []
+    shared = SharedBundles()
+    for step in iterate_steps(documents, config):
         try:
             if args.extensible:
-                decisions = _extensible_step(step, where, counts or {}, strategies, shared)
+                decisions = _extensible_step(step, counts or {}, strategies, shared)
             else:
-                snapshot = parse_modular_snapshot(step.doc, where)
-                shared.note(where, snapshot.shared)
+                snapshot = parse_modular_snapshot(step.doc, step.where)
+                shared.note(step, snapshot.shared)
                 load = leader.apply(snapshot)
                 decisions = find_bundles_to_split(load, step.config, counts)
         except InputError as e:
-            raise e.within(source) from None
-        rows.append({"step": step.index, "split": [d.to_json() for d in decisions]})
+            raise e.within(step.source) from None
+        rows.append((step, decisions))
     shared.tell()
-    for row in rows:
-        emit(row)
+    for step, decisions in rows:
+        if args.format == "table":
+            _split_table(step, decisions)
+        elif args.format == "admin":
+            _split_admin(step, decisions)
+        else:
+            emit({"step": step.index, "split": [d.to_json() for d in decisions]})
     return 0
+
+
+def _split_table(step: Step, decisions: list[SplitDecision]) -> None:
+    sys.stdout.write(f"step {step.index}{when(step.timestamp)}\n")
+    if not decisions:
+        sys.stdout.write("  no bundle meets a split condition\n")
+        return
+    rows = [("bundle", "broker", "conditions (value > threshold)")] + [
+        (d.bundle, d.broker, d.detail) for d in decisions
+    ]
+    for line in columns(rows):
+        sys.stdout.write(line + "\n")
+
+
+def _split_admin(step: Step, decisions: list[SplitDecision]) -> None:
+    """``pulsar-admin namespaces split-bundle`` per decision; ``--unload`` as the leader's automatic split
+    does with ``loadBalancerAutoUnloadSplitBundlesEnabled``."""
+    unload = step.config.view(LeaderSettings).unload_split_children
+    n = len(decisions)
+    sys.stdout.write(
+        f"# step {step.index}{when(step.timestamp)}: "
+        + (f"{n} bundle{'s' * (n != 1)} to split\n" if n else "no bundle meets a split condition\n")
+    )
+    for d in decisions:
+        sys.stdout.write(f"# {d.bundle} on {d.broker}: {d.detail}\n")
+        command = split_command(d.bundle, unload)
+        sys.stdout.write(
+            (command if command is not None else f"# (no command: {d.bundle!r} is not a bundle name)") + "\n"
+        )

@@ -1,25 +1,28 @@
 """``bundlewise sweep``: one scenario across a grid of settings, simulated as Spark tasks.
 
 ``bundlewise sweep [--cluster CLUSTER.toml] [--workload TRACE] [--grid KEY=V1,V2 …] [--strategy NAME …]
-[--seed N] [--out FILE.parquet] [--format json|table] [--master URL]``
+[--seed N] [--out FILE.parquet [--overwrite]] [--format json|table] [--master URL]``
 
 Without ``--grid`` the grid is ``loadBalancerBrokerThresholdShedderPercentage=5,10,20`` ×
 ``loadBalancerHistoryResourcePercentage=0.5,0.9``; the strategy axis is ``--strategy`` (default: the
 scenario's strategies, else every shedding strategy) unless a ``strategy=…`` axis is given.
 stdout: ``{"scenario": …, "rows": [{settings…, METRICS…}, …]}`` (json) or the table (table).
-``--out`` writes the same rows as one Parquet file.
+``--out`` writes the same rows as one Parquet file: staged beside it and renamed into place when complete
+(``files.atomic``); an existing non-empty file is refused before the sweep starts unless ``--overwrite``.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
-from pathlib import Path
 
 from bundlewise.algorithms.registry import shedding_names
+from bundlewise.cli.common import add_out_options, needs_extra
 from bundlewise.cli.simulate import resolve_scenario
-from bundlewise.cli.traces import load_workload, spark_session
+from bundlewise.cli.traces import check_trace, load_workload, needs_spark, spark_session
+from bundlewise.files import atomic
 from bundlewise.sim.layout import replay_scenario
 from bundlewise.sim.sweep import DEFAULT_GRID, format_rows, parse_grid, rows_table, run_sweep, validate_points
 
@@ -47,7 +50,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     )
     p.add_argument("--strategy", metavar="NAME", action="append", nargs="+", default=None)
     p.add_argument("--seed", type=int)
-    p.add_argument("--out", metavar="FILE.parquet", help="write the table as Parquet")
+    add_out_options(p, "the table as one Parquet file", "FILE.parquet")
     p.add_argument("--format", choices=("json", "table"), default="json")
     p.add_argument("--master", default="local[*]", help="Spark master (default local[*])")
     p.set_defaults(func=run)
@@ -60,22 +63,29 @@ def run(args: argparse.Namespace) -> int:
     )
     points = parse_grid(args.grid if args.grid is not None else list(DEFAULT_GRID), strategies)
     validate_points(scenario, points)
-    spark = spark_session(args.master)  # the session of --master, also for a trace Spark reads
-    trace, layout = None, None
-    if args.workload:
-        workload = load_workload(args.workload, spark=spark, use_spark=args.spark)
-        workload.report(args.workload)
-        trace, layout = workload.trace, workload.layout
-        if layout is not None:
-            scenario = replay_scenario(scenario, layout)
-    master = spark.sparkContext.master
-    sys.stderr.write(f"sweep: {len(points)} simulations of {scenario.name} as Spark tasks on {master}\n")
-    rows = run_sweep(spark, scenario, points, trace, layout)
-    if args.out:
-        import pyarrow.parquet as pq
+    if args.workload and (args.spark or needs_spark(args.workload)):
+        check_trace(args.workload)  # before Spark starts
+    staging = atomic.stage(args.out, args.overwrite, directory=False) if args.out else None
+    with staging if staging is not None else contextlib.nullcontext():
+        spark = spark_session(args.master)  # the session of --master, also for a trace Spark reads
+        trace, layout = None, None
+        if args.workload:
+            workload = load_workload(args.workload, spark=spark, use_spark=args.spark)
+            workload.report(args.workload)
+            trace, layout = workload.trace, workload.layout
+            if layout is not None:
+                scenario = replay_scenario(scenario, layout)
+        master = spark.sparkContext.master
+        sys.stderr.write(f"sweep: {len(points)} simulations of {scenario.name} as Spark tasks on {master}\n")
+        with needs_extra("spark", "sweeping on Spark"):
+            from bundlewise.pipeline.interrupts import quiet_interrupts
 
-        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-        pq.write_table(rows_table(rows), args.out)
+            with quiet_interrupts(spark):
+                rows = run_sweep(spark, scenario, points, trace, layout)
+        if staging is not None:
+            import pyarrow.parquet as pq
+
+            pq.write_table(rows_table(rows), staging.path)
     if args.format == "table":
         sys.stdout.write(f"scenario: {scenario.name}\n" + format_rows(rows))
     else:

@@ -24,7 +24,8 @@ from typing import Any
 
 import pyarrow as pa
 
-from bundlewise.cli.common import needs_extra
+from bundlewise.cli.common import check_master, needs_extra
+from bundlewise.files.atomic import held_interrupts
 from bundlewise.model.errors import InputError
 from bundlewise.traffic import readers, recording, rules
 from bundlewise.traffic.layout import RecordedLayout
@@ -51,11 +52,14 @@ class Workload:
 
 
 def spark_session(master: str) -> Any:
-    """The one SparkSession of this process, on ``master``."""
+    """The one SparkSession of this process, on ``master`` (Ctrl-C while it starts prints one line)."""
+    check_master(master)
     with needs_extra("spark", "reading a trace or sweeping on Spark"):
+        from bundlewise.pipeline.interrupts import quiet_interrupts
         from bundlewise.pipeline.session import get_session
 
-        return get_session(master)
+        with quiet_interrupts(), held_interrupts():  # a JVM interrupted while it starts would outlive us
+            return get_session(master)
 
 
 def needs_spark(path: str) -> bool:
@@ -70,10 +74,21 @@ def needs_spark(path: str) -> bool:
 
 def load_workload(path: str, *, spark: Any = None, master: str = "local[2]", use_spark: bool = False) -> Workload:
     """The workload at ``path``: without a JVM when it can be, else through Spark (``spark`` or a session on
-    ``master``)."""
+    ``master``; the input is checked before Spark starts)."""
     if use_spark or needs_spark(path):
-        return _through_spark(spark if spark is not None else spark_session(master), path)
+        if spark is None:
+            check_trace(path)
+            spark = spark_session(master)
+        return _through_spark(spark, path)
     return _without_jvm(path)
+
+
+def check_trace(path: str) -> None:
+    """The trace exists and its Parquet files are readable, checked before Spark starts."""
+    with needs_extra("spark", "reading a trace"):
+        from bundlewise.pipeline.jobs import check_input
+
+        check_input(path)
 
 
 def _without_jvm(path: str) -> Workload:
@@ -97,10 +112,11 @@ def _without_jvm(path: str) -> Workload:
 
 
 def _some_samples(samples: int, rows: int, rejected: Counter[str], path: str) -> None:
-    """A trace whose every row is rejected is bad input: one line naming the commonest reason."""
+    """A trace whose every row is rejected is bad input: one line naming the commonest reasons, worded as the
+    pipeline words it (``pipeline.jobs.no_valid_record``)."""
     if samples == 0 and rejected:
-        reason, n = rejected.most_common(1)[0]
-        raise InputError(f"the trace has no valid samples: {rows} rows rejected, {n} for {reason!r}", source=path)
+        top = "; ".join(f"{reason} ({n:,})" for reason, n in rejected.most_common(3))
+        raise InputError(f"no valid record: all {rows:,} rows rejected; most frequent reasons: {top}", source=path)
 
 
 def _reasons(rejects: Any) -> Counter[str]:
@@ -109,11 +125,13 @@ def _reasons(rejects: Any) -> Counter[str]:
 
 def _through_spark(spark: Any, path: str) -> Workload:
     with needs_extra("spark", "reading a trace through Spark"):
+        from bundlewise.pipeline.interrupts import quiet_interrupts
         from bundlewise.pipeline.reading import simulation_samples
 
         found = recording.find_recording(readers.local_path(path)) if not readers.is_remote(path) else None
         source = found.samples if found is not None else path
-        table, reasons, firsts = simulation_samples(spark, source, found is not None)
+        with quiet_interrupts(spark):
+            table, reasons, firsts = simulation_samples(spark, source, found is not None)
     rejected = Counter(reasons)
     layout = None
     if firsts is not None:

@@ -42,6 +42,8 @@ def parse_config_text(text: str, source: str) -> dict[str, Any]:
             data = json.loads(text)
         except json.JSONDecodeError as e:
             raise InputError(f"malformed JSON: {e.msg} at line {e.lineno}", source=source) from None
+        except RecursionError:
+            raise InputError("malformed JSON: nested too deeply", source=source) from None
         if not isinstance(data, dict):
             raise InputError("expected a JSON object of configuration keys", source=source)
         return data
@@ -50,6 +52,8 @@ def parse_config_text(text: str, source: str) -> dict[str, Any]:
             return tomllib.loads(text)
         except tomllib.TOMLDecodeError as e:
             raise InputError(f"malformed TOML: {e}", source=source) from None
+        except RecursionError:
+            raise InputError("malformed TOML: nested too deeply", source=source) from None
     return _properties(text)
 
 
@@ -61,6 +65,14 @@ def load_config(path: str | None, overrides: Iterable[str] = (), warnings: list[
             text = Path(path).read_text(encoding="utf-8")
         except OSError as e:
             raise InputError(f"cannot read configuration: {e.strerror}", source=path) from None
+        except UnicodeDecodeError:
+            raise InputError(
+                "not UTF-8 text: expected a broker.conf, JSON or TOML configuration (a binary file?)", source=path
+            ) from None
+        if "\x00" in text:
+            raise InputError(
+                "holds NUL bytes: expected a broker.conf, JSON or TOML configuration (a binary file?)", source=path
+            )
         config = config.with_values(*_settings(parse_config_text(text, path), path), warnings)
     assignments = parse_assignments(overrides)
     if assignments:

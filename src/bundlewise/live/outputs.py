@@ -15,16 +15,14 @@
 * ``lookups.parquet`` -- every lookup: ``time_ms, topic, hops, attempts, latency_ms, result, broker``.
 * ``report.html`` -- rendered by the report layer from ``LiveResult`` (the caller passes it in).
 
-``publish(out, files)`` is the one writer: everything is written into a staging directory beside ``--out``
-and renamed into place once complete, so ``--out`` never holds a partial run.
+``write_files`` writes them into the staging directory the project's one atomic-output policy
+(``files.atomic``) gives the command; it is renamed into place once complete, so ``--out`` never holds a
+partial run.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,7 +33,6 @@ import numpy as np
 from bundlewise.config.views import PlacementSettings, SimSettings
 from bundlewise.live.up import LiveRun
 from bundlewise.model.decisions import Assignment, Label, Logged, SplitDecision, Unload
-from bundlewise.model.errors import InputError
 from bundlewise.traffic.metrics import Counters, Mark, Record, summarise
 
 
@@ -252,26 +249,7 @@ def output_files(scenario: str, r: LiveResult, report_html: str) -> dict[str, Wr
     }
 
 
-def publish(out: str | Path, files: dict[str, Writer]) -> Path:
-    """Write ``files`` into a staging directory beside ``out``, then rename it into place (an existing
-    ``out`` is replaced only once the new one is complete)."""
-    target = Path(out).resolve()
-    try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
-    except OSError as e:
-        raise InputError(f"cannot create the output directory: {e.strerror}", field="--out") from None
-    try:
-        for name, write in files.items():
-            write(staging / name)
-        if target.exists():
-            old = target.with_name(f".{target.name}.old-{os.getpid()}")
-            os.rename(target, old)
-            os.rename(staging, target)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            os.rename(staging, target)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
-    return target
+def write_files(directory: str | Path, files: dict[str, Writer]) -> None:
+    """Write ``files`` into ``directory`` (the staging directory of ``files.atomic``, made by the caller)."""
+    for name, write in files.items():
+        write(Path(directory) / name)

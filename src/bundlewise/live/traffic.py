@@ -69,7 +69,7 @@ class EmulatedTraffic:
         out: dict[str, NamespaceBundleStats] = {}
         now = self.clock.elapsed_ms()
         rates = None if self.workload is None else self.workload.rates(now)
-        counts = None if self.workload is None else self.workload.counts(now)
+        counts = None if self.workload is None else self.workload.counts(now)  # held from sample to sample
         for name in served:
             bundle = Bundle.parse(name)
             if rates is None or counts is None:

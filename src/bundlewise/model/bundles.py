@@ -121,6 +121,39 @@ class Bundle:
         return self.split_at(self.lower + k * seg for k in range(1, parts))
 
 
+def parse_bound_value(value: object, where: str) -> int:
+    """One boundary of a JSON list: an integer, or a string ``parse_position`` reads."""
+    try:
+        if isinstance(value, bool) or not isinstance(value, int | str):
+            raise ValueError
+        return value if isinstance(value, int) else parse_position(value)
+    except ValueError:
+        raise InputError(f"expected an integer or 0x-hex boundary, got {value!r}", field=where) from None
+
+
+def parse_boundaries_data(value: object, where: str = "bundles") -> tuple[int, ...]:
+    """Pulsar's ``BundlesData`` — ``{"boundaries": ["0x00000000", …, "0xffffffff"], "numBundles": n}``, as
+    ``pulsar-admin namespaces bundles`` prints it — or a bare list of boundaries: integers or ``0x``-hex
+    strings, strictly increasing, covering the whole hash range (``NamespacesBase#validateBundlesData``);
+    ``numBundles``, when given, must count them."""
+    raw = value.get("boundaries") if isinstance(value, dict) else value
+    if not isinstance(raw, list):
+        raise InputError('expected {"boundaries": [...]} or a list of boundaries', field=where)
+    bounds = [parse_bound_value(v, f"{where}.boundaries[{i}]") for i, v in enumerate(raw)]
+    if len(bounds) < 2 or any(a >= b for a, b in itertools.pairwise(bounds)):
+        raise InputError("boundaries must be at least 2, strictly increasing", field=where)
+    if bounds[0] != FULL_LOWER_BOUND or bounds[-1] != FULL_UPPER_BOUND:
+        raise InputError(
+            "boundaries must start at 0x00000000 and end at 0xffffffff (a namespace's bundles cover every hash), "
+            f"got 0x{bounds[0]:08x}..0x{bounds[-1]:08x}",
+            field=where,
+        )
+    n = value.get("numBundles") if isinstance(value, dict) else None
+    if n is not None and n != len(bounds) - 1:
+        raise InputError(f"numBundles is {n!r} but the boundaries make {len(bounds) - 1} bundles", field=where)
+    return tuple(bounds)
+
+
 def initial_boundaries(n: int) -> list[int]:
     """Boundaries of a namespace created with ``n`` bundles (Pulsar ``PoliciesUtil#getBundles``)."""
     if n <= 0:

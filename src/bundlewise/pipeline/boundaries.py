@@ -13,14 +13,12 @@ Boundaries are integers or ``0x`` hex strings, strictly increasing, from 0x00000
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from bundlewise.model.bundles import initial_boundaries, parse_position
+from bundlewise.model.bundles import initial_boundaries, parse_boundaries_data
 from bundlewise.model.errors import InputError
-from bundlewise.model.hashing import FULL_LOWER_BOUND, FULL_UPPER_BOUND
 from bundlewise.model.names import NamespaceName
 
 
@@ -42,29 +40,8 @@ class Boundaries:
         return len(self.for_namespace(namespace)) - 1
 
 
-def _bound(value: Any, where: str) -> int:
-    if isinstance(value, bool):
-        raise InputError(f"expected an integer or 0x-hex boundary, got {value!r}", field=where)
-    if isinstance(value, int):
-        return value
-    if isinstance(value, str):
-        try:
-            return parse_position(value)
-        except ValueError:
-            pass
-    raise InputError(f"expected an integer or 0x-hex boundary, got {value!r}", field=where)
-
-
 def _boundaries(value: Any, where: str) -> tuple[int, ...]:
-    raw = value.get("boundaries") if isinstance(value, Mapping) else value
-    if not isinstance(raw, list):
-        raise InputError('expected {"boundaries": [...]} or a list of boundaries', field=where)
-    bounds = tuple(_bound(v, f"{where}.boundaries[{i}]") for i, v in enumerate(raw))
-    if len(bounds) < 2 or any(a >= b for a, b in itertools.pairwise(bounds)):
-        raise InputError("boundaries must be at least 2, strictly increasing", field=where)
-    if bounds[0] != FULL_LOWER_BOUND or bounds[-1] != FULL_UPPER_BOUND:
-        raise InputError("boundaries must start at 0x00000000 and end at 0xffffffff", field=where)
-    return bounds
+    return parse_boundaries_data(dict(value) if isinstance(value, Mapping) else value, where)
 
 
 def parse_bundles_doc(doc: Any, default: Boundaries, source: str = "bundles file") -> Boundaries:

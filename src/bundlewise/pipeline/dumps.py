@@ -10,7 +10,11 @@ Broker and time of a dump (one file per broker and time), first match wins:
    with payload key ``topics`` (broker-stats/topics) or ``report`` (load report);
 2. the file name ``BROKER@TIMESTAMP.<ext>``, e.g. ``broker-1:8080@1700000000000.json``
    (TIMESTAMP in ms or ISO-8601); ``@TIMESTAMP.<ext>`` leaves the broker unknown;
-3. load reports only: ``webServiceUrl`` (``http://host:port`` → ``host:port``) and ``lastUpdate``.
+3. load reports only: the report's own ``brokerId`` / ``webServiceUrl`` (``http://host:port`` → ``host:port``)
+   and ``lastUpdate`` (``model.reports``, the rules ``shed`` and ``place`` read reports by);
+4. ``fallback``: the time given to the run (``--timestamp``) or the file's modification time, for a dump
+   with no time of its own (a topics dump saved as ``topics.json``, a scrape of Pulsar 3.x, which writes
+   no sample timestamps).
 
 Formats (Pulsar references in docs/pipeline.md):
 
@@ -29,7 +33,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 from collections.abc import Mapping
 from typing import Any
 
@@ -37,6 +40,7 @@ from bundlewise.model.bundles import Bundle
 from bundlewise.model.errors import InputError
 from bundlewise.model.load import NamespaceBundleStats
 from bundlewise.model.names import PARTITION_SUFFIX, TopicName
+from bundlewise.model.reports import file_identity, report_broker
 from bundlewise.model.resources import SystemResources
 from bundlewise.model.snapshot import parse_timestamp
 
@@ -57,20 +61,6 @@ _MAX_RECORD = 500
 def _record(value: Any) -> str:
     text = value if isinstance(value, str) else json.dumps(value, default=str)
     return text[:_MAX_RECORD]
-
-
-def file_identity(source: str) -> tuple[str | None, int | None]:
-    """``(broker, timestamp)`` from a file name ``BROKER@TIMESTAMP.ext`` (either may be missing)."""
-    base = os.path.basename(source.rstrip("/"))
-    stem = base.rsplit(".", 1)[0] if "." in base.split("@")[-1] else base
-    broker, sep, stamp = stem.rpartition("@")
-    if not sep:
-        return None, None
-    try:
-        ts = parse_timestamp(int(stamp) if stamp.isdigit() else stamp, "file name")
-    except InputError:
-        ts = None
-    return (broker or None), ts
 
 
 def _number(d: Mapping[str, Any], key: str) -> float:
@@ -138,7 +128,7 @@ def topic_stats_counts(stats: Mapping[str, Any]) -> tuple[int, int]:
     return producers, consumers
 
 
-def parse_topics_dump(source: str, text: str) -> tuple[list[Row], list[Reject]]:
+def parse_topics_dump(source: str, text: str, fallback: int | None = None) -> tuple[list[Row], list[Reject]]:
     """One ``broker-stats/topics`` dump → one row per topic (``bundle`` = the carrying bundle)."""
     doc, rejects = _load_json(source, text)
     if rejects:
@@ -146,8 +136,15 @@ def parse_topics_dump(source: str, text: str) -> tuple[list[Row], list[Reject]]:
     payload, broker, ts, rejects = _unwrap(source, doc, "topics")
     if rejects:
         return [], rejects
+    ts = fallback if ts is None else ts
     if ts is None:
-        return [], [(source, "", "no timestamp: use a {broker, timestamp, topics} wrapper or a BROKER@MS.json name")]
+        return [], [
+            (
+                source,
+                "",
+                "no timestamp: use a {broker, timestamp, topics} wrapper, a BROKER@MS.json name or --timestamp",
+            )
+        ]
     if not isinstance(payload, dict):
         return [], [(source, _record(payload), "expected an object namespace -> bundle -> domain -> topic")]
     rows: list[Row] = []
@@ -195,30 +192,37 @@ def parse_topics_dump(source: str, text: str) -> tuple[list[Row], list[Reject]]:
     return rows, rejects
 
 
-def _report_identity(source: str, doc: Any) -> tuple[Any, str | None, int | None, list[Reject]]:
+def _report_identity(
+    source: str, doc: Any, fallback: int | None = None
+) -> tuple[Any, str | None, int | None, list[Reject]]:
     report, broker, ts, rejects = _unwrap(source, doc, "report")
     if rejects:
         return None, None, None, rejects
     if not isinstance(report, dict):
         return None, None, None, [(source, _record(report), "expected a LocalBrokerData object")]
-    if broker is None and isinstance(report.get("webServiceUrl"), str):
-        broker = report["webServiceUrl"].split("://", 1)[-1].rstrip("/") or None
+    broker = broker or report_broker(report)
     if ts is None and report.get("lastUpdate"):
         try:
             ts = parse_timestamp(report["lastUpdate"], "lastUpdate")
         except InputError as e:
             return None, None, None, [(source, _record(report.get("lastUpdate")), str(e))]
+    ts = fallback if ts is None else ts
     if ts is None:
-        return None, None, None, [(source, "", "no timestamp: use a wrapper, a BROKER@MS.json name or lastUpdate")]
+        return (
+            None,
+            None,
+            None,
+            [(source, "", "no timestamp: use a wrapper, a BROKER@MS.json name, lastUpdate or --timestamp")],
+        )
     return report, broker, ts, []
 
 
-def parse_load_report(source: str, text: str) -> tuple[list[Row], list[Reject]]:
+def parse_load_report(source: str, text: str, fallback: int | None = None) -> tuple[list[Row], list[Reject]]:
     """One load-report dump → one bundle-level row per ``lastStats`` entry."""
     doc, rejects = _load_json(source, text)
     if rejects:
         return [], rejects
-    report, broker, ts, rejects = _report_identity(source, doc)
+    report, broker, ts, rejects = _report_identity(source, doc, fallback)
     if rejects:
         return [], rejects
     rows: list[Row] = []
@@ -250,13 +254,13 @@ def parse_load_report(source: str, text: str) -> tuple[list[Row], list[Reject]]:
     return rows, rejects
 
 
-def parse_load_report_broker(source: str, text: str) -> tuple[list[Row], list[Reject]]:
+def parse_load_report_broker(source: str, text: str, fallback: int | None = None) -> tuple[list[Row], list[Reject]]:
     """One load-report dump → its broker-level row (``schemas.BROKER_REPORTS`` order)."""
     try:
         doc = json.loads(text)
     except ValueError:
         return [], []  # already rejected by parse_load_report
-    report, broker, ts, rejects = _report_identity(source, doc)
+    report, broker, ts, rejects = _report_identity(source, doc, fallback)
     if rejects:
         return [], []
     if broker is None:
@@ -343,7 +347,7 @@ def _labelled_topic(labels: Mapping[str, str]) -> str:
     return str(full)
 
 
-def parse_prometheus(source: str, text: str) -> tuple[list[Row], list[Reject]]:
+def parse_prometheus(source: str, text: str, fallback: int | None = None) -> tuple[list[Row], list[Reject]]:
     """One Prometheus text dump (one scrape) → one row per topic with the six metrics pivoted.
 
     The file is one sample: its time is the file name's, else the earliest sample timestamp in it (Pulsar 2.x
@@ -373,9 +377,9 @@ def parse_prometheus(source: str, text: str) -> tuple[list[Row], list[Reject]]:
         if ts is not None:
             stamps.append(ts)
         parsed.append((topic, field, value))
-    scrape = file_ts if file_ts is not None else min(stamps, default=None)
+    scrape = file_ts if file_ts is not None else min(stamps, default=fallback)
     if scrape is None:
-        reason = "no timestamp: name the file BROKER@MS.prom or keep the samples' timestamps"
+        reason = "no timestamp: name the file BROKER@MS.prom, keep the samples' timestamps or give --timestamp"
         return [], rejects + [(source, _record(f"{t} {f}={v}"), reason) for t, f, v in parsed]
     fields = list(PROMETHEUS_METRICS.values())
     acc: dict[str, list[float]] = {}
@@ -390,4 +394,4 @@ PARSERS = {
     "load-report": parse_load_report,
     "prometheus": parse_prometheus,
 }
-"""Each dump format's parser: ``(source, text) -> (rows, rejects)``."""
+"""Each dump format's parser: ``(source, text, fallback=None) -> (rows, rejects)``."""

@@ -96,6 +96,8 @@ class Plan:
     block_bytes: int = TEXT_BLOCK_BYTES
     rows: int = 0
     """The input's rows: exact for Parquet (metadata), else its bytes / ``BYTES_PER_ROW``."""
+    timestamp: int | None = None
+    """Dumps: the time of a file that carries none (``--timestamp``); None: the file's modification time."""
 
 
 @dataclass
@@ -137,15 +139,16 @@ def detect_format(fs: pafs.FileSystem, files: Sequence[str]) -> str:
     return sniff(files[0], head)
 
 
-def plan(location: Location, fmt: str, files: Sequence[str], slots: int) -> Plan | None:
-    """The fragments of ``files`` (already listed by ``input_files``), or None: the general path reads it."""
+def plan(location: Location, fmt: str, files: Sequence[str], slots: int, timestamp: int | None = None) -> Plan | None:
+    """The fragments of ``files`` (already listed by ``input_files``), or None: the general path reads it.
+    ``timestamp``: the time of dump files that carry none (else their modification time)."""
     fs, _ = location.arrow_fs() or (None, None)
     if fs is None:
         return None
     if fmt in DUMP_FORMATS:
         per = max(1, min(DUMP_FILES_PER_FRAGMENT, math.ceil(len(files) / max(1, 2 * slots))))
         groups = [Fragment(tuple(files[i : i + per])) for i in range(0, len(files), per)]
-        return Plan(fmt, location, tuple(groups), rows=_bytes(fs, files) // BYTES_PER_ROW)
+        return Plan(fmt, location, tuple(groups), rows=_bytes(fs, files) // BYTES_PER_ROW, timestamp=timestamp)
     kind = trace_kind(files, location.uri)
     if kind == "parquet":
         parquet = _parquet_fragments(fs, files, slots)
@@ -253,7 +256,14 @@ def pieces(plan_: Plan, fragment: Fragment) -> Iterator[Piece]:
         for path in fragment.files:
             with fs.open_input_stream(path) as f:
                 text = f.read().decode("utf-8", errors="replace")
-            yield _dump_piece(plan_.kind, path, text)
+            fallback = plan_.timestamp if plan_.timestamp is not None else file_time(fs, path)
+            yield _dump_piece(plan_.kind, path, text, fallback)
+
+
+def file_time(fs: pafs.FileSystem, path: str) -> int | None:
+    """A file's modification time in ms (None when the file system does not say)."""
+    mtime = fs.get_file_info(path).mtime_ns
+    return None if mtime is None else mtime // 1_000_000
 
 
 def _parquet_pieces(fs: pafs.FileSystem, fragment: Fragment) -> Iterator[Piece]:
@@ -391,11 +401,11 @@ _TEXT_TYPES = {"topic": pa.dictionary(pa.int32(), pa.string()), "broker": pa.dic
 """CSV names are dictionary-encoded as they are read (each distinct name is then looked up once)."""
 
 
-def _dump_piece(fmt: str, path: str, text: str) -> Piece:
-    rows, rejects = dumps.PARSERS[fmt](path, text)
+def _dump_piece(fmt: str, path: str, text: str, fallback: int | None = None) -> Piece:
+    rows, rejects = dumps.PARSERS[fmt](path, text, fallback)
     reports: list[str] = []
     if fmt == "load-report":
-        brows, brejects = dumps.parse_load_report_broker(path, text)
+        brows, brejects = dumps.parse_load_report_broker(path, text, fallback)
         reports = [json.dumps(list(r)) for r in brows]
         rejects += brejects
     table = None

@@ -5,7 +5,7 @@
   simulator applies without a JVM): here native expressions stand in for them (no Python per row), proven
   equal row by row in ``tests/test_trace_rules.py`` — Spark's cast of a text number is the JVM's reading the
   rules follow, and ISO-8601 texts pass the rules' pattern before Spark's timestamp cast.
-* ``samples_from_dumps(spark, files, fmt)``: ``(name, text)`` pairs of dump files (broker-stats/topics,
+* ``samples_from_dumps(spark, files, fmt)``: ``(name, text, fallback time)`` items of dump files (broker-stats/topics,
   load reports, Prometheus text) parsed by ``dumps`` on the executors.
 
 Each reject is ``(source, record, reason)``.  Reading paths is ``jobs``' business: functions here
@@ -132,15 +132,16 @@ def validate_trace(raw: DataFrame, source: str) -> tuple[DataFrame, DataFrame]:
 
 
 def samples_from_dumps(spark: Any, files: Any, fmt: str) -> Ingested:
-    """``files``: an RDD of ``(name, text)``; each parsed by ``dumps`` into rows and rejects."""
+    """``files``: an RDD of ``(name, text, fallback time or None)``; each parsed by ``dumps`` into rows and
+    rejects."""
     parse = dumps.PARSERS[fmt]
 
-    def tagged(item: tuple[str, str]) -> list[tuple[str, tuple[Any, ...]]]:
-        rows, rejects = parse(item[0], item[1])
+    def tagged(item: tuple[str, str, int | None]) -> list[tuple[str, tuple[Any, ...]]]:
+        rows, rejects = parse(item[0], item[1], item[2])
         out: list[tuple[str, tuple[Any, ...]]] = [("S", r) for r in rows]
         out.extend(("R", r) for r in rejects)
         if fmt == "load-report":
-            brows, brejects = dumps.parse_load_report_broker(item[0], item[1])
+            brows, brejects = dumps.parse_load_report_broker(item[0], item[1], item[2])
             out.extend(("B", r) for r in brows)
             out.extend(("R", r) for r in brejects)
         return out

@@ -74,6 +74,7 @@ class Summary:
     reject_reasons: dict[str, int] = field(default_factory=dict)
     outputs: dict[str, str] = field(default_factory=dict)
     seconds: float = 0.0
+    time_fallback: str | None = None  # dumps: where the time of a file that carries none came from
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -87,6 +88,7 @@ class Summary:
             "hottestBundles": self.hottest,
             "outputs": self.outputs,
             "seconds": round(self.seconds, 3),
+            "timeFallback": self.time_fallback,
         }
 
 
@@ -98,6 +100,8 @@ def read_bundles_file(path: str, default: Boundaries) -> Boundaries:
         raise InputError(f"cannot read: {e.strerror}", source=path) from None
     except ValueError as e:
         raise InputError(f"not JSON: {e}", source=path) from None
+    except RecursionError:
+        raise InputError("not JSON: nested too deeply", source=path) from None
     return parse_bundles_doc(doc, default, path)
 
 
@@ -151,12 +155,17 @@ def run_pipeline(
     write_topic_samples: bool = True,
     columnar: bool = True,
     finish: str = "auto",
+    overwrite: bool = False,
+    timestamp: int | None = None,
 ) -> Summary:
     """Read, transform, write; returns the run's summary.
 
     ``write_topic_samples=False`` skips the one output as large as the input; ``columnar=False`` reads with
     Spark's readers (the general path, which the fast path is tested against); ``finish`` is ``auto``,
-    ``driver`` or ``spark`` (where the small tables are computed; ``auto``: by their size).
+    ``driver`` or ``spark`` (where the small tables are computed; ``auto``: by their size); ``overwrite``
+    replaces an existing non-empty ``out`` (else refused, ``outputs``); ``timestamp`` is the time of dump files
+    that carry none (else their modification time).  An input without one valid record is an ``InputError``
+    naming the most frequent reject reasons, and nothing is written.
     """
     t0 = time.perf_counter()
 
@@ -164,7 +173,7 @@ def run_pipeline(
         progress(f"[{time.perf_counter() - t0:6.1f}s] {msg}")
 
     source = Location.of(input_path)
-    outputs = Outputs(spark, Location.of(out)) if out is not None else None
+    outputs = Outputs(spark, Location.of(out), overwrite) if out is not None else None
     try:
         with _Ticker(spark, progress):
             step(f"reading {source.path or source.uri}")
@@ -175,13 +184,19 @@ def run_pipeline(
             samples = outputs if outputs is not None and write_topic_samples else None
             plan = None
             if columnar and fs is not None and (samples is None or samples.via_arrow):
-                plan = fragments.plan(source, fmt, files, spark.sparkContext.defaultParallelism)
+                plan = fragments.plan(source, fmt, files, spark.sparkContext.defaultParallelism, timestamp)
             if plan is not None:
                 sums = _fast_sums(spark, plan, boundaries, samples, step)
             else:
-                sums = _general_sums(read_input(spark, source, fmt), boundaries, source, samples, step)
+                sums = _general_sums(read_input(spark, source, fmt, timestamp), boundaries, source, samples, step)
             counts = boundaries if bundle_counts_known else None
             summary, bundles = _finish(spark, sums, config, counts, outputs, finish, step)
+            if summary.rows_in == summary.rows_rejected:
+                raise InputError(no_valid_record(summary), source=source.path or source.uri)
+            if fmt in fragments.DUMP_FORMATS:
+                summary.time_fallback = (
+                    f"--timestamp {timestamp}" if timestamp is not None else "the file's modification time"
+                )
             if outputs is not None:
                 outputs.write_table("namespaces", frames.namespaces(bundles, boundaries, _NAMESPACES_ARROW))
             for df in sums.cached:
@@ -510,6 +525,14 @@ def _summarise(overview: list[dict[str, Any]], reasons: dict[str, int]) -> Summa
     )
 
 
+def no_valid_record(s: Summary) -> str:
+    """Why a run found nothing to work with (the run stops with exit status 2)."""
+    if s.rows_in == 0:
+        return "no valid record: the input holds no rows"
+    top = "; ".join(f"{reason} ({n:,})" for reason, n in list(s.reject_reasons.items())[:3])
+    return f"no valid record: all {s.rows_in:,} rows rejected; most frequent reasons: {top}"
+
+
 def format_summary(s: Summary) -> str:
     """The one-screen human summary (stderr)."""
     lines = [
@@ -521,6 +544,7 @@ def format_summary(s: Summary) -> str:
         f"bundles        {s.bundles:,}",
         f"brokers        {s.brokers:,}",
         f"time span      {s.time_span[0]} .. {s.time_span[1]} ms",
+        *([f"  a dump file without a time of its own is at {s.time_fallback}"] if s.time_fallback else []),
         f"split candidates {s.split_candidates:,}",
         "hottest bundles (peak throughput in+out, B/s; peak msg/s):",
     ]

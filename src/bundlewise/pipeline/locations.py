@@ -154,7 +154,7 @@ def hadoop_files(spark: Any, location: Location) -> list[str] | None:
                 files.append(name)
         return sorted(files)
     except Exception as e:  # Py4J errors: an unknown scheme, an unreachable name node, a permission
-        raise InputError(f"cannot read: {_first_line(e)}", source=location.uri) from None
+        raise InputError(f"cannot read: {first_line(e)}", source=location.uri) from None
 
 
 def hadoop_mkdirs(spark: Any, location: Location) -> None:
@@ -162,12 +162,24 @@ def hadoop_mkdirs(spark: Any, location: Location) -> None:
         fs, path = _hadoop(spark, location)
         fs.mkdirs(path)
     except Exception as e:
-        raise InputError(f"cannot write: {_first_line(e)}", source=location.uri) from None
+        raise InputError(f"cannot write: {first_line(e)}", source=location.uri) from None
 
 
 def hadoop_exists(spark: Any, location: Location) -> bool:
     fs, path = _hadoop(spark, location)
     return bool(fs.exists(path))
+
+
+def hadoop_nonempty(spark: Any, location: Location) -> bool:
+    """An existing location is a file, or a folder with at least one entry."""
+    fs, path = _hadoop(spark, location)
+    return not fs.getFileStatus(path).isDirectory() or len(fs.listStatus(path)) > 0
+
+
+def hadoop_touch(spark: Any, location: Location) -> None:
+    """An empty file (Hadoop's ``_SUCCESS`` marker)."""
+    fs, path = _hadoop(spark, location)
+    fs.create(path, True).close()
 
 
 def hadoop_rename(spark: Any, source: Location, target: Location) -> None:
@@ -182,7 +194,7 @@ def hadoop_delete(spark: Any, location: Location) -> None:
     fs.delete(path, True)
 
 
-def _first_line(e: BaseException) -> str:
+def first_line(e: BaseException) -> str:
     """The Java exception's own message, in one line (Py4J wraps it in a multi-line report)."""
     text = str(e).strip()
     lines = [x.strip() for x in text.splitlines() if x.strip()]

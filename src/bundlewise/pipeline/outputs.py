@@ -1,13 +1,12 @@
 """The run's datasets, written atomically: into a staging folder beside ``--out``, moved into place at the end.
 
-``Outputs(spark, out)`` creates ``<parent>/.<name>.bundlewise-<id>/`` next to ``out``; every dataset of the run
-(``topic_samples/`` from the scan tasks, the others from the driver or Spark) is written there.  ``publish()``
-then moves the datasets into ``out``: one rename of the staging folder when ``out`` does not exist yet,
-otherwise one rename per dataset (the previous dataset of that name is moved aside first and deleted after),
-so a reader never sees a half-written dataset and a failed run leaves ``out`` as it was (``discard()``).
-Datasets of an earlier run that this run did not produce (e.g. ``topic_samples/`` after a run with
-``--no-topic-samples``) are removed from ``out``: they would not match the new ones.  Other files in ``out``
-are left alone.
+The policy is the one of every command (``files.atomic``, docs/commands.md): an existing non-empty ``--out`` is
+refused unless ``overwrite``, which replaces it whole (no dataset of an earlier run survives beside the new
+ones); a failed or interrupted run leaves ``--out`` as it was (``discard()``); every dataset of a published run
+carries Hadoop's ``_SUCCESS`` marker.  A local ``--out`` is staged and published by ``files.atomic`` itself; a
+remote one (``hdfs://``, ``s3a://``…) gets a staging folder ``<parent>/.<name>.bundlewise-<id>/`` beside it and
+the same steps through its file system: one rename into place, the old folder renamed aside first and deleted
+after when overwriting.
 
 Files are handled through ``pyarrow.fs`` when pyarrow can open ``out`` here, else through Hadoop's
 ``FileSystem`` (``locations.hadoop_*``).  Small tables are written by pyarrow when it can (no Spark job),
@@ -26,6 +25,7 @@ import pyarrow.parquet as pq
 from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame
 
+from bundlewise.files import atomic
 from bundlewise.model.errors import InputError
 from bundlewise.pipeline import locations
 from bundlewise.pipeline.locations import Location
@@ -43,12 +43,24 @@ DATASETS = (
 
 
 class Outputs:
-    def __init__(self, spark: Any, out: Location) -> None:
+    def __init__(self, spark: Any, out: Location, overwrite: bool = False) -> None:
         self.spark = spark
         self.out = out
+        self.overwrite = overwrite
+        self.written: dict[str, Location] = {}
+        self.local = atomic.stage(out.path, overwrite) if out.path is not None else None
+        if self.local is not None:
+            self.staging = Location.of(self.local.path)
+            self.arrow = self.staging.arrow_fs()
+            return
         self.staging = out.sibling(f".{out.name}.bundlewise-{uuid.uuid4().hex[:12]}")
         self.arrow = self.staging.arrow_fs()
-        self.written: dict[str, Location] = {}
+        try:
+            filled = not overwrite and self._exists(out) and self._nonempty(out)
+        except Exception as e:  # an unreachable file system (Py4J or pyarrow errors)
+            raise InputError(f"cannot write: {locations.first_line(e)}", source=out.uri) from None
+        if filled:
+            raise InputError("is not empty; pass --overwrite to replace it", source=out.uri, field="--out")
         try:
             if self.arrow is not None:
                 self.arrow[0].create_dir(self.arrow[1], recursive=True)
@@ -101,25 +113,45 @@ class Outputs:
         return {name: self.out.child(name).uri for name in self.written}
 
     def publish(self) -> dict[str, str]:
-        """Moves the staging folder's datasets into ``out``; returns ``{name: uri}``."""
-        if not self._exists(self.out):
-            self._move(self.staging, self.out)
+        """Marks every dataset ``_SUCCESS`` and moves the staging folder into place; returns ``{name: uri}``."""
+        for where in self.written.values():
+            self._touch(where.child("_SUCCESS"))
+        if self.local is not None:
+            self.local.publish()
             return self.published()
-        trash = self.staging.child(".replaced")
-        self._mkdirs(trash)
-        for name in DATASETS:
-            target = self.out.child(name)
-            if self._exists(target):
-                self._move(target, trash.child(name))
-            if name in self.written:
-                self._move(self.written[name], target)
-        self._delete(self.staging)
+        if self._exists(self.out):
+            aside = self.out.sibling(f".{self.out.name}.bundlewise-old-{uuid.uuid4().hex[:12]}")
+            self._move(self.out, aside)
+            self._move(self.staging, self.out)
+            self._delete(aside)
+        else:
+            self._move(self.staging, self.out)
         return self.published()
 
     def discard(self) -> None:
         """Deletes the staging folder (a failed run)."""
         with contextlib.suppress(Exception):  # the original error matters more
-            self._delete(self.staging)
+            if self.local is not None:
+                self.local.discard()
+            else:
+                self._delete(self.staging)
+
+    def _nonempty(self, where: Location) -> bool:
+        if self.arrow is not None:
+            fs, path = where.arrow_fs() or self.arrow
+            if fs.get_file_info(path).type != pafs.FileType.Directory:
+                return True
+            return bool(fs.get_file_info(pafs.FileSelector(path, recursive=False)))
+        return locations.hadoop_nonempty(self.spark, where)
+
+    def _touch(self, where: Location) -> None:
+        if self._exists(where):
+            return
+        if self.arrow is not None:
+            fs, path = where.arrow_fs() or self.arrow
+            fs.open_output_stream(path).close()
+        else:
+            locations.hadoop_touch(self.spark, where)
 
     def _exists(self, where: Location) -> bool:
         if self.arrow is not None:

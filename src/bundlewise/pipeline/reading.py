@@ -11,11 +11,14 @@ files are read whole — local ones by plain Python on the executors (Hadoop pat
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Sequence
 from typing import Any
 
+import pyarrow as pa
 import pyarrow.fs as pafs
+import pyarrow.parquet as pq
 from pyspark.errors import AnalysisException
 
 from bundlewise.model.errors import InputError
@@ -28,8 +31,10 @@ FORMATS = ("trace", "topics-stats", "load-report", "prometheus")
 
 
 def check_input(path: str) -> None:
-    """A local input that does not exist, cannot be read or holds no files is bad input (exit 2); other
-    locations are checked once the session is up (``input_files``)."""
+    """A local input that does not exist, cannot be read or holds no files is bad input (exit 2), and so is a
+    ``.parquet`` file whose footer pyarrow cannot read (not Parquet, or cut short): caught here, on the driver,
+    before Spark's reader fails in a task with a Java stack trace.  Other locations are checked once the
+    session is up (``input_files``)."""
     location = Location.of(path)
     if location.path is None:
         return
@@ -43,6 +48,12 @@ def check_input(path: str) -> None:
     for f in files:
         if not os.access(f, os.R_OK):
             raise InputError("permission denied", source=f)
+        if f.lower().endswith(".parquet"):
+            try:
+                pq.read_metadata(f)
+            except (pa.ArrowException, OSError) as e:
+                first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+                raise InputError(f"not a readable Parquet file: {first}", source=f) from None
 
 
 def input_files(spark: Any, location: Location) -> tuple[list[str], pafs.FileSystem | None]:
@@ -71,8 +82,9 @@ def detect_format(spark: Any, files: Sequence[str], fs: pafs.FileSystem | None) 
     return sniff(files[0], head)
 
 
-def read_input(spark: Any, path: str | Location, fmt: str | None) -> ingest.Ingested:
-    """The input as canonical samples and rejects, read by Spark (the general path)."""
+def read_input(spark: Any, path: str | Location, fmt: str | None, timestamp: int | None = None) -> ingest.Ingested:
+    """The input as canonical samples and rejects, read by Spark (the general path).  ``timestamp``: the time of
+    dump files that carry none (else a local file's modification time)."""
     location = path if isinstance(path, Location) else Location.of(path)
     files, fs = input_files(spark, location)
     fmt = fmt or detect_format(spark, files, fs)
@@ -88,9 +100,12 @@ def read_input(spark: Any, path: str | Location, fmt: str | None) -> ingest.Inge
         sc = spark.sparkContext
         if location.is_local:
             names = list(files)
-            texts = sc.parallelize(names, max(1, min(len(names), sc.defaultParallelism * 4))).map(_read_text)
+            read = functools.partial(_read_text, timestamp=timestamp)
+            texts = sc.parallelize(names, max(1, min(len(names), sc.defaultParallelism * 4))).map(read)
         else:
-            texts = sc.wholeTextFiles(location.uri, minPartitions=sc.defaultParallelism)
+            texts = sc.wholeTextFiles(location.uri, minPartitions=sc.defaultParallelism).map(
+                lambda item: (item[0], item[1], timestamp)
+            )
         return ingest.samples_from_dumps(spark, texts, fmt)
     except AnalysisException as e:
         raise InputError(f"cannot read as {fmt}: {str(e).splitlines()[0]}", source=source) from None
@@ -130,9 +145,10 @@ def read_lines(spark: Any, lines: Any, kind: str, header: Sequence[str]) -> Any:
     return DataFrame(jdf, spark)
 
 
-def _read_text(name: str) -> tuple[str, str]:
+def _read_text(name: str, timestamp: int | None = None) -> tuple[str, str, int | None]:
     with open(name, encoding="utf-8", errors="replace") as fh:
-        return name, fh.read()
+        text = fh.read()
+    return name, text, timestamp if timestamp is not None else os.stat(name).st_mtime_ns // 1_000_000
 
 
 def simulation_samples(spark: Any, path: str, recorded: bool) -> tuple[Any, dict[str, int], Any]:

@@ -27,6 +27,7 @@ from bundlewise.config import Config
 from bundlewise.model.errors import InputError
 from bundlewise.sim.dispatch import DISPATCH_METRIC_KEYS
 from bundlewise.sim.engine import Engine, RunResult
+from bundlewise.sim.metric_defs import format_value, metric_def
 from bundlewise.sim.scenario import Scenario
 from bundlewise.traffic.layout import RecordedLayout
 from bundlewise.traffic.metrics import LIVE_METRIC_KEYS, METRIC_KEYS
@@ -88,24 +89,19 @@ def metric_keys(doc: dict[str, Any]) -> tuple[str, ...]:
 
 
 def comparison_table(doc: dict[str, Any]) -> str:
-    """Metrics as rows, strategies as columns (plain text)."""
+    """Metrics as rows (key and unit), strategies as columns, numbers written as the report writes them
+    (``metric_defs.format_value``)."""
     strategies = list(doc["strategies"])
-    rows = [["metric", *strategies]]
+    rows = [["metric", "unit", *strategies]]
     for key in metric_keys(doc):
-        row = [key]
-        for s in strategies:
-            v = doc["strategies"][s].get(key)
-            if v is None:
-                row.append("null")
-            elif isinstance(v, float):
-                row.append(f"{v:.4g}" if abs(v) < 1e6 else f"{v:.3e}")
-            else:
-                row.append(str(v))
+        row = [key, metric_def(key).unit]
+        row += [format_value(key, doc["strategies"][s].get(key)) for s in strategies]
         rows.append(row)
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     lines = []
     for n, r in enumerate(rows):
-        lines.append("  ".join([r[0].ljust(widths[0]), *(c.rjust(w) for c, w in zip(r[1:], widths[1:], strict=True))]))
+        left = [r[0].ljust(widths[0]), r[1].ljust(widths[1])]
+        lines.append("  ".join([*left, *(c.rjust(w) for c, w in zip(r[2:], widths[2:], strict=True))]))
         if n == 0:
             lines.append("  ".join("-" * w for w in widths))
     return f"scenario: {doc['scenario']}\n" + "\n".join(lines) + "\n"

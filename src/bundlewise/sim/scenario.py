@@ -20,11 +20,13 @@ a scenario may carry:
 A broker's first event decides how it starts (``sim.events``): a listed broker whose first event is
 ``add`` starts absent and joins at that event with its listed capacity, any other listed broker is up at the
 start; an ``add`` of an unlisted broker takes ``[broker_defaults]``.  An event that changes nothing is kept out
-of the run with a warning.  Errors are one-line ``InputError``s naming the file and the field.
+of the run with a warning.  Errors are one-line ``InputError``s naming the file and the field; a misspelt key of
+any table names the closest valid one.  Bounds: a step of at least 1 s and at most 1,000,000 ticks per run.
 """
 
 from __future__ import annotations
 
+import difflib
 import tomllib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -40,6 +42,51 @@ from bundlewise.traffic.cost import BROKER_DEFAULTS, BROKER_FIELDS, BrokerSpec
 from bundlewise.traffic.workload import Burst, NamespaceSpec, WorkloadSpec
 
 ACTIONS = ("add", "remove", "restart")
+MIN_STEP_MS = 1_000
+"""The shortest tick: Pulsar's load reports and leader cycles run every few seconds at the fastest."""
+MAX_TICKS = 1_000_000
+"""The most ticks a run may have (about 11 days at a 1 s step, 2 years at 1 min)."""
+TOP_KEYS = (
+    "name",
+    "description",
+    "duration",
+    "step",
+    "seed",
+    "broker_defaults",
+    "brokers",
+    "namespaces",
+    "events",
+    "balancer",
+    "workload",
+    "strategies",
+    "dispatch",
+)
+NAMESPACE_KEYS = (
+    "name",
+    "bundles",
+    "topics",
+    "msg_rate",
+    "fanout",
+    "msg_size",
+    "zipf",
+    "producers",
+    "consumers",
+    "owner",
+)
+EVENT_KEYS = ("at", "action", "broker", "down_for")
+WORKLOAD_KEYS = ("diurnal_amplitude", "diurnal_period", "noise", "cpu_jitter", "bursts")
+BURST_KEYS = ("namespace", "at", "duration", "factor")
+
+
+def check_keys(d: dict[str, Any], known: tuple[str, ...], where: str, source: str) -> None:
+    """A key of a table that is not one of ``known``: one line naming the closest valid name."""
+    for key in d:
+        if key not in known:
+            close = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
+            hint = f"did you mean {close[0]!r}? " if close else ""
+            raise InputError(
+                f"unknown key; {hint}expected one of {', '.join(sorted(known))}", source=source, field=f"{where}{key}"
+            )
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,32 +173,25 @@ def _broker(r: _Reader, d: dict[str, Any], defaults: dict[str, float], where: st
 def parse_scenario(doc: dict[str, Any], source: str) -> Scenario:
     """Build a ``Scenario`` from a parsed TOML document."""
     r = _Reader(source)
-    known = {
-        "name",
-        "description",
-        "duration",
-        "step",
-        "seed",
-        "broker_defaults",
-        "brokers",
-        "namespaces",
-        "events",
-        "balancer",
-        "workload",
-        "strategies",
-        "dispatch",
-    }
-    for key in doc:
-        if key not in known:
-            raise InputError(f"unknown key; expected one of {', '.join(sorted(known))}", source=source, field=key)
+    check_keys(doc, TOP_KEYS, "", source)
     duration = r.duration(doc, "duration", "", "6h")
     step = r.duration(doc, "step", "", "1m")
-    if step <= 0:
-        raise r.err("step", "a duration > 0", doc.get("step"))
+    if step < MIN_STEP_MS:
+        raise r.err(
+            "step", "a duration of at least 1s (Pulsar reports load every few seconds at most)", doc.get("step")
+        )
     if duration < step:
         raise r.err("duration", "a duration >= step", doc.get("duration"))
+    if duration // step > MAX_TICKS:
+        raise InputError(
+            f"{duration // step:,} ticks of {doc.get('step', '1m')}; expected at most {MAX_TICKS:,} "
+            "(a longer step or a shorter duration)",
+            source=source,
+            field="duration",
+        )
     seed = r.integer(doc, "seed", "", 7)
     raw_defaults = r.table(doc, "broker_defaults", "")
+    check_keys(raw_defaults, BROKER_FIELDS, "broker_defaults.", source)
     defaults = {
         k: r.num(raw_defaults, k, "broker_defaults.", BROKER_DEFAULTS[k], positive=k in ("cpu_cores", "nic_mbps"))
         for k in BROKER_FIELDS
@@ -161,6 +201,7 @@ def parse_scenario(doc: dict[str, Any], source: str) -> Scenario:
     brokers: list[BrokerSpec] = []
     for i, b in enumerate(r.tables(doc, "brokers", "")):
         where = f"brokers[{i}]."
+        check_keys(b, ("name", *BROKER_FIELDS), where, source)
         name = r.text(b, "name", where)
         if any(x.name == name for x in brokers):
             raise r.err(f"{where}name", "a broker name not used before", name)
@@ -170,6 +211,7 @@ def parse_scenario(doc: dict[str, Any], source: str) -> Scenario:
     events: list[Event] = []
     for i, e in enumerate(r.tables(doc, "events", "")):
         where = f"events[{i}]."
+        check_keys(e, EVENT_KEYS, where, source)
         at = r.duration(e, "at", where, "0s")
         action = r.text(e, "action", where)
         if action not in ACTIONS:
@@ -189,6 +231,7 @@ def parse_scenario(doc: dict[str, Any], source: str) -> Scenario:
     namespaces: list[NamespaceSpec] = []
     for i, n in enumerate(r.tables(doc, "namespaces", "")):
         where = f"namespaces[{i}]."
+        check_keys(n, NAMESPACE_KEYS, where, source)
         name = r.text(n, "name", where)
         try:
             NamespaceName.parse(name)
@@ -213,9 +256,11 @@ def parse_scenario(doc: dict[str, Any], source: str) -> Scenario:
             )
         )
     wl = r.table(doc, "workload", "")
+    check_keys(wl, WORKLOAD_KEYS, "workload.", source)
     bursts = []
     for i, b in enumerate(r.tables(wl, "bursts", "workload.")):
         where = f"workload.bursts[{i}]."
+        check_keys(b, BURST_KEYS, where, source)
         ns = r.text(b, "namespace", where)
         if all(n.name != ns for n in namespaces):
             raise r.err(f"{where}namespace", "a namespace listed under [[namespaces]]", ns)
@@ -264,9 +309,9 @@ def parse_scenario(doc: dict[str, Any], source: str) -> Scenario:
 
 def load_scenario(path: str | Path, stdin: TextIO | None = None) -> Scenario:
     """Read and parse a ``CLUSTER.toml`` file (``-``: ``stdin``)."""
-    source = str(path)
+    source = "<stdin>" if str(path) == "-" else str(path)
     try:
-        text = stdin.read() if source == "-" and stdin is not None else Path(path).read_text(encoding="utf-8")
+        text = stdin.read() if source == "<stdin>" and stdin is not None else Path(path).read_text(encoding="utf-8")
     except OSError as e:
         raise InputError(f"cannot read: {e.strerror}", source=source) from None
     except UnicodeDecodeError:
@@ -275,6 +320,8 @@ def load_scenario(path: str | Path, stdin: TextIO | None = None) -> Scenario:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise InputError(f"not valid TOML: {e}", source=source) from None
+    except RecursionError:
+        raise InputError("not valid TOML: nested too deeply", source=source) from None
     return parse_scenario(doc, source)
 
 

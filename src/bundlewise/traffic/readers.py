@@ -159,7 +159,8 @@ def read_local(path: str) -> RawTrace:
     except OSError as e:
         raise InputError(f"cannot read: {e}", source=path) from None
     except pa.ArrowInvalid as e:
-        raise InputError(f"cannot read as {kind}: {str(e).splitlines()[0]}", source=path) from None
+        what = "not a readable Parquet file" if kind == "parquet" else f"cannot read as {kind}"
+        raise InputError(f"{what}: {str(e).splitlines()[0]}", source=path) from None
 
 
 def _parquet(files: list[str]) -> list[Part]:

@@ -97,7 +97,7 @@ class TraceWorkload:
         table = _arrow(samples)
         n = table.num_rows
         if n == 0:
-            raise InputError("the trace has no valid samples", source=source)
+            raise InputError("no valid record: the input holds no rows", source=source)
         for col in ("timestamp", "topic", *RATE_COLUMNS):
             if col not in table.column_names:
                 raise InputError(f"missing column {col!r}", source=source)

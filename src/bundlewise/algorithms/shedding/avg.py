@@ -66,6 +66,8 @@ class AvgShedder:
         self.hit_high: dict[str, int] = {}
         self.hit_low: dict[str, int] = {}
         self.planned: dict[str, str] = {}  # bundle -> destination broker
+        self.idle_reason = ""
+        self._why: list[str] = []
 
     # -- shedding ------------------------------------------------------------------------------
 
@@ -97,11 +99,20 @@ class AvgShedder:
         if not pairs:
             self.hit_high.clear()
             self.hit_low.clear()
+            self.idle_reason = (
+                "no broker"
+                if not brokers
+                else f"no pair of brokers differs by loadBalancerAvgShedderLowThreshold {low:g} points or more: "
+                f"the highest score is {scores[brokers[-1]]:.2f} ({brokers[-1]}), the lowest "
+                f"{scores[brokers[0]]:.2f} ({brokers[0]})"
+            )
             return []
         out: list[Unload] = []
         sheddable = SheddableBundles(load)
+        self._why = []
         for lo, hi in pairs:
             out.extend(self._shed_pair(lo, hi, scores, load, config, sheddable))
+        self.idle_reason = "" if out else "; ".join(self._why)
         return out
 
     def _clear(self, *brokers: str) -> None:
@@ -115,7 +126,13 @@ class AvgShedder:
         settings = config.view(AvgShedderSettings)
         high_hits, low_hits = settings.hit_count_high, settings.hit_count_low
         counts = (self.hit_high.get(lo, 0), self.hit_high.get(hi, 0), self.hit_low.get(lo, 0), self.hit_low.get(hi, 0))
+        pair = f"{hi} ({scores[hi]:.2f}) and {lo} ({scores[lo]:.2f}) differ by {scores[hi] - scores[lo]:.2f} points"
         if not (counts[0] >= high_hits or counts[1] >= high_hits or counts[2] >= low_hits or counts[3] >= low_hits):
+            self._why.append(
+                f"{pair}: {max(counts[0], counts[1])} of loadBalancerAvgShedderHitCountHighThreshold {high_hits} "
+                f"consecutive hits above {settings.high_threshold:g} points, {max(counts[2], counts[3])} of "
+                f"loadBalancerAvgShedderHitCountLowThreshold {low_hits} above {settings.low_threshold:g}"
+            )
             return []
         self._clear(lo, hi)
         hit = (
@@ -138,6 +155,10 @@ class AvgShedder:
                 f"{mb(need_tput)} ({share:g} x ({mb(max_local.total_throughput)} - {mb(min_local.total_throughput)}))"
             )
         else:
+            self._why.append(
+                f"{pair}, {hit}; but {need_msg:.2f} msg/s is not above minUnloadMessage {settings.min_unload_message} "
+                f"and {need_tput:,.0f} bytes/s not above minUnloadMessageThroughput {settings.min_unload_throughput}"
+            )
             return []
         head = (
             f"AvgShedder: score {scores[hi]:.2f} of {hi} - score {scores[lo]:.2f} of {lo} = "
@@ -150,6 +171,8 @@ class AvgShedder:
                 self.planned[bundle] = lo
                 unit = f"{traffic:.2f} msg/s" if by_rate else mb(traffic)
                 out.append(Unload(hi, bundle, f"{head}; bundle short-term {unit}", destination=lo))
+        if not out:
+            self._why.append(f"{pair}, {hit}; but no bundle of {hi} fits in {what}")
         return out
 
     def on_unload_attempt_completed(self, planned: Sequence[Unload]) -> None:

@@ -121,3 +121,22 @@ def mb(x: float) -> str:
 def pct(x: float) -> str:
     """A 0..1 fraction as a percentage with two decimals."""
     return f"{x * 100:.2f}%"
+
+
+def points(x: float) -> str:
+    """A difference of two 0..1 fractions in percentage points."""
+    return f"{x * 100:.2f} points"
+
+
+def none_sheddable(broker: str) -> str:
+    """Why a broker picked to shed gave no bundle."""
+    return (
+        f"{broker} has no bundle to shed (each was unloaded within loadBalancerSheddingGracePeriodMinutes, "
+        "belongs to a system namespace or has no bundle data)"
+    )
+
+
+def sole_bundle(broker: str, usage: str, bundles: int) -> str:
+    """Why a broker above its limit sheds nothing: Pulsar never unloads a broker's only bundle."""
+    owns = "no bundle" if bundles == 0 else "a single bundle"
+    return f"{broker} at {usage} owns {owns}, and a sole bundle is never shed"

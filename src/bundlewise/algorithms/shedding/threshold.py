@@ -33,8 +33,11 @@ from bundlewise.algorithms.shedding.common import (
     SheddableBundles,
     dominant_resource,
     mb,
+    none_sheddable,
     pct,
+    points,
     select_at_least,
+    sole_bundle,
 )
 from bundlewise.config import Config
 from bundlewise.config.views import ThresholdSettings
@@ -50,6 +53,7 @@ class ThresholdShedder:
 
     def __init__(self) -> None:
         self.history: dict[str, float] = {}
+        self.idle_reason = ""
 
     def update_history(self, load: LoadData, config: Config) -> float:
         """Apply the history recurrence to every broker; return the mean history (0 without brokers)."""
@@ -69,18 +73,30 @@ class ThresholdShedder:
         t, min_tput = settings.threshold, settings.min_throughput
         avg = self.update_history(load, config)
         if avg == 0:
+            self.idle_reason = "no broker reports any load (average usage 0.00%)" if load.brokers else "no broker"
             return []
         sheddable = SheddableBundles(load)
         weights = config.weights()
         out: list[Unload] = []
+        why: list[str] = []
+        highest: tuple[str, float] | None = None
         for broker, data in load.brokers.items():
             local = data.localData
             usage = self.history.get(broker, 0.0)
             if usage < avg + t:
+                if highest is None or usage > highest[1]:
+                    highest = (broker, usage)
                 continue
             share = usage - avg - t + ADDITIONAL_THRESHOLD_PERCENT_MARGIN
             to_offload = local.total_throughput * share
-            if to_offload < min_tput or len(local.bundles) <= 1:
+            if to_offload < min_tput:
+                why.append(
+                    f"{broker} at {pct(usage)} would offload only {mb(to_offload)} < "
+                    f"loadBalancerBundleUnloadMinThroughputThreshold {mb(min_tput)}"
+                )
+                continue
+            if len(local.bundles) <= 1:
+                why.append(sole_bundle(broker, pct(usage), len(local.bundles)))
                 continue
             res = dominant_resource(local, weights)
             head = (
@@ -88,14 +104,24 @@ class ThresholdShedder:
                 f"average {pct(avg)} + threshold {pct(t)}; offload at least {mb(to_offload)} = {pct(share)} "
                 f"(history - average - threshold + 5%) of {mb(local.total_throughput)}"
             )
-            for bundle, tput in select_at_least(sheddable.ranked(local), to_offload):
+            taken = select_at_least(sheddable.ranked(local), to_offload)
+            if not taken:
+                why.append(none_sheddable(broker))
+            for bundle, tput in taken:
                 out.append(Unload(broker, bundle, f"{head}; bundle short-term throughput {mb(tput)}"))
+        if not why and highest is not None:
+            why.append(
+                f"no broker's usage history reaches average {pct(avg)} + threshold {pct(t)} = {pct(avg + t)} "
+                f"(loadBalancerBrokerThresholdShedderPercentage); the highest, {highest[0]} at {pct(highest[1])}, "
+                f"is {points(avg + t - highest[1])} below"
+            )
         if not out and settings.lower_boundary:
-            out = self._lower_boundary(load, config, t, min_tput, sheddable)
+            out = self._lower_boundary(load, config, t, min_tput, sheddable, why)
+        self.idle_reason = "" if out else "; ".join(why)
         return out
 
     def _lower_boundary(
-        self, load: LoadData, config: Config, t: float, min_tput: float, sheddable: SheddableBundles
+        self, load: LoadData, config: Config, t: float, min_tput: float, sheddable: SheddableBundles, why: list[str]
     ) -> list[Unload]:
         avg = self.update_history(load, config)
         best, best_usage = None, avg - t
@@ -107,10 +133,20 @@ class ThresholdShedder:
             if usage < avg - t and below is None:
                 below = broker
         if best is None or below is None:
+            why.append(
+                f"lower-boundary shedding: no broker's usage history is below average {pct(avg)} - threshold "
+                f"{pct(t)} = {pct(avg - t)}"
+                if below is None
+                else "lower-boundary shedding: no broker with more than one bundle is above that"
+            )
             return []
         local = load.brokers[best].localData
         to_offload = local.total_throughput * t * LOWER_BOUNDARY_THRESHOLD_MARGIN
         if min_tput > to_offload:
+            why.append(
+                f"lower-boundary shedding: {best} would offload only {mb(to_offload)} < "
+                f"loadBalancerBundleUnloadMinThroughputThreshold {mb(min_tput)}"
+            )
             return []
         head = (
             f"ThresholdShedder (lower boundary): {below} usage history {pct(self.history[below])} < average "

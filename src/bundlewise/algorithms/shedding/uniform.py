@@ -44,6 +44,9 @@ def _per_second(x: float) -> str:
 class UniformLoadShedder:
     name = "UniformLoadShedder"
 
+    def __init__(self) -> None:
+        self.idle_reason = ""
+
     def find_bundles_for_unloading(self, load: LoadData, config: Config, now: int) -> list[Unload]:
         max_rate = max_tput = -1.0
         min_rate = min_tput = float(INT_MAX)
@@ -72,7 +75,17 @@ class UniformLoadShedder:
         tput_limit = settings.throughput_multiplier
         rate_hit = rate_limit > 0 and rate_pct > rate_limit
         tput_hit = tput_limit > 0 and tput_ratio > tput_limit
+        self.idle_reason = ""
         if not (rate_hit or tput_hit):
+            self.idle_reason = (
+                "no broker"
+                if not load.brokers
+                else f"msg rates differ by {rate_pct:.2f}% ({rate_hi} {max_rate:.2f} vs {rate_lo} "
+                f"{min_rate:.2f} msg/s), "
+                f"not above loadBalancerMsgRateDifferenceShedderThreshold {rate_limit:g}%, and throughputs by "
+                f"{tput_ratio:.2f}x ({tput_hi} {mb(max_tput)} vs {tput_lo} {mb(min_tput)}), not above "
+                f"loadBalancerMsgThroughputMultiplierDifferenceShedderThreshold {tput_limit:g}x"
+            )
             return []
         share = settings.max_unload_percentage
         if rate_hit:
@@ -96,7 +109,12 @@ class UniformLoadShedder:
         if source is None:  # a hit needs at least one broker
             return []
         local = load.brokers[source].localData
-        if len(local.bundles) <= 1 or need < floor:
+        if len(local.bundles) <= 1:
+            self.idle_reason = f"{head}; but {source} owns a single bundle, and a sole bundle is never shed"
+            return []
+        if need < floor:
+            setting = "minUnloadMessage" if rate_hit else "minUnloadMessageThroughput"
+            self.idle_reason = f"{head}; but {need} is below {setting} {floor}"
             return []
         cap = settings.max_bundles
         remaining = need
@@ -107,6 +125,11 @@ class UniformLoadShedder:
             if v > 0 and v <= remaining:
                 remaining = java_int(remaining - java_int(v))
                 out.append(Unload(source, bundle, f"{head}; bundle short-term {unit(v)}"))
+        if not out:
+            self.idle_reason = (
+                f"{head}; but no bundle of {source} fits in it: each is larger, idle, recently unloaded "
+                "(loadBalancerSheddingGracePeriodMinutes) or a system bundle"
+            )
         return out
 
     def on_unload_attempt_completed(self, planned: Sequence[Unload]) -> None:

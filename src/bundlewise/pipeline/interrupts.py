@@ -1,0 +1,54 @@
+"""Ctrl-C during a command on Spark: the running jobs cancelled, one ``KeyboardInterrupt``, no Py4J traceback.
+
+PySpark installs its own SIGINT handler (``SparkContext``): it calls ``cancelAllJobs`` over the main thread's
+Py4J connection — the very connection that is waiting for the running job — which breaks that connection, and
+Py4J then logs the ``KeyboardInterrupt`` with two tracebacks through the root logger.  ``quiet_interrupts``
+replaces it for the duration of a command: Spark's logging is turned off (a context stopped half-way logs
+errors with Java stack traces) and the jobs are cancelled from a thread of their own (its own Py4J
+connection), ``KeyboardInterrupt`` is raised in the main thread, and the root logger gets a handler that
+drops records, so Py4J's ``logging.exception`` prints nothing (bundlewise itself never logs through it).
+The command's own cleanup then runs (``files.atomic`` discards the staging folder) and ``cli.main`` prints
+one line.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import signal
+import threading
+from collections.abc import Iterator
+from types import FrameType
+from typing import Any
+
+
+@contextlib.contextmanager
+def quiet_interrupts(spark: Any | None = None) -> Iterator[None]:
+    """Within the block, Ctrl-C cancels ``spark``'s jobs (when given) and raises ``KeyboardInterrupt``."""
+    root = logging.getLogger()
+    drop = logging.NullHandler()
+    root.addHandler(drop)
+    if threading.current_thread() is not threading.main_thread():
+        try:
+            yield
+        finally:
+            root.removeHandler(drop)
+        return
+
+    def cancel() -> None:
+        with contextlib.suppress(Exception):
+            if spark is not None:
+                spark.sparkContext.setLogLevel("OFF")  # stopping half-way logs errors nobody needs to read
+                spark.sparkContext.cancelAllJobs()
+
+    def interrupted(signum: int, frame: FrameType | None) -> None:
+        if spark is not None:
+            threading.Thread(target=cancel, name="bundlewise-cancel", daemon=True).start()
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGINT, interrupted)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        root.removeHandler(drop)
