@@ -260,6 +260,16 @@ def test_advise_plans_what_shed_plans_on_the_same_load_and_writes_nothing(pulsar
     assert run(_tree(pulsar_store)) == before
 
 
+def test_advise_prints_the_pulsar_admin_commands(pulsar_store: str) -> None:
+    p = cli("live", "advise", "--store", pulsar_store, "--strategy", "OverloadShedder", "--format", "admin")
+    assert p.returncode == 0, p.stderr
+    commands = [line for line in p.stdout.splitlines() if not line.startswith("#")]
+    ns, rng = BUNDLES[0].rsplit("/", 1)
+    assert len(commands) == 1
+    assert commands[0].startswith(f"pulsar-admin namespaces unload {ns} --bundle {rng}")
+    assert B3 in commands[0]  # the destination
+
+
 def test_advise_refuses_an_unknown_strategy_in_one_line(pulsar_store: str) -> None:
     p = cli("live", "advise", "--store", pulsar_store, "--strategy", "NoSuchShedder")
     assert p.returncode == 2

@@ -140,3 +140,15 @@ def test_ctrl_c_stops_everything_and_writes_nothing(tmp_path: Path) -> None:
     assert rest.strip().splitlines()[-1] == f"error: interrupted: {out} was left as it was"
     assert not out.exists()
     assert leftovers(store_of(seen)) == []
+
+
+def test_an_existing_out_is_refused_before_anything_starts(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "keep.txt").write_text("mine")
+    proc = live_up(tmp_path, "--out", str(out))
+    _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 2
+    assert stderr.count("\n") == 1 and stderr.startswith("error: ") and "--overwrite" in stderr
+    assert "store:" not in stderr  # nothing was started
+    assert [p.name for p in out.iterdir()] == ["keep.txt"]
