@@ -21,9 +21,9 @@ import pytest
 
 from bundlewise.cli.main import main
 from bundlewise.sim.engine import Engine, RunResult
-from bundlewise.sim.metrics import EVENTS_KEY, METRIC_KEYS
 from bundlewise.sim.run import make_workload
 from bundlewise.sim.scenario import bundled_scenario, parse_scenario
+from bundlewise.traffic.metrics import EVENTS_KEY, METRIC_KEYS
 
 TWO_BROKERS = """
 duration = "{duration}"

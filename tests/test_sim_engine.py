@@ -15,9 +15,9 @@ from bundlewise.model.errors import InputError
 from bundlewise.sim import reporting
 from bundlewise.sim.clock import Clock
 from bundlewise.sim.cluster import Cluster
-from bundlewise.sim.metrics import Counters, settle_minutes
 from bundlewise.traffic import cost
 from bundlewise.traffic.cost import BrokerSpec
+from bundlewise.traffic.metrics import Counters, settle_minutes
 from bundlewise.traffic.trace import TraceWorkload
 
 

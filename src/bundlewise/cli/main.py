@@ -14,12 +14,12 @@ import sys
 from collections.abc import Sequence
 
 from bundlewise import __version__
-from bundlewise.cli import broker, bundle, pipeline, place, shed, simulate, split, store, sweep, throttle
+from bundlewise.cli import broker, bundle, live, pipeline, place, shed, simulate, split, store, sweep, throttle
 from bundlewise.cli.common import MissingExtra
 from bundlewise.files.atomic import Interrupted
 from bundlewise.model.errors import InputError
 
-COMMAND_MODULES = (bundle, split, place, shed, pipeline, throttle, simulate, sweep, store, broker)
+COMMAND_MODULES = (bundle, split, place, shed, pipeline, throttle, simulate, sweep, store, broker, live)
 
 
 class _Parser(argparse.ArgumentParser):

@@ -45,7 +45,7 @@ from bundlewise.algorithms.projection import project
 from bundlewise.algorithms.registry import SHEDDING, make_family, shedding_entry, shedding_names
 from bundlewise.cli.common import add_config_options, config_from_args
 from bundlewise.cli.explain import PROJECTION_NOTE, admin_unload_lines, columns, projection_lines, skipped_lines, when
-from bundlewise.cli.inputs import SharedBundles, emit, iterate_steps, read_inputs
+from bundlewise.cli.inputs import Document, SharedBundles, emit, iterate_steps, read_inputs
 from bundlewise.cli.shed_extensible import run_extensible
 from bundlewise.config import Config
 from bundlewise.model.decisions import Unload
@@ -115,9 +115,12 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    config = config_from_args(args)
+    return shed_documents(args, config_from_args(args), read_inputs(args.input))
+
+
+def shed_documents(args: argparse.Namespace, config: Config, documents: list[Document]) -> int:
+    """``shed`` on steps already read (also ``live advise``, on the snapshot it reads from a store)."""
     entry = shedding_entry(args.strategy)
-    documents = read_inputs(args.input)
     if entry.family is ExtensibleFamily:
         if any(d.from_reports for d in documents):
             raise InputError(

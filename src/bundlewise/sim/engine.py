@@ -62,11 +62,11 @@ from bundlewise.sim.cluster import UNOWNED
 from bundlewise.sim.dispatch import ClusterDispatch, DispatchRecord, dispatch_metrics
 from bundlewise.sim.layout import build_cluster
 from bundlewise.sim.leader import LeaderView
-from bundlewise.sim.metrics import Counters, Mark, Record, summarise
 from bundlewise.sim.scenario import Scenario
 from bundlewise.sim.tickview import Measured, TickView
 from bundlewise.traffic import cost, saturation
 from bundlewise.traffic.layout import RecordedLayout
+from bundlewise.traffic.metrics import Counters, Mark, Record, summarise
 from bundlewise.traffic.workload import Counts, Workload
 
 Progress = Callable[[int, int], None]

@@ -7,7 +7,8 @@ definition cannot differ between them.  ``summary.json`` keeps the raw values (l
 bytes/s); only what people read is scaled.
 
 Each entry names the *concern* it informs: ``balance``, ``overload``, ``churn`` and ``impact`` are what the
-report's verdict weighs; ``activity``, ``run`` and ``dispatch`` are shown but not judged.  A metric with no
+report's verdict weighs; ``activity``, ``run``, ``dispatch`` and ``live`` (``live up``'s own) are shown but
+not judged.  A metric with no
 entry here (one added to the simulator later) is shown under its key, unscaled, and judged by nobody, so
 new metrics slot in before they are described.
 """
@@ -27,7 +28,7 @@ class MetricDef:
     label: str  # a short name for people
     unit: str  # the unit of the shown value
     definition: str  # one line
-    concern: str  # balance | overload | churn | impact | activity | run | dispatch | other
+    concern: str  # balance | overload | churn | impact | activity | run | dispatch | live | other
     lower_is_better: bool | None = True  # None: neither
     scale: float = 1.0  # shown value = raw value * scale
     digits: int = 0  # decimals shown
@@ -194,6 +195,50 @@ DEFS: tuple[MetricDef, ...] = (
         "msgs",
         "messages left in every subscription after the last tick",
         "dispatch",
+    ),
+    # live up only (live.outputs): what real lookups, sessions and processes cost
+    MetricDef(
+        "lookup_latency_ms_p50",
+        "lookup latency, p50",
+        "ms",
+        "successful topic lookups, first request to answer (redirects and retries included), median",
+        "live",
+        digits=1,
+    ),
+    MetricDef("lookup_latency_ms_p99", "lookup latency, p99", "ms", "the same, 99th percentile", "live", digits=1),
+    MetricDef("lookups", "lookups", "lookups", "topic lookups the clients made", "live", None),
+    MetricDef("lookups_failed", "failed lookups", "lookups", "lookups that never got an answer", "live"),
+    MetricDef(
+        "reassign_seconds_max",
+        "reassignment after a broker loss",
+        "s",
+        "worst broker loss (restart, remove) until every bundle it served is owned again",
+        "live",
+        digits=2,
+    ),
+    MetricDef(
+        "leader_failover_seconds_max",
+        "leader failover",
+        "s",
+        "worst leader loss until another broker leads",
+        "live",
+        digits=2,
+    ),
+    MetricDef(
+        "double_owner_observations",
+        "double owners seen",
+        "samples",
+        "observer samples that saw one bundle served by two brokers (must be 0)",
+        "live",
+    ),
+    MetricDef(
+        "observer_rounds_per_second",
+        "observer rate",
+        "Hz",
+        "how often the observer sampled every broker's served bundles",
+        "live",
+        None,
+        digits=1,
     ),
 )
 BY_KEY = {d.key: d for d in DEFS}

@@ -28,9 +28,9 @@ from bundlewise.model.errors import InputError
 from bundlewise.sim.dispatch import DISPATCH_METRIC_KEYS
 from bundlewise.sim.engine import Engine, RunResult
 from bundlewise.sim.metric_defs import format_value, metric_def
-from bundlewise.sim.metrics import METRIC_KEYS
 from bundlewise.sim.scenario import Scenario
 from bundlewise.traffic.layout import RecordedLayout
+from bundlewise.traffic.metrics import LIVE_METRIC_KEYS, METRIC_KEYS
 from bundlewise.traffic.trace import TraceWorkload
 from bundlewise.traffic.workload import GeneratedWorkload, Workload
 
@@ -81,9 +81,11 @@ def summary_json(doc: dict[str, Any]) -> str:
 
 
 def metric_keys(doc: dict[str, Any]) -> tuple[str, ...]:
-    """METRIC_KEYS, plus the dispatch metrics when the runs have them (a ``[dispatch]`` section)."""
+    """METRIC_KEYS, plus the dispatch metrics when the runs have them (a ``[dispatch]`` section) and the
+    live-only metrics for a ``live up`` run."""
     first: dict[str, Any] = next(iter(doc["strategies"].values()), {})
-    return METRIC_KEYS + (DISPATCH_METRIC_KEYS if "dispatched_messages" in first else ())
+    keys = METRIC_KEYS + (DISPATCH_METRIC_KEYS if "dispatched_messages" in first else ())
+    return keys + (LIVE_METRIC_KEYS if "lookups" in first else ())
 
 
 def comparison_table(doc: dict[str, Any]) -> str:

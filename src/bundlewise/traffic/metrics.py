@@ -1,5 +1,8 @@
 """The metrics of ``summary.json`` (docs/simulator.md, Metrics), computed from one run's per-tick record.
 
+One definition for both kinds of run: ``simulate`` (``sim.engine``) and ``live up`` (``live.outputs``) fill a
+``Record`` and ``Counters`` and call ``summarise``; it sits below both so neither imports the other.
+
 Per tick, over the brokers that are up (ticks with no broker up are skipped); a broker's *load* is its demand
 over its capacity (the weighted max of CPU and NIC in/out usage the workload asks of it, 0–1 and above when
 over-committed — ``traffic.cost``), so over-commitment stays visible even though reports are capped:
@@ -249,3 +252,14 @@ METRIC_KEYS = (
 )
 """The scalar metrics, in ``summary.json`` order (then ``events``, then any dispatch metrics)."""
 EVENTS_KEY = "events"
+LIVE_METRIC_KEYS = (
+    "lookup_latency_ms_p50",
+    "lookup_latency_ms_p99",
+    "lookups",
+    "lookups_failed",
+    "reassign_seconds_max",
+    "leader_failover_seconds_max",
+    "double_owner_observations",
+    "observer_rounds_per_second",
+)
+"""What only a live run measures (docs/live.md), after METRIC_KEYS in ``summary.json``."""

@@ -1,0 +1,244 @@
+"""``bundlewise live up | status | advise``: the live load manager run, inspected and advised (docs/live.md).
+
+* ``live up [--store URL] [--brokers N | --cluster CLUSTER.toml] [--workload TRACE] [--strategy NAME]
+  [--time-scale K] [--duration D] [--out DIR [--overwrite]] [--zookeeper] [--no-auth] [--config F] [--set K=V]``:
+  a scenario played on a real store and real broker processes (``live.up``); stdout gets ``summary.json``'s
+  document, stderr a progress line, the admin token, then the comparison table.  Without ``--cluster`` the
+  bundled default scenario's namespaces and workload run on ``--brokers`` brokers (3) without its events; with
+  ``--cluster``, ``--brokers N`` starts the scenario's first N starting brokers (more take
+  ``[broker_defaults]``).  ``--out`` follows the one atomic-output policy (``files.atomic``): an existing
+  non-empty DIR is refused before anything starts unless ``--overwrite``; Ctrl-C leaves it as it was.
+* ``live status --store URL [--format json|table]``: brokers, leader, load and bundles, read from the store
+  alone (``live.status``).
+* ``live advise --store URL [--strategy NAME] [--format table|json|admin]``: what the strategy would unload on
+  the load data in the store, printed as ``bundlewise shed`` prints it (``live.advise`` + ``cli.shed``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import dataclasses
+import json
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from bundlewise.algorithms.registry import shedding_entry
+from bundlewise.cli.common import add_config_options, add_out_options, needs_extra
+from bundlewise.config import Config, load_config
+from bundlewise.files import atomic
+from bundlewise.model.durations import parse_duration
+from bundlewise.model.errors import InputError
+from bundlewise.sim.scenario import Scenario
+from bundlewise.traffic.trace import TraceWorkload
+from bundlewise.traffic.workload import GeneratedWorkload
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "live",
+        help="run a scenario on real brokers (up), read a store (status), advise on it (advise)",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    cmds = p.add_subparsers(dest="live_command", metavar="{up,status,advise}", parser_class=type(p))
+    cmds.required = True
+    up = cmds.add_parser("up", help="start a store, brokers and lookup clients and play a scenario for real")
+    up.add_argument("--store", metavar="URL", help="use this store (zk://… or etcd://…) instead of starting one")
+    up.add_argument("--zookeeper", action="store_true", help="start Debian's ZooKeeper instead of etcd")
+    up.add_argument("--brokers", type=int, metavar="N", help="brokers at the start (default: the scenario's; 3)")
+    up.add_argument("--cluster", metavar="CLUSTER.toml", help="scenario file or bundled name (default: default)")
+    up.add_argument("--workload", metavar="TRACE", help="topic-samples trace: Parquet, CSV or JSON Lines")
+    up.add_argument("--strategy", metavar="NAME", help="loadBalancerLoadSheddingStrategy for every broker")
+    up.add_argument("--time-scale", type=float, default=60.0, metavar="K", help="Pulsar time K× faster (60)")
+    up.add_argument("--duration", metavar="D", help="Pulsar time to run, e.g. 30m (default: the scenario's)")
+    add_out_options(up, "summary.json, timeline.parquet, decisions.jsonl, lookups.parquet and report.html")
+    up.add_argument("--no-auth", action="store_true", help="authenticationEnabled=false (default: tokens)")
+    up.add_argument("--no-progress", action="store_true", help="no progress line on stderr")
+    add_config_options(up)
+    up.set_defaults(func=run_up)
+    status = cmds.add_parser("status", help="brokers, leader, load and bundles read from a store (read-only)")
+    status.add_argument("--store", required=True, metavar="URL")
+    status.add_argument("--format", choices=("json", "table"), default="table")
+    status.set_defaults(func=run_status)
+    advise = cmds.add_parser("advise", help="what a shedding strategy would unload, on a store's load data")
+    advise.add_argument("--store", required=True, metavar="URL")
+    advise.add_argument("--strategy", metavar="NAME", help="default: the configured loadBalancerLoadSheddingStrategy")
+    advise.add_argument(
+        "--format",
+        choices=("json", "table", "admin"),
+        default="table",
+        help="as shed prints it: a table (default), JSON Lines, or the pulsar-admin commands to run",
+    )
+    advise.add_argument("--seed", type=int, default=0, help="seed of the destinations' random tie-breaks (0)")
+    add_config_options(advise)
+    advise.set_defaults(func=run_advise, plan_only=False)
+
+
+# -- live up ----------------------------------------------------------------------------------------
+
+
+def _config(scenario: Scenario, args: argparse.Namespace) -> Config:
+    config = scenario.config
+    if args.config or args.set:
+        warnings: list[str] = []
+        extra = load_config(args.config, args.set, warnings)
+        for w in warnings:
+            sys.stderr.write(w + "\n")
+        config = config.with_values(extra.explicit)
+    return config
+
+
+def _with_brokers(scenario: Scenario, n: int, keep_events: bool) -> Scenario:
+    """The scenario with ``n`` brokers up at the start (its first starting ones, then defaults)."""
+    if n < 1:
+        raise InputError(f"expected a whole number >= 1, got {n}", field="--brokers")
+    initial = list(scenario.initial[:n])
+    brokers = list(scenario.brokers)
+    k = 1
+    while len(initial) < n:
+        name = f"broker-{k}"
+        k += 1
+        if name in initial:
+            continue
+        if all(b.name != name for b in brokers):
+            brokers.append(dataclasses.replace(scenario.broker_defaults, name=name))
+        initial.append(name)
+    events = scenario.events if keep_events else ()
+    used = set(initial) | {e.broker for e in events}
+    brokers = [b for b in brokers if b.name in used]
+    return dataclasses.replace(scenario, brokers=tuple(brokers), initial=tuple(initial), events=events)
+
+
+def _plan_scenario(args: argparse.Namespace) -> Scenario:
+    from bundlewise.cli.simulate import resolve_scenario
+
+    scenario = resolve_scenario(args.cluster)
+    for w in scenario.warnings:
+        sys.stderr.write(w + "\n")
+    if args.cluster is None:
+        return _with_brokers(scenario, args.brokers or 3, keep_events=False)
+    if args.brokers is not None:
+        return _with_brokers(scenario, args.brokers, keep_events=True)
+    return scenario
+
+
+def run_up(args: argparse.Namespace) -> int:
+    if args.time_scale <= 0:
+        raise InputError(f"expected a positive number, got {args.time_scale}", field="--time-scale")
+    scenario = _plan_scenario(args)
+    config = _config(scenario, args)
+    strategy = args.strategy or str(config["loadBalancerLoadSheddingStrategy"])
+    entry = shedding_entry(strategy)
+    duration = parse_duration(args.duration, "--duration", "<args>") if args.duration else scenario.duration
+    if duration <= 0:
+        raise InputError("expected a positive duration", field="--duration")
+    staging = atomic.stage(args.out, args.overwrite) if args.out else None  # refused before any work
+    with needs_extra("live", "bundlewise live up"), staging if staging is not None else contextlib.nullcontext():
+        from bundlewise.cli.broker import read_trace
+        from bundlewise.live.events import LiveEvent
+        from bundlewise.live.outputs import build_result, output_files, summary, write_files
+        from bundlewise.live.up import LivePlan, run_live
+        from bundlewise.live.workload import write_trace
+
+        work = Path(tempfile.mkdtemp(prefix="bw-live-"))
+        try:
+            if args.workload:
+                workload: Any = read_trace(args.workload)
+                path = str(Path(args.workload).resolve())
+            else:
+                generated = GeneratedWorkload(scenario.namespaces, scenario.workload, scenario.seed)
+                path = str(work / "workload.parquet")
+                workload = TraceWorkload(write_trace(generated, duration, scenario.step, Path(path)), path)
+            settings = {**config.explicit, "loadBalancerLoadSheddingStrategy": strategy}
+            plan = LivePlan(
+                name=scenario.name,
+                brokers=scenario.brokers,
+                initial=scenario.initial,
+                events=tuple(LiveEvent(e.at, e.action, e.broker, e.down_for) for e in scenario.events),
+                namespaces=tuple((n.name, n.bundles) for n in scenario.namespaces),
+                workload=workload,
+                workload_path=path,
+                config=config.with_values({"loadBalancerLoadSheddingStrategy": strategy}),
+                strategy=entry.name,
+                time_scale=args.time_scale,
+                duration=duration,
+                step=scenario.step,
+                settings=settings,
+                backend="zk" if args.zookeeper else "etcd",
+                store_url=args.store,
+                authentication=not args.no_auth,
+                work_dir=work / "cluster",
+            )
+
+            def ready(cluster: Any, token: str | None) -> None:
+                sys.stderr.write(f"store: {cluster.store_url}\n")
+                if token:
+                    sys.stderr.write(f"admin token (role admin, a super-user): {token}\n")
+                sys.stderr.flush()
+
+            run, _ = run_live(plan, progress=not args.no_progress, on_ready=ready)
+            result = build_result(run)
+            doc = summary(scenario.name, result)
+            if staging is not None:
+                from bundlewise.report.html import render_report
+
+                html = render_report(scenario, [_as_run_result(result)], doc)
+                write_files(staging.path, output_files(scenario.name, result, html))
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+    from bundlewise.sim.run import comparison_table, summary_json
+
+    sys.stdout.write(summary_json(doc))
+    sys.stderr.write(comparison_table(doc))
+    return 0
+
+
+def _as_run_result(result: Any) -> Any:
+    """The live run in the simulator's result type, for the one report renderer."""
+    from bundlewise.sim.engine import RunResult
+
+    return RunResult(
+        strategy=result.strategy,
+        metrics=result.metrics,
+        times=result.times,
+        brokers=result.brokers,
+        true_load=result.true_load,
+        reported_load=result.reported_load,
+        bundles=result.bundles,
+        up=result.up,
+        decisions=result.decisions,
+        events=result.events,
+    )
+
+
+# -- live status / advise ---------------------------------------------------------------------------
+
+
+def run_status(args: argparse.Namespace) -> int:
+    with needs_extra("live", "bundlewise live status"):
+        from bundlewise.live.status import read_status, status_table
+
+        status = read_status(args.store)
+    if args.format == "table":
+        sys.stdout.write(status_table(status))
+    else:
+        sys.stdout.write(json.dumps(status, indent=2) + "\n")
+    return 0
+
+
+def run_advise(args: argparse.Namespace) -> int:
+    from bundlewise.cli.common import config_from_args
+    from bundlewise.cli.inputs import Document
+    from bundlewise.cli.shed import shed_documents
+
+    config = config_from_args(args)
+    args.strategy = args.strategy or str(config["loadBalancerLoadSheddingStrategy"])
+    with needs_extra("live", "bundlewise live advise"):
+        from bundlewise.live.advise import read_snapshot
+
+        snapshot = read_snapshot(args.store)
+    return shed_documents(args, config, [Document(snapshot, args.store, "snapshot")])
