@@ -9,6 +9,7 @@ the order they arrive; a listener that raises is logged and does not stop the ot
 
 from __future__ import annotations
 
+import abc
 import asyncio
 import contextlib
 import logging
@@ -152,8 +153,9 @@ class BaseStore(MetadataStore):
                     except Exception:
                         log.exception("session listener failed on %s", event)
 
+    @abc.abstractmethod
     async def _probe(self, sent_at: float) -> Probe:
-        raise NotImplementedError
+        """One round trip to the store that proves the session alive (the backend's own)."""
 
     async def _before_session_event(self, event: SessionEvent) -> None:
         return None

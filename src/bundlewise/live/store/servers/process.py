@@ -8,6 +8,7 @@ group so a terminal's Ctrl-C reaches only the parent, which then stops the child
 
 from __future__ import annotations
 
+import abc
 import atexit
 import contextlib
 import os
@@ -63,7 +64,7 @@ def _install_hooks() -> None:
         signal.signal(signal.SIGTERM, on_term)
 
 
-class ServerProcess:
+class ServerProcess(abc.ABC):
     """Base of the launchers: subclasses give ``_command()`` and ``_answers()``."""
 
     name = "server"
@@ -78,20 +79,22 @@ class ServerProcess:
         self._log: IO[bytes] | None = None
 
     # -- subclass hooks --------------------------------------------------------------------
+    @abc.abstractmethod
     def _command(self) -> list[str]:
-        raise NotImplementedError
+        """The server's command line."""
 
+    @abc.abstractmethod
     def _answers(self) -> bool:
-        raise NotImplementedError
+        """Whether the server answers its clients yet."""
 
     def _after_start(self) -> None:
         return None
 
     # -- lifecycle -------------------------------------------------------------------------
     @property
+    @abc.abstractmethod
     def url(self) -> str:
         """The store URL of the running server (no chroot / prefix)."""
-        raise NotImplementedError
 
     @property
     def is_running(self) -> bool:
