@@ -116,3 +116,15 @@ def test_both_managers_play_the_same_scenario_side_by_side(tmp_path: Path) -> No
     html = (out / "report.html").read_text()
     assert all(f"<h3>{key}</h3>" in html for key in RUNS)
     assert "fits this workload best" in html
+
+
+def test_an_unknown_or_repeated_manager_is_refused_before_anything_starts(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    for managers in ("modular,foo", "extensible,extensible", ""):
+        cmd = [sys.executable, "-m", "bundlewise.cli.main", "live", "up", "--managers", managers, "--out", str(out)]
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+        assert proc.returncode == 2
+        assert proc.stderr == (
+            f"error: --managers: expected distinct names among modular, extensible, comma-separated, got {managers!r}\n"
+        )
+        assert not out.exists()
