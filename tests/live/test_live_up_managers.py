@@ -128,3 +128,13 @@ def test_an_unknown_or_repeated_manager_is_refused_before_anything_starts(tmp_pa
             f"error: --managers: expected distinct names among modular, extensible, comma-separated, got {managers!r}\n"
         )
         assert not out.exists()
+
+
+def test_an_extensible_strategy_under_the_modular_manager_is_refused(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    cmd = [sys.executable, "-m", "bundlewise.cli.main", "live", "up", "--managers", "modular,extensible"]
+    cmd += ["--strategy", "TransferShedder", "--out", str(out)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2
+    assert proc.stderr == "error: --strategy: expected a strategy of the modular load manager, got TransferShedder\n"
+    assert not out.exists()

@@ -7,12 +7,12 @@
   comparison table.  ``loadManagerClassName`` picks the load manager; ``--managers`` plays the scenario once
   per listed manager, one after the other, with the same workload and seed, each run named
   ``MANAGER/STRATEGY`` in one set of outputs (the report shows them side by side).  Under the extensible
-  manager a strategy outside its family falls back to TransferShedder, as Pulsar's does; under the modular
-  one an extensible strategy falls back to ThresholdShedder (``ModularLoadManagerImpl``'s fallback).
-  Without ``--cluster`` the bundled default scenario's namespaces and workload run on ``--brokers`` brokers
-  (3) without its events; with ``--cluster``, ``--brokers N`` starts the scenario's first N starting brokers (more take
-  ``[broker_defaults]``).  ``--out`` follows the one atomic-output policy (``files.atomic``): an existing
-  non-empty DIR is refused before anything starts unless ``--overwrite``; Ctrl-C leaves it as it was.
+  manager a strategy outside its family falls back to TransferShedder, as Pulsar's does; the modular one
+  refuses an extensible strategy.  Without ``--cluster`` the bundled default scenario's namespaces and
+  workload run on ``--brokers`` brokers (3) without its events; with ``--cluster``, ``--brokers N`` starts
+  the scenario's first N starting brokers (more take ``[broker_defaults]``).  ``--out`` follows the one
+  atomic-output policy (``files.atomic``): an existing non-empty DIR is refused before anything starts unless
+  ``--overwrite``; Ctrl-C leaves it as it was.
 * ``live status --store URL [--format json|table]``: brokers, leader, load and bundles, read from the store
   alone (``live.status``).
 * ``live advise --store URL [--strategy NAME] [--format table|json|admin]``: what the strategy would unload on
@@ -159,12 +159,13 @@ def _managers(args: argparse.Namespace) -> list[str]:
 def _manager_entry(manager_class: str, strategy: str) -> SheddingEntry:
     """The shedding strategy ``manager_class`` runs for the configured ``strategy``: the extensible manager
     keeps an extensible strategy and otherwise falls back to TransferShedder
-    (``UnloadScheduler#createNamespaceUnloadStrategy``); the modular one falls back to ThresholdShedder when
-    given an extensible one (``ModularLoadManagerImpl#createLoadSheddingStrategy``)."""
+    (``UnloadScheduler#createNamespaceUnloadStrategy``); the modular broker refuses an extensible one
+    (``live.modular.manager``), so it is refused here, before anything starts."""
     entry = shedding_entry(strategy)
-    extensible = short_class_name(manager_class) == short_class_name(EXTENSIBLE_LOAD_MANAGER)
-    if extensible != (entry.family is ExtensibleFamily):
-        return shedding_entry("TransferShedder" if extensible else "ThresholdShedder")
+    if short_class_name(manager_class) == short_class_name(EXTENSIBLE_LOAD_MANAGER):
+        return entry if entry.family is ExtensibleFamily else shedding_entry("TransferShedder")
+    if entry.family is ExtensibleFamily:
+        raise InputError(f"expected a strategy of the modular load manager, got {entry.name}", field="--strategy")
     return entry
 
 
@@ -214,7 +215,9 @@ def run_up(args: argparse.Namespace) -> int:
 
             results: list[LiveResult] = []
             for i, (key, manager, entry) in enumerate(runs):  # one after the other: the same workload and seed
-                chosen = {"loadBalancerLoadSheddingStrategy": entry.name, "loadManagerClassName": manager}
+                chosen = {"loadBalancerLoadSheddingStrategy": entry.name}
+                if key is not None:  # --managers: this run's manager
+                    chosen["loadManagerClassName"] = manager
                 extensible = short_class_name(manager) == short_class_name(EXTENSIBLE_LOAD_MANAGER)
                 plan = LivePlan(
                     name=scenario.name if key is None else f"{scenario.name} [{key}]",
