@@ -1,13 +1,18 @@
 """``bundlewise live up | status | advise``: the live load manager run, inspected and advised (docs/live.md).
 
 * ``live up [--store URL] [--brokers N | --cluster CLUSTER.toml] [--workload TRACE] [--strategy NAME]
-  [--time-scale K] [--duration D] [--out DIR [--overwrite]] [--zookeeper] [--no-auth] [--config F] [--set K=V]``:
-  a scenario played on a real store and real broker processes (``live.up``); stdout gets ``summary.json``'s
-  document, stderr a progress line, the admin token, then the comparison table.  Without ``--cluster`` the
-  bundled default scenario's namespaces and workload run on ``--brokers`` brokers (3) without its events; with
-  ``--cluster``, ``--brokers N`` starts the scenario's first N starting brokers (more take
-  ``[broker_defaults]``).  ``--out`` follows the one atomic-output policy (``files.atomic``): an existing
-  non-empty DIR is refused before anything starts unless ``--overwrite``; Ctrl-C leaves it as it was.
+  [--time-scale K] [--duration D] [--managers modular,extensible] [--out DIR [--overwrite]] [--zookeeper]
+  [--no-auth] [--config F] [--set K=V]``: a scenario played on a real store and real broker processes
+  (``live.up``); stdout gets ``summary.json``'s document, stderr a progress line, the admin token, then the
+  comparison table.  ``loadManagerClassName`` picks the load manager; ``--managers`` plays the scenario once
+  per listed manager, one after the other, with the same workload and seed, each run named
+  ``MANAGER/STRATEGY`` in one set of outputs (the report shows them side by side).  Under the extensible
+  manager a strategy outside its family falls back to TransferShedder, as Pulsar's does; the modular one
+  refuses an extensible strategy.  Without ``--cluster`` the bundled default scenario's namespaces and
+  workload run on ``--brokers`` brokers (3) without its events; with ``--cluster``, ``--brokers N`` starts
+  the scenario's first N starting brokers (more take ``[broker_defaults]``).  ``--out`` follows the one
+  atomic-output policy (``files.atomic``): an existing non-empty DIR is refused before anything starts unless
+  ``--overwrite``; Ctrl-C leaves it as it was.
 * ``live status --store URL [--format json|table]``: brokers, leader, load and bundles, read from the store
   alone (``live.status``).
 * ``live advise --store URL [--strategy NAME] [--format table|json|admin]``: what the strategy would unload on
@@ -26,9 +31,13 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from bundlewise.algorithms.registry import shedding_entry
+from bundlewise.algorithms.families.extensible import ExtensibleFamily
+from bundlewise.algorithms.registry import SheddingEntry, shedding_entry
 from bundlewise.cli.common import add_config_options, add_out_options, needs_extra
 from bundlewise.config import Config, load_config
+from bundlewise.config.config import short_class_name
+from bundlewise.config.keys_extensible import EXTENSIBLE_LOAD_MANAGER
+from bundlewise.config.keys_modular import IMPL
 from bundlewise.files import atomic
 from bundlewise.model.durations import parse_duration
 from bundlewise.model.errors import InputError
@@ -55,6 +64,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     up.add_argument("--strategy", metavar="NAME", help="loadBalancerLoadSheddingStrategy for every broker")
     up.add_argument("--time-scale", type=float, default=60.0, metavar="K", help="Pulsar time K× faster (60)")
     up.add_argument("--duration", metavar="D", help="Pulsar time to run, e.g. 30m (default: the scenario's)")
+    up.add_argument(
+        "--managers",
+        metavar="LIST",
+        help="play the scenario once per load manager (modular, extensible; comma-separated) and compare them",
+    )
     add_out_options(up, "summary.json, timeline.parquet, decisions.jsonl, lookups.parquet and report.html")
     up.add_argument("--no-auth", action="store_true", help="authenticationEnabled=false (default: tokens)")
     up.add_argument("--no-progress", action="store_true", help="no progress line on stderr")
@@ -126,13 +140,51 @@ def _plan_scenario(args: argparse.Namespace) -> Scenario:
     return scenario
 
 
+MANAGERS = {"modular": IMPL + "ModularLoadManagerImpl", "extensible": EXTENSIBLE_LOAD_MANAGER}
+
+
+def _managers(args: argparse.Namespace) -> list[str]:
+    """The load managers ``--managers`` names, in its order (none: one run with the configured one)."""
+    if args.managers is None:
+        return []
+    names = [m.strip() for m in args.managers.split(",")]
+    if not names or any(m not in MANAGERS for m in names) or len(set(names)) != len(names):
+        raise InputError(
+            f"expected distinct names among {', '.join(MANAGERS)}, comma-separated, got {args.managers!r}",
+            field="--managers",
+        )
+    return names
+
+
+def _manager_entry(manager_class: str, strategy: str) -> SheddingEntry:
+    """The shedding strategy ``manager_class`` runs for the configured ``strategy``: the extensible manager
+    keeps an extensible strategy and otherwise falls back to TransferShedder
+    (``UnloadScheduler#createNamespaceUnloadStrategy``); the modular broker refuses an extensible one
+    (``live.modular.manager``), so it is refused here, before anything starts."""
+    entry = shedding_entry(strategy)
+    if short_class_name(manager_class) == short_class_name(EXTENSIBLE_LOAD_MANAGER):
+        return entry if entry.family is ExtensibleFamily else shedding_entry("TransferShedder")
+    if entry.family is ExtensibleFamily:
+        raise InputError(f"expected a strategy of the modular load manager, got {entry.name}", field="--strategy")
+    return entry
+
+
 def run_up(args: argparse.Namespace) -> int:
     if args.time_scale <= 0:
         raise InputError(f"expected a positive number, got {args.time_scale}", field="--time-scale")
+    managers = _managers(args)
     scenario = _plan_scenario(args)
     config = _config(scenario, args)
     strategy = args.strategy or str(config["loadBalancerLoadSheddingStrategy"])
-    entry = shedding_entry(strategy)
+    shedding_entry(strategy)  # an unknown name is refused before anything starts
+    runs: list[tuple[str | None, str, SheddingEntry]] = [  # (key, loadManagerClassName, strategy)
+        (None, str(config["loadManagerClassName"]), _manager_entry(str(config["loadManagerClassName"]), strategy))
+    ]
+    if managers:
+        runs = []
+        for m in managers:
+            entry = _manager_entry(MANAGERS[m], strategy)
+            runs.append((f"{m}/{entry.name}", MANAGERS[m], entry))
     duration = parse_duration(args.duration, "--duration", "<args>") if args.duration else scenario.duration
     if duration <= 0:
         raise InputError("expected a positive duration", field="--duration")
@@ -140,7 +192,8 @@ def run_up(args: argparse.Namespace) -> int:
     with needs_extra("live", "bundlewise live up"), staging if staging is not None else contextlib.nullcontext():
         from bundlewise.cli.broker import read_trace
         from bundlewise.live.events import LiveEvent
-        from bundlewise.live.outputs import build_result, output_files, summary, write_files
+        from bundlewise.live.outputs import LiveResult, build_result, output_files, summary, write_files
+        from bundlewise.live.store import layout
         from bundlewise.live.up import LivePlan, run_live
         from bundlewise.live.workload import write_trace
 
@@ -153,26 +206,6 @@ def run_up(args: argparse.Namespace) -> int:
                 generated = GeneratedWorkload(scenario.namespaces, scenario.workload, scenario.seed)
                 path = str(work / "workload.parquet")
                 workload = TraceWorkload(write_trace(generated, duration, scenario.step, Path(path)), path)
-            settings = {**config.explicit, "loadBalancerLoadSheddingStrategy": strategy}
-            plan = LivePlan(
-                name=scenario.name,
-                brokers=scenario.brokers,
-                initial=scenario.initial,
-                events=tuple(LiveEvent(e.at, e.action, e.broker, e.down_for) for e in scenario.events),
-                namespaces=tuple((n.name, n.bundles) for n in scenario.namespaces),
-                workload=workload,
-                workload_path=path,
-                config=config.with_values({"loadBalancerLoadSheddingStrategy": strategy}),
-                strategy=entry.name,
-                time_scale=args.time_scale,
-                duration=duration,
-                step=scenario.step,
-                settings=settings,
-                backend="zk" if args.zookeeper else "etcd",
-                store_url=args.store,
-                authentication=not args.no_auth,
-                work_dir=work / "cluster",
-            )
 
             def ready(cluster: Any, token: str | None) -> None:
                 sys.stderr.write(f"store: {cluster.store_url}\n")
@@ -180,14 +213,40 @@ def run_up(args: argparse.Namespace) -> int:
                     sys.stderr.write(f"admin token (role admin, a super-user): {token}\n")
                 sys.stderr.flush()
 
-            run, _ = run_live(plan, progress=not args.no_progress, on_ready=ready)
-            result = build_result(run)
-            doc = summary(scenario.name, result)
+            results: list[LiveResult] = []
+            for i, (key, manager, entry) in enumerate(runs):  # one after the other: the same workload and seed
+                chosen = {"loadBalancerLoadSheddingStrategy": entry.name}
+                if key is not None:  # --managers: this run's manager
+                    chosen["loadManagerClassName"] = manager
+                extensible = short_class_name(manager) == short_class_name(EXTENSIBLE_LOAD_MANAGER)
+                plan = LivePlan(
+                    name=scenario.name if key is None else f"{scenario.name} [{key}]",
+                    brokers=scenario.brokers,
+                    initial=scenario.initial,
+                    events=tuple(LiveEvent(e.at, e.action, e.broker, e.down_for) for e in scenario.events),
+                    namespaces=tuple((n.name, n.bundles) for n in scenario.namespaces),
+                    workload=workload,
+                    workload_path=path,
+                    config=config.with_values(chosen),
+                    strategy=entry.name,
+                    time_scale=args.time_scale,
+                    duration=duration,
+                    step=scenario.step,
+                    settings={**config.explicit, **chosen},
+                    backend="zk" if args.zookeeper else "etcd",
+                    store_url=args.store,
+                    authentication=not args.no_auth,
+                    work_dir=work / f"cluster-{i}",
+                    leader_path=layout.EXTENSION_LEADER if extensible else layout.LEADER,
+                )
+                run, _ = run_live(plan, progress=not args.no_progress, on_ready=ready)
+                results.append(build_result(run, key))
+            doc = summary(scenario.name, results)
             if staging is not None:
                 from bundlewise.report.html import render_report
 
-                html = render_report(scenario, [_as_run_result(result)], doc)
-                write_files(staging.path, output_files(scenario.name, result, html))
+                html = render_report(scenario, [_as_run_result(r) for r in results], doc)
+                write_files(staging.path, output_files(scenario.name, results, html))
         finally:
             shutil.rmtree(work, ignore_errors=True)
     from bundlewise.sim.run import comparison_table, summary_json

@@ -13,8 +13,8 @@ For every loss (restart or remove) two figures are measured on the wall clock:
 
 * **reassign seconds** -- from the loss until every bundle the broker served just before (as the ownership
   observer last saw it) is served again by a broker, or, if it was split meanwhile, one of its children is;
-* **leader failover seconds** -- when the broker was the leader (``/loadbalance/leader``), from the loss until
-  another broker holds the leader node.
+* **leader failover seconds** -- when the broker was the leader (``/loadbalance/leader``; under the extensible
+  manager ``/loadbalance/extension/leader``), from the loss until another broker holds the leader node.
 
 Both watches give up after ``WATCH_LIMIT`` seconds and then record ``None`` (never completed).
 """
@@ -92,8 +92,10 @@ class EventPlayer:
         clock: PulsarClock,
         store: MetadataStore,
         broker_args: Callable[[BrokerSpec], tuple[str, ...]],
+        leader_path: str = layout.LEADER,
     ) -> None:
         self.cluster = cluster
+        self.leader_path = leader_path
         self.procs = procs  # broker name -> its process (started at least once)
         self.specs = {s.name: s for s in specs}
         self.clock = clock
@@ -162,7 +164,7 @@ class EventPlayer:
 
     async def _leader(self) -> str | None:
         try:
-            res = await self.store.get(layout.LEADER)
+            res = await self.store.get(self.leader_path)
         except MetadataStoreError:
             return None
         if res is None:

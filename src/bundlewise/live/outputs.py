@@ -2,9 +2,11 @@
 
 * ``decisions.jsonl`` -- every broker's decision log (``--decisions``; written while it led) merged in time
   order; each row is the simulator's row (``model.decisions.Logged``) with ``time_ms`` counted from the run's
-  origin, plus ``label`` (Success / Skip) and ``leader``.  An unload's ``throughput`` is the bundle's in + out
-  bytes/s in the last timeline sample at or before it.
-* ``summary.json`` -- ``{"scenario", "strategies": {NAME: METRICS}}`` with the simulator's metrics computed
+  origin, plus ``label`` (Success / Skip), ``cause`` (the extensible leader's ``UnloadDecision`` reason) and
+  ``leader``; rows logged after the duration (while the brokers stop) are left out.  An unload's
+  ``throughput`` is the bundle's in + out bytes/s in the last timeline sample at or before it.
+* ``summary.json`` -- ``{"scenario", "strategies": {NAME: METRICS}}`` (NAME: the strategy, or
+  ``MANAGER/STRATEGY`` for each run of ``--managers``) with the simulator's metrics computed
   by the one implementation (``traffic.metrics.summarise``) from the sampled timeline (true load = demand /
   capacity, as in the simulator) and the decisions (only carried-out unloads count), then the live-only
   metrics (``live_metrics``).  Not measured live, hence ``null``: ``undelivered_bytes`` and
@@ -12,7 +14,7 @@
   broker-ticks whose demand exceeded capacity (load > 1).
 * ``timeline.parquet`` -- per tick and broker: ``strategy, tick, time_ms, broker, up, true_load,
   reported_load, bundles``.
-* ``lookups.parquet`` -- every lookup: ``time_ms, topic, hops, attempts, latency_ms, result, broker``.
+* ``lookups.parquet`` -- every lookup: ``strategy, time_ms, topic, hops, attempts, latency_ms, result, broker``.
 * ``report.html`` -- rendered by the report layer from ``LiveResult`` (the caller passes it in).
 
 ``write_files`` writes them into the staging directory the project's one atomic-output policy
@@ -124,8 +126,10 @@ def live_metrics(run: LiveRun) -> dict[str, Any]:
     }
 
 
-def build_result(run: LiveRun) -> LiveResult:
+def build_result(run: LiveRun, key: str | None = None) -> LiveResult:
+    """The run measured; ``key`` names it in the outputs (default: its strategy)."""
     plan, s = run.plan, run.sampler
+    name = key or plan.strategy
     n = max(1, s.ticks)
     times, loads, up = s.times[:n], s.true_load[:n], s.up[:n]
     merged = read_decisions(run.decision_files, run.origin_ms)
@@ -134,6 +138,8 @@ def build_result(run: LiveRun) -> LiveResult:
     decisions: list[Logged] = []
     rows: list[dict[str, Any]] = []
     for logged, raw in merged:
+        if logged.time_ms > plan.duration:
+            continue  # logged while the cluster stopped (a graceful stop's handover): not part of the run
         d = logged.decision
         tick = int(np.clip(np.searchsorted(times, logged.time_ms, side="right") - 1, 0, n - 1))
         throughput = None
@@ -153,7 +159,8 @@ def build_result(run: LiveRun) -> LiveResult:
             logged = Logged(logged.strategy, tick, logged.time_ms, d)
         decisions.append(logged)
         row = logged.to_json()
-        row.update({k: raw[k] for k in ("label", "leader", "best") if k in raw})
+        row["strategy"] = name
+        row.update({k: raw[k] for k in ("label", "cause", "leader", "best") if k in raw})
         rows.append(row)
     record = Record(
         times=times,
@@ -172,7 +179,7 @@ def build_result(run: LiveRun) -> LiveResult:
     metrics.update(live_metrics(run))
     metrics["events"] = events
     return LiveResult(
-        strategy=plan.strategy,
+        strategy=name,
         metrics=metrics,
         times=times,
         brokers=list(s.names),
@@ -183,16 +190,17 @@ def build_result(run: LiveRun) -> LiveResult:
         decisions=decisions,
         events=[{"time_ms": m.time_ms, "action": m.action, "broker": m.broker} for m in run.player.marks],
         rows=rows,
-        lookups=lookups_table(run),
+        lookups=lookups_table(run, name),
     )
 
 
-def lookups_table(run: LiveRun) -> Any:
+def lookups_table(run: LiveRun, name: str) -> Any:
     import pyarrow as pa
 
     recs = run.lookups
     return pa.table(
         {
+            "strategy": pa.array([name] * len(recs), type=pa.string()),
             "time_ms": pa.array([r.time_ms for r in recs], type=pa.int64()),
             "topic": pa.array([r.topic for r in recs], type=pa.string()),
             "hops": pa.array([r.hops for r in recs], type=pa.int32()),
@@ -222,14 +230,17 @@ def timeline_table(r: LiveResult) -> Any:
     )
 
 
-def summary(scenario: str, r: LiveResult) -> dict[str, Any]:
-    return {"scenario": scenario, "strategies": {r.strategy: r.metrics}}
+def summary(scenario: str, results: Sequence[LiveResult]) -> dict[str, Any]:
+    return {"scenario": scenario, "strategies": {r.strategy: r.metrics for r in results}}
 
 
 Writer = Callable[[Path], None]
 
 
-def output_files(scenario: str, r: LiveResult, report_html: str) -> dict[str, Writer]:
+def output_files(scenario: str, results: Sequence[LiveResult], report_html: str) -> dict[str, Writer]:
+    """The files of one run, or of runs side by side (``--managers``): one of each, the runs in order, each
+    row naming its run in ``strategy``."""
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
     def text(content: str) -> Writer:
@@ -238,13 +249,15 @@ def output_files(scenario: str, r: LiveResult, report_html: str) -> dict[str, Wr
 
         return write
 
-    doc = json.dumps(summary(scenario, r), indent=2) + "\n"
-    decisions = "".join(json.dumps(row) + "\n" for row in r.rows)
+    doc = json.dumps(summary(scenario, results), indent=2) + "\n"
+    decisions = "".join(json.dumps(row) + "\n" for r in results for row in r.rows)
+    timeline = pa.concat_tables([timeline_table(r) for r in results])
+    lookups = pa.concat_tables([r.lookups for r in results])
     return {
         "summary.json": text(doc),
         "decisions.jsonl": text(decisions),
-        "timeline.parquet": lambda p: pq.write_table(timeline_table(r), p),
-        "lookups.parquet": lambda p: pq.write_table(r.lookups, p),
+        "timeline.parquet": lambda p: pq.write_table(timeline, p),
+        "lookups.parquet": lambda p: pq.write_table(lookups, p),
         "report.html": text(report_html),
     }
 

@@ -9,6 +9,13 @@ At Pulsar time ``k × step`` (k = 0, 1, …) the sampler asks, at once, every br
 * its **reported load** -- the ``LocalBrokerData`` the broker last wrote to ``/loadbalance/brokers/{id}``,
   what the leader decides on (read from the store, so it lags by Pulsar's report rules).
 
+Under the extensible manager, whose load report Pulsar does not serve
+(``ExtensibleLoadManagerWrapper#generateLoadReport``), the true load is the same cost model
+(``live.traffic.EmulatedTraffic``, what the broker samples) over the bundles the broker answers it owns
+(``GET /admin/v2/brokers/{cluster}/{id}/ownedNamespaces``), and the reported load is the ``weightedMaxEMA``
+of the ``BrokerLoadData`` in ``/loadbalance/extension/broker-load/{id}`` -- the score TransferShedder ranks
+brokers by.
+
 A broker that is down (killed, removed, not added yet) is not up in that tick.  A broker that is up but does
 not answer in time (busy starting) keeps its previous figures.  The same pass reads each namespace's bundle
 boundaries from ``/admin/local-policies`` for the lookup clients.
@@ -28,8 +35,11 @@ from bundlewise.live.clock import PulsarClock
 from bundlewise.live.events import EventPlayer
 from bundlewise.live.store import JSON, MetadataStore, layout
 from bundlewise.live.store.errors import MetadataStoreError
+from bundlewise.live.traffic import EmulatedTraffic
 from bundlewise.model.errors import InputError
+from bundlewise.model.extensible import BrokerLoadData
 from bundlewise.model.load import LocalBrokerData
+from bundlewise.traffic.workload import Workload
 
 TIMEOUT = 2.0
 
@@ -45,8 +55,11 @@ class TimelineSampler:
         brokers: EventPlayer,
         token: str | None,
         config: Config,
+        extensible: Workload | None = None,  # the workload, under the extensible manager (module docstring)
     ) -> None:
         self.names = names
+        self.extensible = extensible
+        self._traffic: dict[str, EmulatedTraffic] = {}
         self.step = step
         self.clock = clock
         self.store = store
@@ -70,18 +83,31 @@ class TimelineSampler:
             self._namespaces.append(namespace)
         return self._boundaries.get(namespace)
 
-    async def _fresh(self, http: httpx.AsyncClient, url: str) -> LocalBrokerData | None:
+    async def _fresh(self, http: httpx.AsyncClient, name: str, url: str, broker_id: str) -> LocalBrokerData | None:
         with contextlib.suppress(httpx.HTTPError, ValueError):
-            r = await http.get(url + "/admin/v2/broker-stats/load-report", timeout=TIMEOUT)
-            if r.status_code == 200:
-                return LocalBrokerData.from_json(r.json(), "load-report")
+            if self.extensible is None:
+                r = await http.get(url + "/admin/v2/broker-stats/load-report", timeout=TIMEOUT)
+                return LocalBrokerData.from_json(r.json(), "load-report") if r.status_code == 200 else None
+            r = await http.get(f"{url}/admin/v2/brokers/standalone/{broker_id}/ownedNamespaces", timeout=TIMEOUT)
+            if r.status_code != 200:
+                return None
+            if name not in self._traffic:
+                self._traffic[name] = EmulatedTraffic(self.brokers.specs[name], self.clock, self.extensible)
+            traffic = self._traffic[name]
+            stats = traffic.bundle_stats(list(r.json()))
+            return LocalBrokerData.of_stats(traffic.resources(stats), stats)
         return None
 
-    async def _reported(self, broker_id: str) -> LocalBrokerData | None:
+    async def _reported(self, broker_id: str) -> float | None:
         with contextlib.suppress(MetadataStoreError, InputError):
+            if self.extensible is not None:
+                res = await self.store.get(layout.extension_broker_load(broker_id))
+                if res is None:
+                    return None
+                return BrokerLoadData.from_json(JSON.decode(res.value), broker_id, self.weights).weightedMaxEMA
             res = await self.store.get(layout.broker(broker_id))
             if res is not None:
-                return LocalBrokerData.from_json(JSON.decode(res.value), broker_id)
+                return LocalBrokerData.from_json(JSON.decode(res.value), broker_id).weighted_max_usage(self.weights)
         return None
 
     async def _read_boundaries(self) -> None:
@@ -98,7 +124,7 @@ class TimelineSampler:
         procs = self.brokers.procs
         urls = [procs[name].web_url for _, name in up]
         ids = [procs[name].broker_id for _, name in up]
-        fresh = await asyncio.gather(*(self._fresh(http, u) for u in urls))
+        fresh = await asyncio.gather(*(self._fresh(http, n, u, i) for (_, n), u, i in zip(up, urls, ids, strict=True)))
         reported = await asyncio.gather(*(self._reported(i) for i in ids))
         stats: dict[str, tuple[float, int]] = {}
         if tick > 0:
@@ -113,7 +139,7 @@ class TimelineSampler:
                 for b, s in f.lastStats.items():
                     stats[b] = (s.msgThroughputIn + s.msgThroughputOut, s.topics)
             if rep is not None:
-                self.reported_load[tick, slot] = rep.weighted_max_usage(self.weights)
+                self.reported_load[tick, slot] = rep
         self.stats.append(stats)
         self.ticks = tick + 1
 

@@ -69,6 +69,7 @@ class LivePlan:
     store_url: str | None = None
     authentication: bool = True
     work_dir: Path | None = None
+    leader_path: str = layout.LEADER  # the manager's leader node (the extensible one: EXTENSION_LEADER)
 
 
 @dataclass
@@ -157,13 +158,14 @@ async def _play(
 ) -> LiveRun:
     clock = PulsarClock(cluster.origin_ms, plan.time_scale)
     store = await connect(cluster.store_url, session_timeout=30)
-    player = EventPlayer(cluster, procs, plan.brokers, clock, store, broker_args)
+    player = EventPlayer(cluster, procs, plan.brokers, clock, store, broker_args, plan.leader_path)
     observer = OwnershipObserver(player.up_urls, token=creds.admin).start()
     player.observer = observer
     interval = plan.step / 1000.0 / plan.time_scale
     sampler = TimelineSampler(
-        [b.name for b in plan.brokers], plan.step, plan.duration, clock, store, player, creds.admin, plan.config
-    )
+        [b.name for b in plan.brokers], plan.step, plan.duration, clock, store, player, creds.admin, plan.config,
+        plan.workload if plan.leader_path == layout.EXTENSION_LEADER else None,
+    )  # fmt: skip
     started = time.monotonic()
     progress = Progress(plan, clock, show_progress)
     async with (
