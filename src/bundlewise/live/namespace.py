@@ -109,14 +109,8 @@ class NamespaceService:
                 raise
             self.counters.answers += 1
             return connect
-        key = (bundle, authoritative, read_only)
-        pending = self._inflight.get(key)
-        if pending is None:
-            pending = asyncio.ensure_future(self._find(bundle, authoritative, read_only))
-            self._inflight[key] = pending
-            pending.add_done_callback(lambda _: self._inflight.pop(key, None))
         try:
-            answer = await asyncio.shield(pending)
+            answer = await self._shared((bundle, authoritative, read_only))
         except Exception:
             self.counters.failures += 1
             raise
@@ -125,6 +119,16 @@ class NamespaceService:
         elif answer is not None:
             self.counters.answers += 1
         return answer
+
+    async def _shared(self, key: tuple[str, bool, bool]) -> LookupAnswer | None:
+        """``_find`` for ``(bundle, authoritative, read_only)``, one task per key: concurrent lookups of one bundle
+        with the same flags await the same search (Pulsar's ``findingBundlesAuthoritative`` maps)."""
+        pending = self._inflight.get(key)
+        if pending is None:
+            pending = asyncio.ensure_future(self._find(*key))
+            self._inflight[key] = pending
+            pending.add_done_callback(lambda _: self._inflight.pop(key, None))
+        return await asyncio.shield(pending)
 
     async def _find(self, bundle: str, authoritative: bool, read_only: bool) -> LookupAnswer | None:
         owner = await self.ownership.owner(bundle)

@@ -24,7 +24,6 @@ so ``unload`` has no effect in this mode.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Sequence
 
 from bundlewise.algorithms.extensible.channel import LookupAction
@@ -69,14 +68,8 @@ class ExtensibleNamespaceService(NamespaceService):
                 raise
             self.counters.answers += 1
             return answer
-        key = (bundle, False, read_only)
-        pending = self._inflight.get(key)
-        if pending is None:
-            pending = asyncio.ensure_future(self._find(bundle, False, read_only))
-            self._inflight[key] = pending
-            pending.add_done_callback(lambda _: self._inflight.pop(key, None))
         try:
-            found = await asyncio.shield(pending)
+            found = await self._shared((bundle, False, read_only))
         except Exception:
             self.counters.failures += 1
             raise
