@@ -32,6 +32,11 @@ def _f(key: str, value: Any) -> str:
     return format_value(key, value)
 
 
+def _s(count: Any) -> str:
+    """The plural ending for a count (1 flap, 2 flaps)."""
+    return "" if count == 1 else "s"
+
+
 def concern_scores(strategies: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, float]]:
     """Per strategy, each judged concern's score in [0, 1] (0: the best of the strategies)."""
     names = list(strategies)
@@ -76,7 +81,8 @@ def _overload(m: Mapping[str, Any]) -> str:
 
 def _cost(m: Mapping[str, Any]) -> str:
     return (
-        f"{_f('unloads', m.get('unloads'))} unloads ({_f('flaps', m.get('flaps'))} flaps) and "
+        f"{_f('unloads', m.get('unloads'))} unload{_s(m.get('unloads'))} ({_f('flaps', m.get('flaps'))} "
+        f"flap{_s(m.get('flaps'))}) and "
         f"{_f('topic_unavailable_seconds', m.get('topic_unavailable_seconds'))} topic-seconds of unavailability"
     )
 
