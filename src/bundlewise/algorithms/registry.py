@@ -81,6 +81,7 @@ register_shedding("ThresholdShedder", ModularFamily, ThresholdShedder)
 register_shedding("UniformLoadShedder", ModularFamily, UniformLoadShedder)
 register_shedding("AvgShedder", ModularFamily, AvgShedder)
 register_shedding("TransferShedder", ExtensibleFamily, TransferShedder)
+EXTENSIBLE_FALLBACK = "TransferShedder"  # the extensible manager's strategy when another is configured
 register_placement("LeastLongTermMessageRate", LeastLongTermMessageRate)
 register_placement("LeastResourceUsageWithWeight", LeastResourceUsageWithWeight)
 register_placement("RoundRobinBrokerSelector", RoundRobinBrokerSelector)
@@ -104,6 +105,15 @@ def expand_all(names: Sequence[str]) -> list[str]:
     for n in names:
         out.extend(shedding_names() if n == "all" else (n,))
     return out
+
+
+def extensible_entry(name: str) -> SheddingEntry:
+    """The strategy the extensible load manager runs when ``name`` is configured: ``name`` itself when it is an
+    extensible strategy, else TransferShedder, as ``UnloadScheduler#createNamespaceUnloadStrategy`` falls back."""
+    entry = SHEDDING.get(short_class_name(name))
+    if entry is not None and entry.family is ExtensibleFamily:
+        return entry
+    return SHEDDING[EXTENSIBLE_FALLBACK]
 
 
 def placement_names() -> tuple[str, ...]:

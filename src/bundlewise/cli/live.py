@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from bundlewise.algorithms.families.extensible import ExtensibleFamily
-from bundlewise.algorithms.registry import SheddingEntry, shedding_entry
+from bundlewise.algorithms.registry import SheddingEntry, extensible_entry, shedding_entry
 from bundlewise.cli.common import add_config_options, add_out_options, needs_extra
 from bundlewise.config import Config, load_config
 from bundlewise.config.config import short_class_name
@@ -163,7 +163,7 @@ def _manager_entry(manager_class: str, strategy: str) -> SheddingEntry:
     (``live.modular.manager``), so it is refused here, before anything starts."""
     entry = shedding_entry(strategy)
     if short_class_name(manager_class) == short_class_name(EXTENSIBLE_LOAD_MANAGER):
-        return entry if entry.family is ExtensibleFamily else shedding_entry("TransferShedder")
+        return extensible_entry(entry.name)
     if entry.family is ExtensibleFamily:
         raise InputError(f"expected a strategy of the modular load manager, got {entry.name}", field="--strategy")
     return entry

@@ -34,7 +34,8 @@ from bundlewise.algorithms.extensible.channel import ChannelSettings, split_reco
 from bundlewise.algorithms.extensible.channel.reactions import split_waiter_done, unload_waiter_done
 from bundlewise.algorithms.families import ExtensibleFamily
 from bundlewise.algorithms.families.extensible import PLACEMENT_NAME
-from bundlewise.algorithms.registry import SheddingEntry, make_family, shedding_entry
+from bundlewise.algorithms.registry import SheddingEntry, extensible_entry, make_family
+from bundlewise.config.config import short_class_name
 from bundlewise.config.views import BrokerSettings, LeaderSettings
 from bundlewise.live import values
 from bundlewise.live.extensible.assign import Completion, OwnerResolver
@@ -63,14 +64,12 @@ MONITOR_INTERVAL_S = 120.0  # ExtensibleLoadManagerImpl.MONITOR_INTERVAL_IN_MILL
 STOP_HANDOVER_TIMEOUT_S = 8.0
 
 
-def extensible_entry(strategy: str) -> SheddingEntry:
-    """The configured shedding strategy when it belongs to the extensible family, else TransferShedder."""
-    with contextlib.suppress(InputError):
-        entry = shedding_entry(strategy, field="loadBalancerLoadSheddingStrategy")
-        if entry.family is ExtensibleFamily:
-            return entry
-    log.info("%s is not an extensible shedding strategy: TransferShedder (Pulsar's fallback)", strategy)
-    return shedding_entry("TransferShedder")
+def extensible_strategy(strategy: str) -> SheddingEntry:
+    """``registry.extensible_entry``, saying so in the log when the configured strategy is not run."""
+    entry = extensible_entry(strategy)
+    if entry.name != short_class_name(strategy):
+        log.info("%s is not an extensible shedding strategy: %s (Pulsar's fallback)", strategy, entry.name)
+    return entry
 
 
 class ExtensibleLoadManager:
@@ -81,7 +80,7 @@ class ExtensibleLoadManager:
         config = ctx.config
         self.me = ctx.identity.broker_id
         self.settings = ChannelSettings.from_config(config)
-        self.entry = extensible_entry(config.view(LeaderSettings).shedding_strategy)
+        self.entry = extensible_strategy(config.view(LeaderSettings).shedding_strategy)
         self.family = self._family()
         self.rng = random.Random(zlib.crc32(self.me.encode()))
         bs = config.view(BrokerSettings)
