@@ -100,17 +100,10 @@ class NamespaceService:
 
     async def find(self, bundle: str, *, authoritative: bool, read_only: bool = False) -> LookupAnswer | None:
         """``#findBrokerServiceUrl``, de-duplicated per bundle and flags."""
-        known = self.ownership.known_owner(bundle)
-        if known is not None:  # the common case, answered without a store read or a task
-            try:
-                connect = self._connect_to(bundle, known)
-            except Exception:
-                self.counters.failures += 1
-                raise
-            self.counters.answers += 1
-            return connect
         try:
-            answer = await self._shared((bundle, authoritative, read_only))
+            answer = self._known_answer(bundle)  # the common case, answered without a store read or a task
+            if answer is None:
+                answer = await self._shared((bundle, authoritative, read_only))
         except Exception:
             self.counters.failures += 1
             raise
@@ -119,6 +112,11 @@ class NamespaceService:
         elif answer is not None:
             self.counters.answers += 1
         return answer
+
+    def _known_answer(self, bundle: str) -> LookupAnswer | None:
+        """Connect to the owner this broker already knows of, else None."""
+        known = self.ownership.known_owner(bundle)
+        return None if known is None else self._connect_to(bundle, known)
 
     async def _shared(self, key: tuple[str, bool, bool]) -> LookupAnswer | None:
         """``_find`` for ``(bundle, authoritative, read_only)``, one task per key: concurrent lookups of one bundle

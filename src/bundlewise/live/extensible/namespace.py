@@ -59,23 +59,14 @@ class ExtensibleNamespaceService(NamespaceService):
 
     # -- lookup ------------------------------------------------------------------------------
     async def find(self, bundle: str, *, authoritative: bool, read_only: bool = False) -> LookupAnswer | None:
+        """Any broker answers from its mirror; ``authoritative`` means nothing here (no redirect chain)."""
+        return await super().find(bundle, authoritative=False, read_only=read_only)
+
+    def _known_answer(self, bundle: str) -> LookupAnswer | None:
         decision = self.ext.channel.lookup_now(bundle)
         if decision.action is LookupAction.ANSWER and decision.owner is not None:
-            try:
-                answer = self._connect_owner(bundle, decision.owner)
-            except Exception:
-                self.counters.failures += 1
-                raise
-            self.counters.answers += 1
-            return answer
-        try:
-            found = await self._shared((bundle, False, read_only))
-        except Exception:
-            self.counters.failures += 1
-            raise
-        if found is not None:
-            self.counters.answers += 1
-        return found
+            return self._connect_owner(bundle, decision.owner)
+        return None
 
     async def _find(self, bundle: str, authoritative: bool, read_only: bool) -> LookupAnswer | None:
         if read_only:
