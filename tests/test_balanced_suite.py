@@ -15,7 +15,7 @@ from bundlewise.report.verdict import ranking
 from bundlewise.sim.floor import _place, static_floor
 from bundlewise.sim.run import simulate, summary
 from bundlewise.sim.scenario import parse_scenario
-from bundlewise.sim.suite import SUITE, suite_scenario, targets
+from bundlewise.sim.suite import SUITE, suite_scenario, targets, unloads_reference
 from bundlewise.traffic.cost import BrokerSpec, Capacities
 
 OWN = "BalancedPlanShedder"
@@ -112,3 +112,25 @@ def test_floor_places_largest_first_onto_the_least_loaded_by_capacity() -> None:
     owner = _place(mean, np.array([True, True]), cap, ResourceWeights())
     # 3 cores -> big (3/16 < 3/8); 2 -> small (2/8 < 5/16); 1 -> big (4/16 < 3/8); 1 -> big (5/16 < 3/8)
     assert owner.tolist() == [1, 0, 1, 1]
+
+
+def test_the_unloads_reference_is_the_fewest_unloads_within_reach_of_the_best_pulsar_balance() -> None:
+    pulsar = {
+        "A": {"load_std_mean": 0.050, "unloads": 22},  # the best balance
+        "B": {"load_std_mean": 0.059, "unloads": 9},  # within 0.01 of it: the reference
+        "C": {"load_std_mean": 0.061, "unloads": 0},  # out of reach: never the reference
+    }
+    assert unloads_reference(pulsar) == ("B", 4.5)
+    # the best one is always in reach; one with 0 unloads demands 0
+    assert unloads_reference(
+        {"A": {"load_std_mean": 0.2, "unloads": 0}, "B": {"load_std_mean": 0.1, "unloads": 8}}
+    ) == (
+        "B",
+        4.0,
+    )
+    assert unloads_reference(
+        {"A": {"load_std_mean": 0.1, "unloads": 0}, "B": {"load_std_mean": 0.105, "unloads": 8}}
+    ) == (
+        "A",
+        0.0,
+    )
