@@ -67,6 +67,14 @@ class PlanLimits:
     min_gain: float
     cost_per_topic: float
     target_margin: float
+    cost_per_move: float = 0.0
+    safe_line: float = float("inf")  # the plan goes on while a broker is above it, whatever the margin
+    refill_margin: float = float("inf")  # a broker this far below the mean is refilled from every source
+
+
+def settled(loads: Mapping[str, float], lim: PlanLimits) -> bool:
+    """The stop line: every broker within the target margin of the mean and none above the safe line."""
+    return within_target(loads, lim.target_margin) and max(loads.values()) <= lim.safe_line
 
 
 def within_target(loads: Mapping[str, float], margin: float) -> bool:
@@ -93,10 +101,14 @@ def _best_move(
     moved: set[str],
     cache: dict[str, list[Candidate]],
     candidates: Callable[[str], Sequence[Candidate]],
+    refill_line: float = -1.0,
 ) -> Move | None:
-    """The move of largest gain from ``sources`` to ``destinations`` (first in order on a tie)."""
+    """The move of largest gain from ``sources`` to ``destinations`` (first in order on a tie); a move pays
+    ``cost_per_move`` unless it relieves a broker above ``lim.safe_line`` or refills one below
+    ``refill_line``."""
     best: Move | None = None
     for s in sources:
+        relieves = loads[s] > lim.safe_line
         if s not in cache:
             cache[s] = list(candidates(s))
         for c in cache[s]:
@@ -111,6 +123,7 @@ def _best_move(
                     k[s] * (loads[s] ** 2 - new_s**2)
                     + k[d] * (loads[d] ** 2 - new_d**2)
                     - lim.cost_per_topic * c.topics
+                    - (0.0 if relieves or loads[d] < refill_line else lim.cost_per_move)
                 )
                 if best is None or gain > best.gain:
                     best = Move(c.bundle, s, d, c.vector, gain, (loads[s], loads[d]), (new_s, new_d))
@@ -132,12 +145,18 @@ def plan_moves(
     moved: set[str] = set()
     plan: list[Move] = []
     cache: dict[str, list[Candidate]] = {}
-    while len(plan) < lim.budget and len(loads) >= 2 and not within_target(loads, lim.target_margin):
+    while len(plan) < lim.budget and len(loads) >= 2 and not settled(loads, lim):
         destinations = heapq.nsmallest(DESTINATIONS, loads, key=lambda b: (loads[b], b))
         best = None
-        for width in (SOURCES, WIDE_SOURCES):  # the wider look only when the first finds nothing worth it
+        mean = sum(loads.values()) / len(loads)
+        refill_line = mean - lim.refill_margin
+        refill = loads[destinations[0]] < refill_line
+        # the wider look only when the first finds nothing worth it -- or at once to refill an empty broker
+        for width in (WIDE_SOURCES,) if refill else (SOURCES, WIDE_SOURCES):
             sources = heapq.nsmallest(min(width, len(loads)), loads, key=lambda b: (-loads[b], b))
-            best = _best_move(sources, destinations, usage, loads, limits, k, weights, lim, moved, cache, candidates)
+            best = _best_move(
+                sources, destinations, usage, loads, limits, k, weights, lim, moved, cache, candidates, refill_line
+            )
             if best is not None and best.gain >= lim.min_gain:
                 break
         if best is None or best.gain < lim.min_gain:
