@@ -151,6 +151,8 @@ def plan_moves(
         mean = sum(loads.values()) / len(loads)
         refill_line = mean - lim.refill_margin
         refill = loads[destinations[0]] < refill_line
+        if refill:  # large-first refill: the emptiest broker takes the best bundle of the wider set of sources
+            destinations = destinations[:1]
         # the wider look only when the first finds nothing worth it -- or at once to refill an empty broker
         for width in (WIDE_SOURCES,) if refill else (SOURCES, WIDE_SOURCES):
             sources = heapq.nsmallest(min(width, len(loads)), loads, key=lambda b: (-loads[b], b))
