@@ -29,11 +29,13 @@ from dataclasses import dataclass
 
 from bundlewise.algorithms.balanced.estimate import ZERO, Vector, add
 
-ALPHA = 0.5  # weight of the newest value in the level
+ALPHA = 0.6  # weight of the newest value in the level
 BETA = 0.2  # weight of the newest change in the slope
 HORIZON = 1.0  # reports ahead of the forecast
 PAUSE_MS = 10 * 60_000  # a report this long after the last one folded in restarts the smoothing
-JUMP = 0.15  # a newest value this far (in load) from the forecast restarts the smoothing
+# a newest value this far (in load) from the forecast restarts the smoothing: the change that makes Pulsar's
+# broker rewrite its report at once (``loadBalancerReportUpdateThresholdPercentage``, 10)
+JUMP = 0.10
 
 
 @dataclass(slots=True)
