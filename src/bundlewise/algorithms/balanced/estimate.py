@@ -19,7 +19,8 @@ any broker and divided by THAT broker's limits:
   has no stats (a bundle preallocated but not yet reported).
 * **A broker** is its reported usage, plus its preallocated bundles (assigned, not yet in a report),
   plus the moves still in flight (``InFlight``): a move is credited to its destination, and debited from
-  its source, until the destination's report lists the bundle and the source's no longer does.
+  its source, until the destination's report lists the bundle and the source's no longer does.  The shedder
+  smooths the report-plus-in-flight part over time (``trend``); preallocations are added on top.
 * **Load** is the weighted max of the three fractions (``SystemResources#weighted_max_usage``'s weights,
   ``loadBalancer*ResourceWeight``); a resource without a limit counts 0.
 """

@@ -8,22 +8,32 @@ blind to capacity, would send a planned move to whichever broker holds the fewes
 namespace, so it does not narrow this strategy's choice.  Each cycle (``ModularLoadManagerImpl#doLoadShedding`` calls
 ``find_bundles_for_unloading``):
 
-1. **Estimate** (``estimate``): the fleet's cost model from the latest reports, every broker's usage
-   vector (report + preallocations + moves in flight) and its capacity-normalised load.
+1. **Estimate** (``estimate``, ``trend``): the fleet's cost model from the latest reports; every broker's
+   usage vector -- its report plus the moves in flight, less the split parents its report still lists
+   (with ``loadBalancerAutoUnloadSplitBundlesEnabled`` their children are unloaded and placed elsewhere:
+   ``_split_away``), smoothed with a level and a slope per broker (``trend.Trend``), plus its preallocations --
+   and its capacity-normalised load.
 2. **Hysteresis**: the cycle is *calm* when the most loaded broker is at most ``triggerMargin`` above the
-   fleet mean and the least loaded at most ``triggerMargin`` below it, or when no broker is above
+   fleet mean and the least loaded at most ``min(triggerMargin, 20 % of the mean)`` below it (so a broker
+   under ``REFILL_SHARE`` (80 %) of the mean is always refilled), or when no broker is above
    ``loadBalancerBrokerOverloadedThresholdPercentage`` and the spread is within ``targetMargin``.  A calm
    cycle clears the hit counter and moves nothing; a cycle above the trigger counts a hit, and the plan
-   runs at ``hitCount`` consecutive hits -- at once when a broker is overloaded.  Jitter that crosses the
-   trigger for one cycle moves nothing (AvgShedder answers jitter with the same consecutive-hit rule, PIP-364;
-   UniformLoadShedder and ThresholdShedder act on one cycle).
-3. **Candidates**: a source broker's bundles with traffic in its report (its ``lastStats``; a report
+   runs at ``hitCount`` consecutive hits -- at once when a broker is overloaded (by its smoothed or its latest
+   figure).  Jitter that crosses the trigger for one cycle moves nothing (AvgShedder answers jitter with the
+   same consecutive-hit rule, PIP-364; UniformLoadShedder and ThresholdShedder act on one cycle).
+3. **Settle**: while a bundle this strategy placed within ``SETTLE_MS`` (3 minutes) is preallocated and not
+   yet in its broker's report, the reports understate where the lookups went: the cycle waits (unless a
+   broker is overloaded) rather than move load that a burst of lookups has already moved.
+4. **Candidates**: a source broker's bundles with traffic in its report (its ``lastStats``; a report
    without them, its ``bundles`` with the leader's short-term ``BundleData``), except those moved within
    ``cooldownMinutes`` -- by name or by any overlap of hash range, so a split child of a bundle just moved
    waits too -- and those the leader unloaded within its grace period (``recentlyUnloadedBundles``).
-4. **Plan** (``planner.plan_moves``): the fewest, largest-impact moves within ``maxMovesPerCycle``.
-5. Each move is remembered: its destination (for the placement half), its time (cool-down) and its load
-   (in flight, so the next cycles do not pile onto a destination whose report is not yet rewritten).
+5. **Plan** (``planner.plan_moves``): the fewest, largest-impact moves within ``maxMovesPerCycle``, each
+   paying ``costPerMove`` unless it relieves a broker within ``SAFE_HEADROOM`` (5 points) of the overload
+   threshold or refills an underloaded one; an underloaded broker is refilled large-first.
+6. Each move is remembered: its destination (for the placement half), its time (cool-down), its load (in
+   flight, so the next cycles do not pile onto a destination whose report is not yet rewritten) and, for the
+   trend, a known step on both brokers.
 
 Every ``Unload`` carries its figures as its reason; its cause is ``Overloaded`` when the source was
 above the overload threshold, ``Underloaded`` when the cycle was triggered by a broker below the mean
