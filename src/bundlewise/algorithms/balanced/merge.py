@@ -29,7 +29,7 @@ merges as many adjacent pairs as the waiting splits need, coldest pair first (do
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 from bundlewise.config import Config
@@ -78,13 +78,15 @@ class Carried:
         return max(ratios)
 
 
-def carried_by(load: LoadData) -> tuple[dict[str, Carried], set[str]]:
-    """Every bundle a single report lists, with what it carries; and the bundles the leader knows of but may
-    not merge (listed by two reports, preallocated, or with data but in no report)."""
+def carried_by(load: LoadData, namespaces: Collection[str]) -> tuple[dict[str, Carried], set[str]]:
+    """Every bundle of ``namespaces`` a single report lists, with what it carries; and the bundles the leader
+    knows of but may not merge (listed by two reports, or preallocated and not reported yet)."""
     listed: Counter[str] = Counter()
     found: dict[str, Carried] = {}
     for broker, data in load.brokers.items():
         for name, stats in data.localData.lastStats.items():
+            if bundle_namespace(name) not in namespaces:
+                continue
             listed[name] += 1
             bd = load.bundleData.get(name)
             rates = [stats.msgRateIn + stats.msgRateOut]
@@ -120,10 +122,12 @@ def _pairs(
     info: list[Carried | None] = []
     for b in nb.bundles:
         name = b.name
-        if name in known:
+        if name in held:
+            info.append(None)  # hot, moving, or owned and not reported yet: not a part
+        elif name in known:
             info.append(known[name])
-        elif name in held or name in load.bundleData:
-            info.append(None)  # owned, not reported yet: its load is not known
+        elif name in load.bundleData:
+            info.append(None)  # data inherited from a merge, not reported yet: its owner is not known here
         else:
             info.append(Carried(None))  # nobody owns it: no client uses it
     out = []
@@ -154,7 +158,7 @@ def plan_merges(
     waiting: dict[str, list[str]] = {}
     for d in hot:
         waiting.setdefault(bundle_namespace(d.bundle), []).append(d.bundle)
-    known, held = carried_by(load)
+    known, held = carried_by(load, waiting)
     out: list[MergeDecision] = []
     for ns, names in waiting.items():
         nb = namespaces.get(ns)
@@ -163,12 +167,7 @@ def plan_merges(
         needed = len(nb) + len(names) - limits.max_bundles
         if needed <= 0:
             continue
-        busy = held | set(names)
-        pairs = [
-            p
-            for p in _pairs(nb, load, known, busy, limits)
-            if p.heat < fraction and p.lower.name not in busy and p.upper.name not in busy
-        ]
+        pairs = [p for p in _pairs(nb, load, known, held | set(names), limits) if p.heat < fraction]
         pairs.sort(key=lambda p: (p.two_owners, p.heat, p.lower.lower))
         chosen: list[_Pair] = []
         used: set[Bundle] = set()
@@ -196,7 +195,7 @@ def _decision(
     detail = (
         f"{ns} is at its cap of {limits.max_bundles} bundles and {unblocks} waits to split; "
         f"{p.lower.range_name} + {p.upper.range_name} carry {both.topics} topics, {both.msg_rate:,.0f} msg/s, "
-        f"{both.throughput / MIB:,.2f} MB/s ({p.heat:.1%} of the split thresholds < {fraction:.0%})"
+        f"{both.throughput / MIB:,.2f} MB/s ({p.heat:.1%} of the split thresholds < {fraction * 100:g}%)"
     )
     owners = (p.parts[0].owner, p.parts[1].owner)
     return MergeDecision(merged.name, owner, (p.lower.name, p.upper.name), owners, unblocks, detail)
