@@ -416,6 +416,17 @@ class BalancedSettings:
         )
 
 
+@dataclass(frozen=True, slots=True)
+class MergeSettings:
+    """When ``BalancedPlanShedder`` merges cold bundles at a namespace's cap (docs/balanced.md, Merge)."""
+
+    fraction: float  # a pair merges when each combined figure is under this fraction of its split threshold
+
+    @classmethod
+    def of(cls, c: Mapping[str, Any]) -> MergeSettings:
+        return cls(fraction=float(c["bundlewiseBalancedMergeFraction"]))
+
+
 ALL_VIEWS = (
     LeaderSettings,
     ReportSettings,
@@ -431,4 +442,5 @@ ALL_VIEWS = (
     BrokerSettings,
     AuthSettings,
     BalancedSettings,
+    MergeSettings,
 )
