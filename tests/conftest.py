@@ -6,14 +6,26 @@ Every test that uses it carries the ``spark`` marker (``-m "not spark"`` runs th
 from __future__ import annotations
 
 import os
+import signal
 import sys
 from collections.abc import Iterator
+from types import FrameType
 from typing import Any
 
 import pytest
 
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+
+
+def _terminated(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """SIGTERM (CI's timeout, ``kill``) unwinds the run like Ctrl-C: every fixture's teardown runs, so the
+    ZooKeeper, etcd, Spark and broker processes the tests started are stopped by PID, not left behind."""
+    signal.signal(signal.SIGTERM, _terminated)
 
 
 @pytest.fixture(scope="session")

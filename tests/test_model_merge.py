@@ -1,12 +1,16 @@
-"""Merging adjacent bundles (``NamespaceBundles.merge``): the inverse of a split, validated like one."""
+"""Merging adjacent bundles (``NamespaceBundles.merge``): the inverse of a split, validated like one; and the merge
+decision (``model.decisions.MergeDecision``) with its ``decisions.jsonl`` line."""
 
 from __future__ import annotations
+
+import json
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from bundlewise.model.bundles import Bundle, NamespaceBundles
+from bundlewise.model.decisions import Label, Logged, MergeDecision, MergeReason
 from bundlewise.model.errors import InputError
 
 NS = "t/ns"
@@ -68,3 +72,52 @@ def test_merge_undoes_any_split(n: int, which: int, cuts: list[int]) -> None:
     assert len(after) == n + len(points)
     back, merged = after.merge(children)
     assert merged == parent and back == start
+
+
+def test_a_merge_decision_and_its_decisions_jsonl_line() -> None:
+    d = MergeDecision(
+        "t/ns/0x80000000_0xffffffff",
+        "b",
+        ("t/ns/0x80000000_0xc0000000", "t/ns/0xc0000000_0xffffffff"),
+        ("a", "b"),
+        "t/ns/0x00000000_0x40000000",
+        "t/ns is at its cap",
+    )
+    assert d.to_json() == {
+        "bundle": "t/ns/0x80000000_0xffffffff",
+        "broker": "b",
+        "parts": ["t/ns/0x80000000_0xc0000000", "t/ns/0xc0000000_0xffffffff"],
+        "owners": ["a", "b"],
+        "unblocks": "t/ns/0x00000000_0x40000000",
+        "reason": "BundleCap",
+    }
+    assert d.moved == ("t/ns/0x80000000_0xc0000000",) and d.label is Label.SUCCESS
+    assert d.cause is MergeReason.BUNDLE_CAP
+    line = Logged("BalancedPlanShedder", 3, 180_000, d.done(["a", "b"], "b", " (note)"))
+    assert line.type == "merge"
+    assert json.dumps(line.to_json()) == json.dumps(
+        {
+            "strategy": "BalancedPlanShedder",
+            "tick": 3,
+            "time_ms": 180_000,
+            "time": "3m",
+            "type": "merge",
+            "bundle": "t/ns/0x80000000_0xffffffff",
+            "broker": "b",
+            "parts": ["t/ns/0x80000000_0xc0000000", "t/ns/0xc0000000_0xffffffff"],
+            "owners": ["a", "b"],
+            "moved": ["t/ns/0x80000000_0xc0000000"],
+            "unblocks": "t/ns/0x00000000_0x40000000",
+            "reason": "merge (BundleCap): t/ns is at its cap (note)",
+        }
+    )
+    nobody = MergeDecision(
+        "t/ns/0x00000000_0xffffffff",
+        None,
+        ("t/ns/0x00000000_0x80000000", "t/ns/0x80000000_0xffffffff"),
+        (None, None),
+        "x",
+    )
+    assert nobody.moved == () and nobody.to_json()["broker"] is None
+    with pytest.raises(ValueError, match="need 2 or more parts, each with its owner"):
+        MergeDecision("t/ns/0x00000000_0xffffffff", "a", ("t/ns/0x00000000_0xffffffff",), ("a",), "x")

@@ -9,7 +9,12 @@ enough that bundles split, and a random seed.  After every phase of every tick (
   decision naming one (``RunResult.refused == 0``);
 * **lookups**: after the lookups, every live bundle that has topics is owned whenever some broker is up;
 * **layout**: each namespace's live bundles tile 0x00000000..0xffffffff and every topic maps to the live bundle
-  whose range holds its hash.
+  whose range holds its hash;
+* **the cap**: under the modular leader no namespace has more bundles than ``loadBalancerNamespaceMaximumBundles``
+  (or than it started with, when it started above it) -- merges included (BalancedPlanShedder, with a merge
+  fraction drawn so that some examples merge).  The extensible manager is exempt: each broker checks the cap
+  alone (``DefaultNamespaceBundleSplitStrategyImpl`` counts only its own splits of the cycle), so two brokers
+  may split one namespace past it in the same cycle, as in Pulsar.
 
 And over the run:
 
@@ -19,8 +24,8 @@ And over the run:
   makes no traffic unavailable at tick granularity: only a tick with no broker up leaves traffic unowned.
   Every byte produced is delivered or still waiting: Σ produced = Σ delivered + backlog left (``sim.backlog``);
 * **the decision log replays**: starting from the initial owners, replaying ``events`` and ``decisions.jsonl``
-  tick by tick never assigns a bundle that has an owner, never unloads or splits a bundle from a broker that does
-  not own it, and gives every broker, at every tick, the bundle count of the timeline.
+  tick by tick never assigns a bundle that has an owner, never unloads, splits or merges a bundle from a broker
+  that does not own it, and gives every broker, at every tick, the bundle count of the timeline.
 """
 
 from __future__ import annotations
@@ -34,7 +39,9 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
+from bundlewise.algorithms.families import ModularFamily
 from bundlewise.algorithms.registry import shedding_names
+from bundlewise.config.views import SplitSettings
 from bundlewise.model.hashing import FULL_LOWER_BOUND, FULL_UPPER_BOUND
 from bundlewise.sim.cluster import UNOWNED
 from bundlewise.sim.engine import Engine, RunResult
@@ -92,6 +99,7 @@ def scenarios(draw: st.DrawFn) -> dict[str, Any]:
         "loadBalancerAutoUnloadSplitBundlesEnabled": draw(st.booleans()),
         "loadBalancerBrokerThresholdShedderPercentage": draw(st.sampled_from([1, 10])),
         "loadBalancerBrokerOverloadedThresholdPercentage": draw(st.sampled_from([30, 85])),
+        "bundlewiseBalancedMergeFraction": draw(st.sampled_from([0.25, 0.9])),
     }
     return {
         "name": "random",
@@ -123,6 +131,10 @@ def _check_phase(engine: Engine, phase: str) -> None:
         assert [cl.bundle_names[i] for i in ids] == [b.name for b in ns.bundles]
         assert cl.alive[ids].all()
     assert cl.alive[cl.topic_bundle].all()
+    cap = engine.config.view(SplitSettings).max_bundles
+    start = {n.name: n.bundles for n in engine.scenario.namespaces}
+    for ns in cl.ns_bundles if isinstance(engine.family, ModularFamily) else ():
+        assert len(ns) <= max(cap, start[ns.namespace]), f"{phase}: {ns.namespace} has {len(ns)} bundles, cap {cap}"
     lower = np.array([cl.bundle_objs[b].lower for b in cl.topic_bundle], dtype=np.int64)
     upper = np.array([cl.bundle_objs[b].upper for b in cl.topic_bundle], dtype=np.int64)
     h = cl.topic_hash
@@ -154,6 +166,12 @@ def _replay(result: RunResult, initial: dict[str, str], ticks: int) -> None:
             elif d["type"] == "unload":
                 assert owners.get(d["bundle"]) == d["broker"], f"tick {tick}: unload from a broker not owning it"
                 owners[d["bundle"]] = d["destination"]
+            elif d["type"] == "merge":
+                for part, owner in zip(d["parts"], d["owners"], strict=True):
+                    assert owners.pop(part, None) == owner, f"tick {tick}: {part} merged from a broker not owning it"
+                assert d["broker"] is None or d["broker"] in d["owners"], f"tick {tick}: merged to a stranger"
+                if d["broker"] is not None:
+                    owners[d["bundle"]] = d["broker"]
             else:
                 assert owners.pop(d["bundle"]) == d["broker"], f"tick {tick}: split by a broker not owning it"
                 if "children unloaded" not in d["reason"]:
@@ -183,8 +201,9 @@ def _simulate(doc: dict[str, Any], strategy: str, *, record: bool = False) -> Ru
     initial = {cl.bundle_names[b]: cl.names[o] for b, o in enumerate(cl.owner) if o != UNOWNED}
     result = engine.run()
     if record:  # what the examples exercised (pytest --hypothesis-show-statistics)
-        for key in ("unloads", "splits", "assignments", "saturated_broker_minutes"):
-            event(f"{key} > 0" if result.metrics[key] else f"{key} = 0")
+        for key in ("unloads", "splits", "merges", "assignments", "saturated_broker_minutes"):
+            if key in result.metrics:
+                event(f"{key} > 0" if result.metrics[key] else f"{key} = 0")
         event(f"{len(result.events)} broker events applied")
     assert result.refused == 0, "a decision named a broker that is down"
     _replay(result, initial, engine.clock.ticks)

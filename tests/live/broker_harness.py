@@ -6,6 +6,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import re
+import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -227,3 +229,11 @@ def clients(c: LocalCluster, topics: list[str], pause: float = 0.05) -> Iterator
 def served_by(b: BrokerProcess) -> set[str]:
     r = get(f"{b.web_url}/admin/v2/brokers/standalone/{b.broker_id}/ownedNamespaces", timeout=1.0)
     return set(r.json()) if r.status_code == 200 else set()
+
+
+def leftovers(store_url: str) -> list[str]:
+    """Processes still running whose command line names the run's store (the brokers) or its port (the store)."""
+    port = re.search(r":(\d+)/", store_url)
+    assert port is not None
+    found = subprocess.run(["pgrep", "-af", f"127.0.0.1:{port.group(1)}"], capture_output=True, text=True).stdout
+    return [line for line in found.splitlines() if "pgrep" not in line]

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
+from broker_harness import leftovers
 
 from bundlewise.traffic.metrics import LIVE_METRIC_KEYS, METRIC_KEYS
 
@@ -56,14 +57,6 @@ def live_up(tmp_path: Path, *args: str) -> subprocess.Popen[str]:
     cmd = [sys.executable, "-m", "bundlewise.cli.main", "live", "up", "--cluster", str(scenario)]
     cmd += ["--set", f"metadataStoreSessionTimeoutMillis={SESSION_MS}", "--no-progress", *args]
     return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-
-
-def leftovers(store_url: str) -> list[str]:
-    """Processes still running whose command line names the run's store (the brokers) or its port (the store)."""
-    port = re.search(r":(\d+)/", store_url)
-    assert port is not None
-    found = subprocess.run(["pgrep", "-af", f"127.0.0.1:{port.group(1)}"], capture_output=True, text=True).stdout
-    return [line for line in found.splitlines() if "pgrep" not in line]
 
 
 def store_of(stderr: str) -> str:

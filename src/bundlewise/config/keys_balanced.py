@@ -83,4 +83,15 @@ BALANCED_KEYS: tuple[Key, ...] = (
         "BalancedPlanShedder: how long a move's load is credited to its destination until a report shows it",
         minimum=0,
     ),
+    Key(
+        "bundlewiseBalancedMergeFraction",
+        0.25,
+        "float",
+        "fraction of each split threshold",
+        "BalancedPlanShedder: when a hot bundle cannot split because its namespace is at "
+        "loadBalancerNamespaceMaximumBundles, merge an adjacent pair whose combined topics, sessions, msg rate "
+        "and throughput are each under this fraction of the split thresholds (0: never merge)",
+        minimum=0,
+        maximum=1,
+    ),
 )

@@ -418,6 +418,17 @@ class BalancedSettings:
         )
 
 
+@dataclass(frozen=True, slots=True)
+class MergeSettings:
+    """When ``BalancedPlanShedder`` merges cold bundles at a namespace's cap (docs/balanced.md, Merge)."""
+
+    fraction: float  # a pair merges when each combined figure is under this fraction of its split threshold
+
+    @classmethod
+    def of(cls, c: Mapping[str, Any]) -> MergeSettings:
+        return cls(fraction=float(c["bundlewiseBalancedMergeFraction"]))
+
+
 ALL_VIEWS = (
     LeaderSettings,
     ReportSettings,
@@ -433,4 +444,5 @@ ALL_VIEWS = (
     BrokerSettings,
     AuthSettings,
     BalancedSettings,
+    MergeSettings,
 )

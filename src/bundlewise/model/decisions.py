@@ -10,10 +10,15 @@ commands print (a modular strategy's figures, or the enum's name for TransferShe
 * ``SplitDecision``: split ``bundle`` of ``broker``; ``reasons`` are the conditions met, in Pulsar's
   order (the modular leader reports all, the extensible strategy the first).  Once carried out it
   also names the ``algorithm`` and the ``children``.
+* ``MergeDecision``: merge adjacent ``parts`` of a namespace into ``bundle``, owned afterwards by
+  ``broker`` (None when no part had an owner), to make room under the namespace's bundle cap for the
+  split of ``unblocks``.  Pulsar has no merge: only bundlewise's own strategy decides one
+  (docs/balanced.md, Merge).
+* ``SplitStep``: what the leader's split step decides at once: merges first, then splits.
 * ``Assignment``: ``bundle`` goes to ``broker`` at a lookup; ``best`` is every broker the strategy
   would have picked from at random.
 * ``Logged``: one line of ``decisions.jsonl``: a decision with the strategy, the tick and the time, and
-  for an unload the throughput moved and whether it is a flap.
+  for an unload the throughput moved and whether it is a flap.  A merge's line has the type ``merge``.
 
 The ``to_json`` methods give the commands' field names (docs/formats.md).
 """
@@ -62,6 +67,12 @@ class SplitReason(StrEnum):
     ADMIN = "Admin"
     BALANCED = "Balanced"
     UNKNOWN = "Unknown"
+
+
+class MergeReason(StrEnum):
+    """Why bundles merge (bundlewise's own: Pulsar never merges)."""
+
+    BUNDLE_CAP = "BundleCap"  # the namespace is at loadBalancerNamespaceMaximumBundles and a hot bundle waits
 
 
 SPLIT_CONDITIONS = (SplitReason.TOPICS, SplitReason.SESSIONS, SplitReason.MSG_RATE, SplitReason.BANDWIDTH)
@@ -134,6 +145,56 @@ class SplitDecision:
 
 
 @dataclass(frozen=True, slots=True)
+class MergeDecision:
+    """Adjacent ``parts`` (in hash order) of one namespace become ``bundle``, owned by ``broker``.
+
+    ``owners`` are the parts' owners (None: unowned); a part owned by another broker than ``broker`` moves
+    (its topics are unavailable as in an unload).  ``unblocks`` is the hot bundle whose split it makes room for."""
+
+    bundle: str
+    broker: str | None
+    parts: tuple[str, ...]
+    owners: tuple[str | None, ...]
+    unblocks: str
+    detail: str = ""  # the pair's figures against the split thresholds
+    label: Label = Label.SUCCESS
+    cause: MergeReason = MergeReason.BUNDLE_CAP
+
+    def __post_init__(self) -> None:
+        if len(self.parts) < 2 or len(self.owners) != len(self.parts):
+            raise ValueError(f"merge into {self.bundle}: need 2 or more parts, each with its owner")
+
+    @property
+    def moved(self) -> tuple[str, ...]:
+        """The parts whose topics change broker: owned, by another broker than the merged bundle's."""
+        return tuple(p for p, o in zip(self.parts, self.owners, strict=True) if o is not None and o != self.broker)
+
+    def done(self, owners: Sequence[str | None], broker: str | None, note: str = "") -> MergeDecision:
+        """The merge as carried out: the parts' actual owners and the merged bundle's owner."""
+        return MergeDecision(
+            self.bundle, broker, self.parts, tuple(owners), self.unblocks, self.detail + note, self.label, self.cause
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "bundle": self.bundle,
+            "broker": self.broker,
+            "parts": list(self.parts),
+            "owners": list(self.owners),
+            "unblocks": self.unblocks,
+            "reason": str(self.cause),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class SplitStep:
+    """The leader's split step: merges (applied first) and splits."""
+
+    merges: tuple[MergeDecision, ...] = ()
+    splits: tuple[SplitDecision, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class Assignment:
     """A lookup's choice: ``broker`` (None: no broker available), among ``best``."""
 
@@ -146,7 +207,7 @@ class Assignment:
         return {"selected": self.broker, "best": list(self.best)}
 
 
-Decision = Unload | SplitDecision | Assignment
+Decision = Unload | SplitDecision | MergeDecision | Assignment
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,6 +228,8 @@ class Logged:
             return "unload"
         if isinstance(self.decision, SplitDecision):
             return "split"
+        if isinstance(self.decision, MergeDecision):
+            return "merge"
         return "assignment"
 
     def to_json(self) -> dict[str, Any]:
@@ -184,6 +247,14 @@ class Logged:
             row.update(destination=d.destination, throughput=self.throughput, flap=self.flap, reason=d.reason)
         elif isinstance(d, SplitDecision):
             row.update(algorithm=d.algorithm, children=list(d.children), reason=f"split: {d.detail}{self.note}")
+        elif isinstance(d, MergeDecision):
+            row.update(
+                parts=list(d.parts),
+                owners=list(d.owners),
+                moved=list(d.moved),
+                unblocks=d.unblocks,
+                reason=f"merge ({d.cause}): {d.detail}{self.note}",
+            )
         else:
             row["reason"] = d.reason
         return row

@@ -10,7 +10,7 @@ Top to bottom:
 4. **Scenario events** — broker restarts, joins, removals and workload bursts, with their times; the same
    events are marked on every time plot (broker events as labelled vertical lines, bursts as shaded spans).
 5. **Load std-dev of every strategy** over time, then per strategy its brokers' true load (overload
-   threshold dashed) and its unloads and splits per interval; with a ``[dispatch]`` section, dispatch.
+   threshold dashed) and its unloads, splits (and merges) per interval; with a ``[dispatch]`` section, dispatch.
 6. **Decisions** — every unload and split of every strategy with its reason, in a table sorted by any
    column with a click (a few lines of inline script) and scrolled in its own box.
 
@@ -122,6 +122,7 @@ def _strategy_figure(r: RunResult, scenario: Scenario, overload: float) -> str:
         ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     unload_t = np.array([d.time_ms for d in r.decisions if d.type == "unload"], dtype=float)
     split_t = np.array([d.time_ms for d in r.decisions if d.type == "split"], dtype=float)
+    merge_t = np.array([d.time_ms for d in r.decisions if d.type == "merge"], dtype=float)
     span = float(r.times[-1] + (r.times[1] - r.times[0] if len(r.times) > 1 else 60_000))
     bins = np.linspace(0, span, min(60, max(2, len(r.times))) + 1)
     width = (bins[1] - bins[0]) / 3_600_000
@@ -129,6 +130,9 @@ def _strategy_figure(r: RunResult, scenario: Scenario, overload: float) -> str:
     s, _ = np.histogram(split_t, bins)
     ax2.bar(_hours(bins[:-1]), u, width=width, align="edge", color="tab:blue", label="unloads")
     ax2.bar(_hours(bins[:-1]), s, width=width, align="edge", bottom=u, color="tab:purple", label="splits")
+    if len(merge_t):
+        g, _ = np.histogram(merge_t, bins)
+        ax2.bar(_hours(bins[:-1]), g, width=width, align="edge", bottom=u + s, color="tab:green", label="merges")
     _mark_events(ax2, scenario, r.events, labels=False)
     ax2.set_ylabel(f"bundles per {format_duration(int(bins[1] - bins[0]))}")
     ax2.set_xlabel("simulated time (h)")
@@ -246,13 +250,13 @@ def _decisions(results: Sequence[RunResult]) -> str:
     rows = []
     counts = []
     for r in results:
-        n = {k: 0 for k in ("assignment", "unload", "split")}
+        n = {k: 0 for k in ("assignment", "unload", "split", "merge")}
         for d in r.decisions:
             n[d.type] += 1
             if d.type == "assignment":
                 continue
             row = d.to_json()
-            children = [c.rsplit("/", 1)[-1] for c in row.get("children") or []]
+            children = [c.rsplit("/", 1)[-1] for c in row.get("children") or row.get("parts") or []]
             to = row.get("destination") or ", ".join(children) or "-"
             moved = row.get("throughput")
             mb = "" if moved is None else format_value("throughput_moved_bytes", moved)
@@ -262,7 +266,10 @@ def _decisions(results: Sequence[RunResult]) -> str:
                 f"<td class='m'>{_e(row['bundle'])}</td><td>{_e(row['broker'])}</td><td class='w'>{_e(to)}</td>"
                 f"<td data-v='{moved or 0}'>{mb}</td><td>{flap}</td><td class='t'>{_e(row['reason'])}</td></tr>"
             )
-        counts.append(f"{_e(r.strategy)}: {n['unload']} unloads, {n['split']} splits, {n['assignment']} assignments")
+        merges = f", {n['merge']} merges" if "merges" in r.metrics else ""
+        counts.append(
+            f"{_e(r.strategy)}: {n['unload']} unloads, {n['split']} splits{merges}, {n['assignment']} assignments"
+        )
     header = "".join(
         f"<th onclick='sortBy(this)'>{h}</th>"
         for h in ("at", "strategy", "decision", "bundle", "from", "to", "moved (MB/s)", "flap", "reason")

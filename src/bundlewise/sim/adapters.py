@@ -5,7 +5,8 @@ An adapter turns the one into the other:
 
 * ``ModularManager``: the modular leader reads the ``LoadData`` of ``sim.leader.LeaderView`` (written
   reports, the bundle data kept in arrays); splits run after each ``updateAll``, on the load data cut
-  down by a vectorised prefilter of the split rule (``LeaderView.split_load``).
+  down by a vectorised prefilter of the split rule (``LeaderView.split_load``); a strategy that merges
+  (``ModularFamily.merges``) reads the whole load data and the namespaces' current bundles for its merges.
 * ``ExtensibleManager`` (``sim.extensible``): emulates every broker's reporters into the two stores the
   extensible family reads, and runs each broker's split strategy on its own interval.
 
@@ -19,7 +20,7 @@ import random
 
 from bundlewise.algorithms.families import ExtensibleFamily, Family, ModularFamily
 from bundlewise.config import Config
-from bundlewise.model.decisions import Assignment, SplitDecision, Unload
+from bundlewise.model.decisions import Assignment, SplitDecision, SplitStep, Unload
 from bundlewise.sim.extensible import ExtensibleManager
 from bundlewise.sim.leader import LeaderView
 from bundlewise.sim.view import Manager, TickView
@@ -32,6 +33,7 @@ class ModularManager:
         self.family = family
         self.leader = leader
         self.name = family.name
+        self.can_merge = family.merges is not None
 
     def brokers_changed(self, brokers: list[str], now: int) -> None:
         """Nothing to do: the engine has already updated the leader's view (a stopped broker's report gone,
@@ -54,6 +56,16 @@ class ModularManager:
         if not reports_changed:
             return []
         return self.family.leader_splits(self.leader.split_load(config), config, counts)
+
+    def split_step(self, config: Config, counts: dict[str, int], reports_changed: bool, now: int) -> SplitStep:
+        """``splits``, with the strategy's merges first when it merges (the namespaces' bundles are the
+        cluster's: ``counts`` is their size)."""
+        if not self.can_merge:
+            return SplitStep((), tuple(self.splits(config, counts, reports_changed, now)))
+        if not reports_changed:
+            return SplitStep()
+        load = self.leader.split_load(config)
+        return self.family.leader_split_step(load, config, self.leader.cluster.namespaces(), self.leader.load)
 
 
 def make_manager(family: Family, leader: LeaderView) -> Manager:

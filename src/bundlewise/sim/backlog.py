@@ -6,7 +6,7 @@ allows (``traffic.saturation``), in each direction, and the rest is the bundle's
 (``backlog' = (offered − delivered) · step``, messages and bytes).  A bundle without an owner delivers
 nothing.  The backlog belongs to the bundle's topics (producers' pending sends, subscriptions' unread
 entries), so it moves with the bundle when the bundle changes broker, and a split hands the parent's backlog
-to its children in proportion to their traffic.
+to its children in proportion to their traffic; a merge gives the merged bundle the backlog of its parts.
 
 Bytes are served oldest first: the delivered bytes first drain the backlog (``served_old = min(backlog,
 delivered)``), then the tick's fresh bytes.  The fresh bytes left over are *undelivered* in the tick they were
@@ -93,6 +93,15 @@ class Backlog:
             self.amount[child] = part * share
             if segs and share > 0:
                 self.segments[child] = deque([[t, b * share] for t, b in segs])
+
+    def merge(self, parts: list[int], merged: int) -> None:
+        """The merged bundle takes the backlog of its parts (their segments in production order)."""
+        self.grow(max([*parts, merged]) + 1)
+        self.amount[merged] = self.amount[parts].sum(axis=0)
+        self.amount[parts] = 0.0
+        segs = sorted((s for p in parts for s in self.segments.pop(p, ())), key=lambda seg: seg[0])
+        if segs:
+            self.segments[merged] = deque(segs)
 
     def bytes_by(self, owner: np.ndarray, slots: int) -> tuple[np.ndarray, float]:
         """Backlog bytes per broker slot (owned bundles), and the backlog of bundles without an owner."""

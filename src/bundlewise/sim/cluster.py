@@ -3,12 +3,13 @@
 * Brokers occupy fixed slots (every broker ever known, in scenario order); ``up[i]`` says whether
   slot ``i`` is running.  Capacity is per slot (``capacity``: ``traffic.cost.Capacities``).
 * Bundles live in an append-only table (id → name, namespace, range, owner, alive); a split kills the
-  parent and appends its children, so ids stay valid for the whole run.
+  parent and appends its children, a merge (``NamespaceBundles.merge``, bundlewise's own) kills the parts and
+  appends the merged bundle, so ids stay valid for the whole run.
 * Topics are the unit of load.  Each topic has its CRC-32 hash (``model.hashing``, the one hash; a workload
   may give a position instead, e.g. a recorded bundle standing for its topics) and a namespace;
   ``topic_bundle[t]`` is the id of the bundle serving it, found with ``np.searchsorted`` on the namespace's
   boundaries (the same rule as ``NamespaceBundles.bundle_for_hash``: half-open ranges, the last one closed
-  at ``0xffffffff``).  After a split only that namespace's topics are re-mapped.  What a topic carries and
+  at ``0xffffffff``).  After a split or a merge only that namespace's topics are re-mapped.  What a topic carries and
   how many producers and consumers it has come from the workload each tick.
 * Ownership: ``owner[b]`` is a broker slot or -1 (unowned: assigned at the next lookup of one of its topics),
   so a bundle has at most one owner; the engine never gives it one that is down.
@@ -21,6 +22,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from bundlewise.model.bundles import Bundle, NamespaceBundles
+from bundlewise.model.errors import InputError
 from bundlewise.model.hashing import crc32_hash
 from bundlewise.traffic.cost import BrokerSpec, Capacities
 
@@ -117,6 +119,32 @@ class Cluster:
         self.ns_ids[ns] = np.array(sorted(old, key=lambda i: order[self.bundle_names[i]]), dtype=np.int64)
         self._map_topics(ns)
         return ids
+
+    def merge(self, bundle_ids: Sequence[int], owner: int) -> int:
+        """Replace adjacent live bundles of one namespace by the bundle covering them, owned by slot ``owner``
+        (or ``UNOWNED``); returns its id.  ``NamespaceBundles.merge`` refuses bundles that are not current,
+        not adjacent or fewer than two (``InputError``); bundles of two namespaces are refused here."""
+        namespaces = {self.bundle_ns[b] for b in bundle_ids}
+        if len(namespaces) != 1:
+            names = ", ".join(self.bundle_names[b] for b in bundle_ids)
+            raise InputError(f"merge of {names}: the bundles must belong to one namespace")
+        (ns,) = namespaces
+        new_set, merged = self.ns_bundles[ns].merge(self.bundle_objs[b] for b in bundle_ids)
+        self.ns_bundles[ns] = new_set
+        self.alive[list(bundle_ids)] = False
+        self.owner[list(bundle_ids)] = UNOWNED
+        mid = self._append(merged, ns)
+        self.owner[mid] = owner
+        gone = set(bundle_ids)
+        order = {b.name: i for i, b in enumerate(new_set.bundles)}
+        kept = [int(i) for i in self.ns_ids[ns] if int(i) not in gone] + [mid]
+        self.ns_ids[ns] = np.array(sorted(kept, key=lambda i: order[self.bundle_names[i]]), dtype=np.int64)
+        self._map_topics(ns)
+        return mid
+
+    def namespaces(self) -> dict[str, NamespaceBundles]:
+        """Each namespace's current bundles, by name."""
+        return {nb.namespace: nb for nb in self.ns_bundles}
 
     def bundles_per_namespace(self) -> dict[str, int]:
         return {nb.namespace: len(nb) for nb in self.ns_bundles}

@@ -22,7 +22,9 @@ Each tick at ``now`` (docs/simulator.md, One tick; the ``ModularLoadManagerImpl`
    periodic bundle-data write is due (every ``loadBalancerResourceQuotaUpdateIntervalMinutes``), the leader
    samples the bundle data; the family ``observe``s every running broker's live measurements; after an
    ``updateAll`` it runs the split check; a split bundle's children stay with its owner, or — with
-   ``loadBalancerAutoUnloadSplitBundlesEnabled`` — are unloaded and looked up at the next tick.
+   ``loadBalancerAutoUnloadSplitBundlesEnabled`` — are unloaded and looked up at the next tick.  A strategy
+   that merges (bundlewise's own) may decide merges in the same step: they are applied first (``_merge``), so
+   the hot bundle they make room for splits at once.
 6. **Shedding** [``#doLoadShedding``] every ``loadBalancerSheddingIntervalMinutes``: the family's cycle; each
    move takes effect at once (the bundle is owned by the destination from the next tick) and costs each of
    its topics an ``unloadBlipSeconds`` blip.  A move planned from a report that still lists a bundle which
@@ -51,7 +53,8 @@ from bundlewise.algorithms.registry import SheddingEntry, make_family
 from bundlewise.algorithms.splitting.algorithms import SplitRequest, TopicLoad, resolve_algorithm_name, split_bundle
 from bundlewise.config import Config
 from bundlewise.config.views import LeaderSettings, PlacementSettings, SimSettings
-from bundlewise.model.decisions import Decision, Logged, SplitDecision, Unload
+from bundlewise.model.decisions import Decision, Logged, MergeDecision, SplitDecision, Unload
+from bundlewise.model.errors import InputError
 from bundlewise.model.load import LocalBrokerData
 from bundlewise.sim import events as broker_events
 from bundlewise.sim import reporting
@@ -126,7 +129,7 @@ class Engine:
         self.manager.brokers_changed(self.cluster.up_names(), 0)
         self.rng = random.Random(scenario.seed)
         self.jitter_rng = np.random.default_rng([scenario.seed, 1])
-        self.counters = Counters()
+        self.counters = Counters(merges=0 if self.manager.can_merge else None)
         self.decisions: list[Logged] = []
         self.event_log: list[dict[str, Any]] = []
         self.progress = progress
@@ -336,7 +339,10 @@ class Engine:
     def _splits(self, changed: bool, m: Measured) -> None:
         cl = self.cluster
         now = self.clock.now
-        decisions = self.manager.splits(self.config, cl.bundles_per_namespace(), changed, now)
+        step = self.manager.split_step(self.config, cl.bundles_per_namespace(), changed, now)
+        for merge in step.merges:
+            self._merge(merge, m)
+        decisions = step.splits
         algorithm = resolve_algorithm_name(None, self.config)
         auto_unload = self.config.view(LeaderSettings).unload_split_children
         rates = self._rates
@@ -374,6 +380,38 @@ class Engine:
                     self.counters.moved(kid, now)
             done = SplitDecision(d.bundle, owner, d.reasons, d.detail, d.label, algorithm, kids)  # split by its owner
             self._log(done, note="; children unloaded" if auto_unload else "")
+
+    def _merge(self, d: MergeDecision, m: Measured) -> None:
+        """Apply a merge: the parts must be live, adjacent bundles of one namespace (``Cluster.merge`` refuses
+        anything else with an ``InputError``); the merged bundle goes to the planned owner when it still owns a
+        part, else to the first part's owner (the plan read a report older than a move); a part owned by another
+        broker moves to it, its topics unavailable for ``unloadBlipSeconds`` as in an unload."""
+        cl = self.cluster
+        now = self.clock.now
+        ids = []
+        for name in d.parts:
+            bid = cl.bundle_id.get(name)
+            if bid is None or not cl.alive[bid]:
+                raise InputError(f"merge into {d.bundle}: {name} is not a current bundle")
+            ids.append(bid)
+        owners = [None if cl.owner[b] == UNOWNED else cl.names[int(cl.owner[b])] for b in ids]
+        broker, note = d.broker, ""
+        if broker not in owners or broker is None:
+            broker = next((o for o in owners if o is not None), None)
+            if broker != d.broker:
+                note = f" (planned for {d.broker}; {broker} owns the parts now)"
+        slot = UNOWNED if broker is None else cl.index[broker]
+        merged = cl.merge(ids, slot)
+        if cl.bundle_names[merged] != d.bundle:
+            raise InputError(f"merge of {', '.join(d.parts)} gives {cl.bundle_names[merged]}, not {d.bundle}")
+        self.backlog.merge(ids, merged)
+        self.leader.merge_bundles(ids, merged)
+        done = d.done(owners, broker, note)
+        moved = [b for b, o in zip(ids, owners, strict=True) if o is not None and o != broker]
+        self.counters.merge(
+            list(d.parts), d.bundle, [cl.bundle_names[b] for b in moved], float(m.topics[moved].sum()), now, self.blip
+        )
+        self._log(done)
 
     def _hand_down(self, parent: int, children: list[int], rates: tuple[np.ndarray, ...]) -> None:
         """The parent's backlog goes to its children in proportion to their traffic (else topics, else evenly)."""

@@ -40,7 +40,7 @@ from bundlewise.algorithms.families import ExtensibleFamily
 from bundlewise.algorithms.splitting.conditions import split_conditions
 from bundlewise.config import Config
 from bundlewise.config.views import LeaderSettings, ReportSettings, SplitSettings
-from bundlewise.model.decisions import Assignment, SplitDecision, Unload
+from bundlewise.model.decisions import Assignment, SplitDecision, SplitStep, Unload
 from bundlewise.model.extensible import BrokerLoadData, ExtensibleSnapshot, TopBundlesLoadData
 from bundlewise.model.load import NamespaceBundleStats
 from bundlewise.sim.view import TickView
@@ -68,6 +68,7 @@ class ExtensibleManager:
     def __init__(self, family: ExtensibleFamily) -> None:
         self.family = family
         self.name = family.name
+        self.can_merge = False  # the extensible manager never merges
         self.reporters: dict[str, BrokerLoadReporter] = {}
         self.top_reporters: dict[str, TopBundlesReporter] = {}
         self.store: dict[str, BrokerLoadData] = {}
@@ -158,6 +159,10 @@ class ExtensibleManager:
                 continue
             moves.append(d.to(dest))
         return moves
+
+    def split_step(self, config: Config, counts: dict[str, int], reports_changed: bool, now: int) -> SplitStep:
+        """The extensible manager never merges: its split step is ``splits``."""
+        return SplitStep((), tuple(self.splits(config, counts, reports_changed, now)))
 
     def splits(self, config: Config, counts: dict[str, int], reports_changed: bool, now: int) -> list[SplitDecision]:
         view = self.view

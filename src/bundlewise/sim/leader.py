@@ -14,6 +14,10 @@ Pulsar ``ModularLoadManagerImpl#updateAll``:
   (``#checkNamespaceBundleSplit``); while its owner's report still lists it, the next update samples it again
   from the prior, as Pulsar's leader does, until the owner writes a report without it.
   ``TimeAverageBrokerData`` is recomputed for every broker from its reported bundles.
+* A merge (bundlewise's own, ``merge_bundles``): the merged bundle's data is the sum of its parts' (rates
+  and throughputs, topics and sessions; the larger sample counts) and stays while its owner's report does not
+  list it yet -- it is in no report, and would otherwise be dropped and restart from the prior; the parts'
+  data is removed as a split parent's is, and a part's preallocation becomes the merged bundle's.
 * ``load`` is the ``LoadData`` the strategies read.  Its ``bundleData`` is ``LazyBundleData``, a mapping
   that builds ``BundleData`` objects from the arrays only for the bundles a strategy looks at, so a
   cycle over 10,000 bundles does not build 10,000 objects.
@@ -112,6 +116,7 @@ class LeaderView:
         self.topics = np.zeros(n, dtype=np.int64)
         self.sessions = np.zeros(n, dtype=np.int64)
         self.load = LoadData()
+        self.inherited: set[int] = set()  # merged bundles whose data was summed from their parts, not yet reported
         self._slots: set[int] = set()  # slots present in load.brokers
         self._samples: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
         self.load.bundleData = LazyBundleData(self)  # type: ignore[assignment]
@@ -224,6 +229,10 @@ class LeaderView:
         self.n_long[fresh] = 0
         self.has[:] = False
         self.has[rep] = True
+        cl = self.cluster
+        reported = set(rep.tolist())
+        self.inherited = {b for b in self.inherited if b not in reported and cl.alive[b] and cl.owner[b] >= 0}
+        self.has[list(self.inherited)] = True
         step: Any = time_average_step  # the model's recurrence, applied elementwise to arrays
         for r in range(int(rank.max(initial=-1)) + 1):  # a bundle's k-th report in the k-th pass
             at = rank == r
@@ -300,6 +309,32 @@ class LeaderView:
             name = self.cluster.bundle_names[bid]
             view._built.pop(name, None)
             view._overlay.pop(name, None)
+
+    def merge_bundles(self, parts: list[int], merged: int) -> None:
+        """A merge: the merged bundle inherits the sum of its parts' data and preallocations (module docstring)."""
+        self._grow()
+        known = [b for b in parts if self.has[b]]
+        if known:
+            self.short[merged] = self.short[known].sum(axis=0)
+            self.long[merged] = self.long[known].sum(axis=0)
+            self.n_short[merged] = self.n_short[known].max()
+            self.n_long[merged] = self.n_long[known].max()
+            self.topics[merged] = self.topics[known].sum()
+            self.sessions[merged] = self.sessions[known].sum()
+            self.has[merged] = True
+            self.inherited.add(merged)
+        names = self.cluster.bundle_names
+        owner = int(self.cluster.owner[merged])
+        for broker in self.load.brokers.values():
+            pre = broker.preallocatedBundleData
+            if any(names[b] in pre for b in parts):
+                for b in parts:
+                    pre.pop(names[b], None)
+                data = self.bundle_data(names[merged])
+                if owner >= 0 and broker is self.load.brokers.get(self.cluster.names[owner]) and data is not None:
+                    pre[names[merged]] = data
+        for b in parts:
+            self.forget_bundle(b)
 
     def bundle_data(self, name: str) -> BundleData | None:
         bid = self.cluster.bundle_id.get(name)

@@ -149,6 +149,15 @@ DEFS: tuple[MetricDef, ...] = (
     ),
     MetricDef("splits", "splits", "bundles", "bundles split by the leader", "activity", None),
     MetricDef(
+        "merges",
+        "merges",
+        "merges",
+        "adjacent cold bundles merged so a hot one can split at the namespace's bundle cap (bundlewise's own "
+        "strategy only; Pulsar's never merge)",
+        "activity",
+        None,
+    ),
+    MetricDef(
         "assignments",
         "assignments",
         "bundles",

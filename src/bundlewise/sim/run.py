@@ -81,10 +81,14 @@ def summary_json(doc: dict[str, Any]) -> str:
 
 
 def metric_keys(doc: dict[str, Any]) -> tuple[str, ...]:
-    """METRIC_KEYS, plus the dispatch metrics when the runs have them (a ``[dispatch]`` section) and the
-    live-only metrics for a ``live up`` run."""
+    """METRIC_KEYS, plus ``merges`` after ``splits`` when a strategy merges (bundlewise's own), the dispatch
+    metrics when the runs have them (a ``[dispatch]`` section) and the live-only metrics for a ``live up`` run."""
     first: dict[str, Any] = next(iter(doc["strategies"].values()), {})
-    keys = METRIC_KEYS + (DISPATCH_METRIC_KEYS if "dispatched_messages" in first else ())
+    keys: tuple[str, ...] = METRIC_KEYS
+    if any("merges" in m for m in doc["strategies"].values()):
+        at = keys.index("splits") + 1
+        keys = (*keys[:at], "merges", *keys[at:])
+    keys += DISPATCH_METRIC_KEYS if "dispatched_messages" in first else ()
     return keys + (LIVE_METRIC_KEYS if "lookups" in first else ())
 
 

@@ -13,7 +13,7 @@ from typing import Protocol
 import numpy as np
 
 from bundlewise.config import Config
-from bundlewise.model.decisions import Assignment, SplitDecision, Unload
+from bundlewise.model.decisions import Assignment, SplitDecision, SplitStep, Unload
 from bundlewise.model.load import NamespaceBundleStats
 from bundlewise.model.resources import SystemResources
 
@@ -46,6 +46,7 @@ class Manager(Protocol):
     """The engine's side of a load manager."""
 
     name: str
+    can_merge: bool  # its strategy merges bundles (bundlewise's own); Pulsar's never do
 
     def brokers_changed(self, brokers: list[str], now: int) -> None: ...  # the brokers up, after events
 
@@ -60,3 +61,7 @@ class Manager(Protocol):
     def splits(
         self, config: Config, counts: dict[str, int], reports_changed: bool, now: int
     ) -> list[SplitDecision]: ...
+
+    def split_step(
+        self, config: Config, counts: dict[str, int], reports_changed: bool, now: int
+    ) -> SplitStep: ...  # merges (applied first), then ``splits``

@@ -14,12 +14,15 @@ over-committed — ``traffic.cost``), so over-commitment stays visible even thou
 * ``settle_minutes``: for the start and every event that changed a broker (a restart's return included), the
   minutes from it to the first tick from which ``load_std ≤ 0.05`` holds for 10 minutes (the whole window
   inside the run); the worst of these, or ``null`` when one never settles.  ``events`` lists each of them;
-* counters: ``unloads`` (shedding moves), ``splits``, ``assignments`` (lookups of unowned bundles),
+* counters: ``unloads`` (shedding moves), ``splits``, ``merges`` (only for a strategy that merges, bundlewise's
+  own: Pulsar's never do, and their summaries stay as they were), ``assignments`` (lookups of unowned bundles),
   ``throughput_moved_bytes`` (Σ in+out bytes/s of each unloaded bundle at its unload), ``flaps`` (shedding
   unloads of a bundle shed before, by name, within the previous 2 hours), ``topic_unavailable_seconds``
   (Σ over unloads — shedding moves and the unloads of split children — of topics × ``unloadBlipSeconds``),
   ``repeat_unloads`` (unloads — shedding moves and split children's unloads — of a bundle whose topics were
-  unloaded before within the previous 120 minutes: a child inherits its parent's last unload);
+  unloaded before within the previous 120 minutes: a child inherits its parent's last unload); a merge whose
+  part moves to the other part's owner counts that part's topics in ``topic_unavailable_seconds`` and the move
+  in ``repeat_unloads``, and the merged bundle inherits its parts' last unload;
 * saturation (``sim.backlog``): ``saturated_broker_minutes`` (Σ over ticks of brokers that could not deliver
   all the traffic offered to them × tick minutes), ``undelivered_bytes`` (bytes not delivered in the tick
   they were produced), ``backlog_age_max_minutes`` (the oldest undelivered byte's wait, worst over the run);
@@ -63,6 +66,7 @@ class Counters:
     repeat_unloads: int = 0
     last_unload: dict[str, int] = field(default_factory=dict)  # by name: flaps
     last_moved: dict[str, int] = field(default_factory=dict)  # by name, inherited by split children: repeats
+    merges: int | None = None  # None: the strategy cannot merge, and summary.json has no ``merges``
 
     def unload(self, bundle: str, now: int, throughput: float, topics: float, blip_s: float) -> bool:
         """Count one shedding unload; returns whether it is a flap."""
@@ -88,6 +92,19 @@ class Counters:
         if prev is not None:
             for c in children:
                 self.last_moved[c] = prev
+
+    def merge(
+        self, parts: Sequence[str], merged: str, moved: Sequence[str], topics_moved: float, now: int, blip_s: float
+    ) -> None:
+        """Count one merge: the ``moved`` parts' topics change broker (unavailable as in an unload; a repeat if
+        moved within the window); the merged bundle inherits the latest last unload of its parts."""
+        self.merges = (self.merges or 0) + 1
+        self.topic_unavailable_seconds += topics_moved * blip_s
+        for name in moved:
+            self.moved(name, now)
+        prev = [self.last_moved[p] for p in parts if p in self.last_moved]
+        if prev:
+            self.last_moved[merged] = max(prev)
 
 
 @dataclass(frozen=True, slots=True)
@@ -213,9 +230,10 @@ def summarise(
     events = event_metrics(rec, marks, std, t)
     settles = [e["settle_minutes"] for e in events]
     worst = None if not len(t) or None in settles else max(settles, default=0.0)
+    metrics.update(unloads=counters.unloads, splits=counters.splits)
+    if counters.merges is not None:
+        metrics["merges"] = counters.merges
     metrics.update(
-        unloads=counters.unloads,
-        splits=counters.splits,
         assignments=counters.assignments,
         throughput_moved_bytes=_r(counters.throughput_moved_bytes),
         flaps=counters.flaps,

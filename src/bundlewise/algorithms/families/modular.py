@@ -11,7 +11,12 @@ preallocations, recently unloaded bundles), a ``Config`` and, where Pulsar draws
   the placement flow without preallocation;
 * ``find_bundles_to_split`` -- ``BundleSplitterTask#findBundlesToSplit``; ``leader_splits`` adds the
   leader's guards (``loadBalancerAutoBundleSplitEnabled``, more than one broker), as
-  ``#checkNamespaceBundleSplit`` runs it after each ``updateAll``.
+  ``#checkNamespaceBundleSplit`` runs it after each ``updateAll``;
+* ``leader_split_step`` -- the same check with the strategy's merge planner, when its registry entry has one
+  (bundlewise's own ``BalancedPlanShedder``, docs/balanced.md, Merge): merges of cold pairs in a namespace at
+  ``loadBalancerNamespaceMaximumBundles`` come first, and the split check then counts the namespace's bundles
+  after them, so the hot bundle they make room for splits in the same step.  Without a planner it is
+  ``leader_splits`` exactly: Pulsar's strategies never merge.
 
 The placement strategy is chosen by the registry's one rule for ``loadBalancerLoadPlacementStrategy``
 (``algorithms.registry.modular_placement``: a shedding strategy that is also a placement strategy, as
@@ -21,26 +26,38 @@ AvgShedder is, serves both roles with one instance); a family made only to ``pla
 from __future__ import annotations
 
 import random
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 
 from bundlewise.algorithms.leader_cycle import CycleResult, LeaderSheddingCycle
 from bundlewise.algorithms.placement.assignment import ModularPlacement
 from bundlewise.algorithms.placement.base import PlacementStrategy
 from bundlewise.algorithms.shedding.base import SheddingStrategy
-from bundlewise.algorithms.splitting.detector import find_bundles_to_split
+from bundlewise.algorithms.splitting.detector import find_bundles_to_split, split_candidates, within_cap
 from bundlewise.config import Config
 from bundlewise.config.views import LeaderSettings
-from bundlewise.model.decisions import Assignment, SplitDecision, Unload
+from bundlewise.model.bundles import NamespaceBundles
+from bundlewise.model.decisions import Assignment, MergeDecision, SplitDecision, SplitStep, Unload
 from bundlewise.model.load import LoadData
+from bundlewise.model.names import bundle_namespace
+
+MergePlanner = Callable[
+    [LoadData, Config, Mapping[str, NamespaceBundles], Sequence[SplitDecision]], list[MergeDecision]
+]
+"""``(load, config, namespaces' current bundles, split candidates cap aside) -> merges`` (``balanced.merge``)."""
 
 
 class ModularFamily:
     """A modular shedding strategy + the modular placement flow + the leader's split detector."""
 
     def __init__(
-        self, shedder: SheddingStrategy, placement: PlacementStrategy | None = None, notes: tuple[str, ...] = ()
+        self,
+        shedder: SheddingStrategy,
+        placement: PlacementStrategy | None = None,
+        notes: tuple[str, ...] = (),
+        merges: MergePlanner | None = None,
     ) -> None:
         self.shedder = shedder
+        self.merges = merges  # the strategy's merge planner (its registry entry's), None for Pulsar's
         self.name = shedder.name
         self.notes = notes  # warnings about the configuration, for the caller to show
         self._placement = None if placement is None else ModularPlacement(placement)
@@ -89,3 +106,24 @@ class ModularFamily:
         if not config.view(LeaderSettings).auto_split or len(load.brokers) < 2:
             return []
         return find_bundles_to_split(load, config, counts)
+
+    def leader_split_step(
+        self,
+        load: LoadData,
+        config: Config,
+        namespaces: Mapping[str, NamespaceBundles],
+        merge_load: LoadData | None = None,
+    ) -> SplitStep:
+        """The leader's split check with the strategy's merges first (module docstring).  ``load`` may be cut
+        down to the split candidates; ``merge_load`` (default ``load``) is the full load data the planner reads."""
+        counts = {ns: len(nb) for ns, nb in namespaces.items()}
+        if not config.view(LeaderSettings).auto_split or len(load.brokers) < 2:
+            return SplitStep()
+        candidates = split_candidates(load, config)
+        merges: list[MergeDecision] = []
+        if self.merges is not None and candidates:
+            merges = self.merges(load if merge_load is None else merge_load, config, namespaces, candidates)
+            for m in merges:
+                ns = bundle_namespace(m.bundle)
+                counts[ns] = counts[ns] - len(m.parts) + 1
+        return SplitStep(tuple(merges), tuple(within_cap(candidates, config, counts)))

