@@ -19,7 +19,7 @@ BALANCED_KEYS: tuple[Key, ...] = (
     ),
     Key(
         "bundlewiseBalancedTargetMargin",
-        0.03,
+        0.04,
         "float",
         "fraction of capacity",
         "BalancedPlanShedder: a plan stops once every broker is within this of the fleet mean (hysteresis)",
@@ -56,6 +56,15 @@ BALANCED_KEYS: tuple[Key, ...] = (
         "float",
         "load squared",
         "BalancedPlanShedder: the cost of each topic a move makes unavailable, added to the gain required",
+        minimum=0,
+    ),
+    Key(
+        "bundlewiseBalancedCostPerMove",
+        0.002,
+        "float",
+        "load squared",
+        "BalancedPlanShedder: the fixed cost of one move (a bundle unloaded and looked up again), added to the "
+        "gain required",
         minimum=0,
     ),
     Key(

@@ -397,6 +397,7 @@ class BalancedSettings:
     max_moves: int
     min_gain: float
     cost_per_topic: float
+    cost_per_move: float
     cooldown_ms: int
     in_flight_ms: int
     overload_threshold: float  # fraction
@@ -410,6 +411,7 @@ class BalancedSettings:
             max_moves=int(c["bundlewiseBalancedMaxMovesPerCycle"]),
             min_gain=float(c["bundlewiseBalancedMinGain"]),
             cost_per_topic=float(c["bundlewiseBalancedCostPerTopic"]),
+            cost_per_move=float(c["bundlewiseBalancedCostPerMove"]),
             cooldown_ms=int(c["bundlewiseBalancedCooldownMinutes"]) * MINUTE_MS,
             in_flight_ms=int(c["bundlewiseBalancedInFlightMinutes"]) * MINUTE_MS,
             overload_threshold=float(c["loadBalancerBrokerOverloadedThresholdPercentage"]) / 100.0,

@@ -19,7 +19,8 @@ any broker and divided by THAT broker's limits:
   has no stats (a bundle preallocated but not yet reported).
 * **A broker** is its reported usage, plus its preallocated bundles (assigned, not yet in a report),
   plus the moves still in flight (``InFlight``): a move is credited to its destination, and debited from
-  its source, until the destination's report lists the bundle and the source's no longer does.
+  its source, until the destination's report lists the bundle and the source's no longer does.  The shedder
+  smooths the report-plus-in-flight part over time (``trend``); preallocations are added on top.
 * **Load** is the weighted max of the three fractions (``SystemResources#weighted_max_usage``'s weights,
   ``loadBalancer*ResourceWeight``); a resource without a limit counts 0.
 """
@@ -160,21 +161,12 @@ class InFlight:
     at: int  # ms
 
 
-def broker_usage(
-    load: LoadData, model: CostModel, in_flight: Iterable[InFlight], assumed: Mapping[str, Vector] | None = None
-) -> dict[str, Vector]:
-    """Every broker's estimated usage: its report, its preallocations (each at the usage ``assumed`` for it
-    when placed, else its short-term data) and the moves in flight."""
-    assumed = assumed or {}
+def reported_usage(load: LoadData, in_flight: Iterable[InFlight]) -> dict[str, Vector]:
+    """Every broker's usage as its report shows it, plus the moves in flight (module docstring)."""
     usage: dict[str, Vector] = {}
     for name, b in load.brokers.items():
         r = b.localData.resources
-        u: Vector = (r.cpu.usage, r.bandwidth_in.usage, r.bandwidth_out.usage)
-        listed = b.localData.lastStats
-        for bundle, data in b.preallocatedBundleData.items():
-            if bundle not in listed:
-                u = add(u, assumed.get(bundle) or model.of_data(data))
-        usage[name] = u
+        usage[name] = (r.cpu.usage, r.bandwidth_in.usage, r.bandwidth_out.usage)
     for m in in_flight:
         dest, src = load.brokers.get(m.destination), load.brokers.get(m.source)
         if dest is not None and dest.localData.lastUpdate <= m.at:
@@ -182,3 +174,29 @@ def broker_usage(
         if src is not None and src.localData.lastUpdate <= m.at and m.bundle in src.localData.lastStats:
             usage[m.source] = add(usage[m.source], m.vector, -1.0)
     return usage
+
+
+def preallocated_usage(
+    load: LoadData, model: CostModel, assumed: Mapping[str, Vector] | None = None
+) -> dict[str, Vector]:
+    """Every broker's preallocated bundles not yet in its report, each at the usage ``assumed`` for it when
+    placed, else its short-term data."""
+    assumed = assumed or {}
+    usage: dict[str, Vector] = {}
+    for name, b in load.brokers.items():
+        u: Vector = ZERO
+        listed = b.localData.lastStats
+        for bundle, data in b.preallocatedBundleData.items():
+            if bundle not in listed:
+                u = add(u, assumed.get(bundle) or model.of_data(data))
+        usage[name] = u
+    return usage
+
+
+def broker_usage(
+    load: LoadData, model: CostModel, in_flight: Iterable[InFlight], assumed: Mapping[str, Vector] | None = None
+) -> dict[str, Vector]:
+    """Every broker's estimated usage: its report, its preallocations and the moves in flight."""
+    reported = reported_usage(load, in_flight)
+    pre = preallocated_usage(load, model, assumed)
+    return {b: add(u, pre[b]) for b, u in reported.items()}

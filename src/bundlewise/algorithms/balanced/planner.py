@@ -9,20 +9,28 @@ TransferShedder moves bundles until its std-dev target is met (``TransferShedder
 is judged by its effect on the whole fleet:
 
 * **gain** of moving bundle ``x`` (usage vector ``v``) from ``s`` to ``d``:
-  ``k(s) * (load(s)^2 - load(s - v)^2) + k(d) * (load(d)^2 - load(d + v)^2) - costPerTopic * topics(x)``,
-  each load the weighted max of that broker's capacity-normalised CPU and NIC (``estimate.load_of``) and
-  ``k(b)`` its capacity relative to the fleet's mean (``capacity_weights``).  With brokers of one size this is
-  the drop of the sum of squared loads, i.e. of the std-dev at a constant total; the capacity weight makes
-  the optimum equal LOADS on a mixed fleet (an unweighted sum of squares is smallest when a 32-core broker
-  runs four times as hot as an 8-core one).  It prefers the move that closes the largest gap, and never a move
-  that only makes a new hot spot (a bundle larger than the gap has a negative gain: it is left for the
-  split detector, ``BundleSplitterTask``, to split).
+  ``k(s) * (load(s)^2 - load(s - v)^2) + k(d) * (load(d)^2 - load(d + v)^2) - costPerTopic * topics(x)
+  - costPerMove``, each load the weighted max of that broker's capacity-normalised CPU and NIC
+  (``estimate.load_of``) and ``k(b)`` its capacity relative to the fleet's mean (``capacity_weights``).  With
+  brokers of one size this is the drop of the sum of squared loads, i.e. of the std-dev at a constant total;
+  the capacity weight makes the optimum equal LOADS on a mixed fleet (an unweighted sum of squares is
+  smallest when a 32-core broker runs four times as hot as an 8-core one).  It prefers the move that closes
+  the largest gap, and never a move that only makes a new hot spot (a bundle larger than the gap has a
+  negative gain: it is left for the split detector, ``BundleSplitterTask``, to split).
+* **per-move cost** (``costPerMove``): every move costs a fixed amount of gain -- its clients reconnect,
+  whatever its size -- so the polishing moves of a nearly balanced fleet (a small bundle across a small gap)
+  do not pay; a move that relieves a broker above the safe line (``safe_line``, under the overload
+  threshold) or refills one below the refill line (``mean - refill_margin``) pays no fixed cost.
+* **large-first refill**: when the least loaded broker is below the refill line (an empty, new or returned
+  broker), the step plans for it alone and looks at the ``WIDE_SOURCES`` (12) most loaded brokers at once:
+  the bundle of largest gain -- the largest that fits the gap -- goes first, wherever it is, so an empty
+  broker is filled by a few large moves rather than by many small ones from the three hottest brokers.
 * **greedy**: each step evaluates every movable bundle of the ``SOURCES`` (3) most loaded brokers towards
   the ``DESTINATIONS`` (3) least loaded ones -- of the ``WIDE_SOURCES`` (12) most loaded when those have
   nothing worth moving (their bundles cooling down, or each larger than the gap) -- takes the best move
   when its gain is at least ``minGain``, applies it to the estimate and repeats -- until the budget
-  (``maxMovesPerCycle``) is spent, no move gains enough, or every broker is within ``targetMargin`` of the
-  mean (the stop line of the hysteresis).
+  (``maxMovesPerCycle``) is spent, no move gains enough, or the fleet is *settled*: every broker within
+  ``targetMargin`` of the mean (the stop line of the hysteresis) and none above the safe line.
 * Ties (equal gains) go to the first candidate in (source, bundle, destination) order: brokers by load
   (then name), bundles as the caller lists them, so a plan is deterministic.
 """
@@ -67,6 +75,14 @@ class PlanLimits:
     min_gain: float
     cost_per_topic: float
     target_margin: float
+    cost_per_move: float = 0.0
+    safe_line: float = float("inf")  # the plan goes on while a broker is above it, whatever the margin
+    refill_margin: float = float("inf")  # a broker this far below the mean is refilled, large-first
+
+
+def settled(loads: Mapping[str, float], lim: PlanLimits) -> bool:
+    """The stop line: every broker within the target margin of the mean and none above the safe line."""
+    return within_target(loads, lim.target_margin) and max(loads.values()) <= lim.safe_line
 
 
 def within_target(loads: Mapping[str, float], margin: float) -> bool:
@@ -93,10 +109,14 @@ def _best_move(
     moved: set[str],
     cache: dict[str, list[Candidate]],
     candidates: Callable[[str], Sequence[Candidate]],
+    refill_line: float = -1.0,
 ) -> Move | None:
-    """The move of largest gain from ``sources`` to ``destinations`` (first in order on a tie)."""
+    """The move of largest gain from ``sources`` to ``destinations`` (first in order on a tie); a move pays
+    ``cost_per_move`` unless it relieves a broker above ``lim.safe_line`` or refills one below
+    ``refill_line``."""
     best: Move | None = None
     for s in sources:
+        relieves = loads[s] > lim.safe_line
         if s not in cache:
             cache[s] = list(candidates(s))
         for c in cache[s]:
@@ -111,6 +131,7 @@ def _best_move(
                     k[s] * (loads[s] ** 2 - new_s**2)
                     + k[d] * (loads[d] ** 2 - new_d**2)
                     - lim.cost_per_topic * c.topics
+                    - (0.0 if relieves or loads[d] < refill_line else lim.cost_per_move)
                 )
                 if best is None or gain > best.gain:
                     best = Move(c.bundle, s, d, c.vector, gain, (loads[s], loads[d]), (new_s, new_d))
@@ -132,12 +153,20 @@ def plan_moves(
     moved: set[str] = set()
     plan: list[Move] = []
     cache: dict[str, list[Candidate]] = {}
-    while len(plan) < lim.budget and len(loads) >= 2 and not within_target(loads, lim.target_margin):
+    while len(plan) < lim.budget and len(loads) >= 2 and not settled(loads, lim):
         destinations = heapq.nsmallest(DESTINATIONS, loads, key=lambda b: (loads[b], b))
         best = None
-        for width in (SOURCES, WIDE_SOURCES):  # the wider look only when the first finds nothing worth it
+        mean = sum(loads.values()) / len(loads)
+        refill_line = mean - lim.refill_margin
+        refill = loads[destinations[0]] < refill_line
+        if refill:  # large-first refill: the emptiest broker takes the best bundle of the wider set of sources
+            destinations = destinations[:1]
+        # the wider look only when the first finds nothing worth it -- or at once to refill an empty broker
+        for width in (WIDE_SOURCES,) if refill else (SOURCES, WIDE_SOURCES):
             sources = heapq.nsmallest(min(width, len(loads)), loads, key=lambda b: (-loads[b], b))
-            best = _best_move(sources, destinations, usage, loads, limits, k, weights, lim, moved, cache, candidates)
+            best = _best_move(
+                sources, destinations, usage, loads, limits, k, weights, lim, moved, cache, candidates, refill_line
+            )
             if best is not None and best.gain >= lim.min_gain:
                 break
         if best is None or best.gain < lim.min_gain:

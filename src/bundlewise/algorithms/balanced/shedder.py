@@ -8,22 +8,32 @@ blind to capacity, would send a planned move to whichever broker holds the fewes
 namespace, so it does not narrow this strategy's choice.  Each cycle (``ModularLoadManagerImpl#doLoadShedding`` calls
 ``find_bundles_for_unloading``):
 
-1. **Estimate** (``estimate``): the fleet's cost model from the latest reports, every broker's usage
-   vector (report + preallocations + moves in flight) and its capacity-normalised load.
+1. **Estimate** (``estimate``, ``trend``): the fleet's cost model from the latest reports; every broker's
+   usage vector -- its report plus the moves in flight, less the split parents its report still lists
+   (with ``loadBalancerAutoUnloadSplitBundlesEnabled`` their children are unloaded and placed elsewhere:
+   ``_split_away``), smoothed with a level and a slope per broker (``trend.Trend``), plus its preallocations --
+   and its capacity-normalised load.
 2. **Hysteresis**: the cycle is *calm* when the most loaded broker is at most ``triggerMargin`` above the
-   fleet mean and the least loaded at most ``triggerMargin`` below it, or when no broker is above
+   fleet mean and the least loaded at most ``min(triggerMargin, 20 % of the mean)`` below it (so a broker
+   under ``REFILL_SHARE`` (80 %) of the mean is always refilled), or when no broker is above
    ``loadBalancerBrokerOverloadedThresholdPercentage`` and the spread is within ``targetMargin``.  A calm
    cycle clears the hit counter and moves nothing; a cycle above the trigger counts a hit, and the plan
-   runs at ``hitCount`` consecutive hits -- at once when a broker is overloaded.  Jitter that crosses the
-   trigger for one cycle moves nothing (AvgShedder answers jitter with the same consecutive-hit rule, PIP-364;
-   UniformLoadShedder and ThresholdShedder act on one cycle).
-3. **Candidates**: a source broker's bundles with traffic in its report (its ``lastStats``; a report
+   runs at ``hitCount`` consecutive hits -- at once when a broker is overloaded (by its smoothed or its latest
+   figure).  Jitter that crosses the trigger for one cycle moves nothing (AvgShedder answers jitter with the
+   same consecutive-hit rule, PIP-364; UniformLoadShedder and ThresholdShedder act on one cycle).
+3. **Settle**: while a bundle this strategy placed within ``SETTLE_MS`` (3 minutes) is preallocated and not
+   yet in its broker's report, the reports understate where the lookups went: the cycle waits (unless a
+   broker is overloaded) rather than move load that a burst of lookups has already moved.
+4. **Candidates**: a source broker's bundles with traffic in its report (its ``lastStats``; a report
    without them, its ``bundles`` with the leader's short-term ``BundleData``), except those moved within
    ``cooldownMinutes`` -- by name or by any overlap of hash range, so a split child of a bundle just moved
    waits too -- and those the leader unloaded within its grace period (``recentlyUnloadedBundles``).
-4. **Plan** (``planner.plan_moves``): the fewest, largest-impact moves within ``maxMovesPerCycle``.
-5. Each move is remembered: its destination (for the placement half), its time (cool-down) and its load
-   (in flight, so the next cycles do not pile onto a destination whose report is not yet rewritten).
+5. **Plan** (``planner.plan_moves``): the fewest, largest-impact moves within ``maxMovesPerCycle``, each
+   paying ``costPerMove`` unless it relieves a broker within ``SAFE_HEADROOM`` (5 points) of the overload
+   threshold or refills an underloaded one; an underloaded broker is refilled large-first.
+6. Each move is remembered: its destination (for the placement half), its time (cool-down), its load (in
+   flight, so the next cycles do not pile onto a destination whose report is not yet rewritten) and, for the
+   trend, a known step on both brokers.
 
 Every ``Unload`` carries its figures as its reason; its cause is ``Overloaded`` when the source was
 above the overload threshold, ``Underloaded`` when the cycle was triggered by a broker below the mean
@@ -36,27 +46,34 @@ import random
 from collections.abc import Callable, Mapping, Sequence
 
 from bundlewise.algorithms.balanced.estimate import (
+    ZERO,
     CostModel,
     InFlight,
     Limits,
     Vector,
+    add,
     binding_resource,
-    broker_usage,
     fit_cost_model,
     fleet_limits,
     load_of,
+    preallocated_usage,
+    reported_usage,
 )
 from bundlewise.algorithms.balanced.placement import least_loaded_after
 from bundlewise.algorithms.balanced.planner import Candidate, Move, PlanLimits, plan_moves
+from bundlewise.algorithms.balanced.trend import Trend
 from bundlewise.algorithms.placement import filters
 from bundlewise.algorithms.placement.base import Selection
 from bundlewise.config import Config
-from bundlewise.config.views import BalancedSettings, PlacementSettings
+from bundlewise.config.views import BalancedSettings, LeaderSettings, PlacementSettings
 from bundlewise.model.decisions import Label, Unload, UnloadReason
 from bundlewise.model.load import BundleData, LoadData
 from bundlewise.model.resources import ResourceWeights
 
 NAME = "BalancedPlanShedder"
+REFILL_SHARE = 0.8  # a broker below this share of the fleet mean is underloaded (an empty, new or returned one)
+SETTLE_MS = 3 * 60_000  # placements this recent and not yet in a report hold the shedding back
+SAFE_HEADROOM = 0.05  # a plan goes on while a broker is within this of the overload threshold
 Cooling = Callable[[str], bool]
 
 
@@ -85,12 +102,17 @@ class BalancedPlanShedder:
         self.planned: dict[str, str] = {}  # bundle -> destination, for this cycle's placement calls
         self.model: CostModel | None = None
         self.assumed: dict[str, Vector] = {}  # bundle -> usage estimated when placed (preallocations)
+        self.trend = Trend()
+        self.split_seen: set[str] = set()  # split parents still listed by a report
+        self.placed_at: dict[str, int] = {}  # bundle -> when this strategy placed it (ms, its cycle's clock)
+        self.clock = 0  # the last cycle's ``now``
 
     # -- shedding ------------------------------------------------------------------------------
 
     def find_bundles_for_unloading(self, load: LoadData, config: Config, now: int) -> list[Unload]:
         s = config.view(BalancedSettings)
         weights = config.weights()
+        self.clock = now
         self.planned = {}
         self._forget(now, s)
         self.idle_reason = ""
@@ -100,15 +122,29 @@ class BalancedPlanShedder:
         model = self.model = fit_cost_model(load.brokers.values())
         preallocated = {b for bd in load.brokers.values() for b in bd.preallocatedBundleData}
         self.assumed = {b: v for b, v in self.assumed.items() if b in preallocated}
-        usage = broker_usage(load, model, self.in_flight, self.assumed)
         limits = fleet_limits(load.brokers)
-        loads = {b: load_of(u, limits[b], weights) for b, u in usage.items()}
+
+        def load_fn(b: str, v: Vector) -> float:
+            return load_of(v, limits[b], weights)
+
+        reported = reported_usage(load, self.in_flight)
+        if config.view(LeaderSettings).unload_split_children:
+            for b, v in self._split_away(load, model).items():
+                reported[b] = add(reported[b], v, -1.0)
+        pre = preallocated_usage(load, model, self.assumed)
+        updates = {b: bd.localData.lastUpdate for b, bd in load.brokers.items()}
+        forecast = self.trend.observe(reported, updates, load_fn)
+        usage = {b: add(forecast[b], pre[b]) for b in reported}
+        loads = {b: load_fn(b, u) for b, u in usage.items()}
+        latest_top = max(load_fn(b, add(u, pre[b])) for b, u in reported.items())
         mean = sum(loads.values()) / len(loads)
         top, low = max(loads.values()), min(loads.values())
-        overloaded = top > s.overload_threshold
+        overloaded = max(top, latest_top) > s.overload_threshold
+        low_trigger = min(s.trigger_margin, (1.0 - REFILL_SHARE) * mean)
+        underloaded = mean - low > low_trigger
         spread = max(top - mean, mean - low)
         figures = f"loads {low:.1%}..{top:.1%} around a fleet mean of {mean:.1%}"
-        if spread <= s.trigger_margin and not (overloaded and spread > s.target_margin):
+        if top - mean <= s.trigger_margin and not underloaded and not (overloaded and spread > s.target_margin):
             self.hits = 0
             self.idle_reason = (
                 f"balanced: {figures}, every broker within bundlewiseBalancedTriggerMargin "
@@ -120,6 +156,13 @@ class BalancedPlanShedder:
             self.idle_reason = (
                 f"{figures}: hit {self.hits} of bundlewiseBalancedHitCount {s.hit_count} (no broker above "
                 f"{s.overload_threshold:.0%})"
+            )
+            return []
+        pending = self._settling(load, now)
+        if pending and not overloaded:
+            self.idle_reason = (
+                f"{figures}: waiting for {pending} bundles placed in the last {SETTLE_MS // 60_000} minutes to "
+                f"appear in a report (no broker above {s.overload_threshold:.0%})"
             )
             return []
         cooling = self._cooling(now, s)
@@ -145,13 +188,21 @@ class BalancedPlanShedder:
                 out.append(Candidate(bundle, vector, topics))
             return out
 
-        lim = PlanLimits(s.max_moves, s.min_gain, s.cost_per_topic, s.target_margin)
+        lim = PlanLimits(
+            s.max_moves,
+            s.min_gain,
+            s.cost_per_topic,
+            s.target_margin,
+            s.cost_per_move,
+            s.overload_threshold - SAFE_HEADROOM,
+            low_trigger,
+        )
         moves = plan_moves(usage, limits, candidates, weights, lim)
         cause = (
             UnloadReason.OVERLOADED
             if overloaded
             else UnloadReason.UNDERLOADED
-            if mean - low > s.trigger_margin
+            if underloaded
             else UnloadReason.BALANCED
         )
         if not moves:
@@ -162,8 +213,42 @@ class BalancedPlanShedder:
         out = []
         for m in moves:
             self._remember(m, now)
+            self.trend.shift(m.source, m.vector, -1.0)
+            self.trend.shift(m.destination, m.vector, 1.0)
             why = self._reason(m, usage, limits, mean, weights)
             out.append(Unload(m.source, m.bundle, why, m.destination, Label.SUCCESS, cause))
+        return out
+
+    def _settling(self, load: LoadData, now: int) -> int:
+        """How many bundles this strategy placed within ``SETTLE_MS`` are preallocated and not yet in their
+        broker's report: until they are, the reports understate where they went."""
+        self.placed_at = {b: t for b, t in self.placed_at.items() if now - t < SETTLE_MS}
+        return sum(
+            1
+            for bd in load.brokers.values()
+            for b in bd.preallocatedBundleData
+            if b in self.placed_at and b not in bd.localData.lastStats
+        )
+
+    def _split_away(self, load: LoadData, model: CostModel) -> dict[str, Vector]:
+        """Per broker, the usage of the bundles its report lists that have split since (the leader has no data
+        for them any more): their children are unloaded and placed elsewhere (Pulsar's
+        ``loadBalancerAutoUnloadSplitBundlesEnabled``).  Each is a known step for the trend the first time
+        it is seen."""
+        out: dict[str, Vector] = {}
+        if len(load.bundleData) == 0:
+            return out
+        seen: set[str] = set()
+        for b, bd in load.brokers.items():
+            for bundle, st in bd.localData.lastStats.items():
+                if bundle in load.bundleData:
+                    continue
+                v = model.of_stats(st)
+                out[b] = add(out.get(b, ZERO), v)
+                seen.add(bundle)
+                if bundle not in self.split_seen:
+                    self.trend.shift(b, v, -1.0)
+        self.split_seen = seen
         return out
 
     @staticmethod
@@ -234,6 +319,7 @@ class BalancedPlanShedder:
         chosen, _ = least_loaded_after(
             sorted(pool), bundle, bundle_data, load, model, self.in_flight, config.weights(), self.assumed
         )
+        self.placed_at[bundle] = self.clock
         if chosen is None:
             return Selection.none()
         return Selection(chosen, (chosen,))
