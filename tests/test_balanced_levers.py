@@ -127,7 +127,44 @@ def test_an_empty_broker_is_refilled_first_with_the_largest_bundle_of_any_source
         "BalancedPlanShedder: d at 58.0% (cpu) vs fleet mean 47.6%; move to e at 0.0%: d -> 28.0%, e -> 30.0% "
         "(gain 0.1680)"
     )
-    assert len(out) == 10 and {u.cause.value for u in out} == {"Underloaded"}
+    assert len(out) == 8 and {u.cause.value for u in out} == {"Underloaded"}
+
+
+# -- the event margin: a plan an overloaded or underloaded broker triggered stops at 6 points --------
+
+
+def test_a_refill_plan_stops_once_every_broker_is_within_the_event_margin() -> None:
+    out = BalancedPlanShedder().find_bundles_for_unloading(refill_cluster(), ONE_HIT, MINUTE)
+    # after 8 moves: a 48 %, b 52 %, c 52 %, d 44 %, e 42 % around 47.6 %: every broker within 6 points
+    assert out[-1].reason.endswith(
+        "a at 52.0% (cpu) vs fleet mean 47.6%; move to d at 40.0%: a -> 48.0%, d -> 44.0% (gain 0.0044)"
+    )
+    assert out[-2].reason.endswith("c -> 52.0%, e -> 42.0% (gain 0.0112)")
+    # with the event margin at the target margin (4 points) the plan polishes on: two more moves of 4 %
+    tight = ONE_HIT.with_values({"bundlewiseBalancedEventMargin": 0.04})
+    more = BalancedPlanShedder().find_bundles_for_unloading(refill_cluster(), tight, MINUTE)
+    assert moves(more)[:8] == moves(out)
+    assert [u.reason[-36:] for u in more[8:]] == [
+        "b -> 48.0%, e -> 46.0% (gain 0.0028)",
+        "c -> 48.0%, d -> 48.0% (gain 0.0012)",
+    ]
+
+
+def test_a_plan_the_spread_alone_triggered_aims_for_the_target_margin() -> None:
+    def bundles(first: int, n: int) -> dict[str, float]:
+        return {_named(first + k): 32_000 for k in range(n)}  # 4 % each
+
+    # a 68 %, b c d 52 %: mean 56 %, a 12 points above it, nobody under- or overloaded
+    ld = cluster(
+        a=broker(bundles(0, 17)), b=broker(bundles(20, 13)), c=broker(bundles(40, 13)), d=broker(bundles(60, 13))
+    )
+    loose = ONE_HIT.with_values({"bundlewiseBalancedEventMargin": 0.10})
+    for config in (ONE_HIT, loose):
+        out = BalancedPlanShedder().find_bundles_for_unloading(ld, config, MINUTE)
+        # one 4 % bundle to each of b, c, d: every broker at 56 %, whatever the event margin
+        assert [(u.broker, u.destination) for u in out] == [("a", "b"), ("a", "c"), ("a", "d")]
+        assert out[-1].reason.endswith("a -> 56.0%, d -> 56.0% (gain 0.0012)")
+        assert {u.cause.value for u in out} == {"Balanced"}
 
 
 def test_without_the_refill_rule_the_plan_starts_from_the_three_most_loaded_brokers() -> None:

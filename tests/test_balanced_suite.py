@@ -39,16 +39,16 @@ def test_every_suite_scenario_loads() -> None:
 # BalancedPlanShedder on each scenario: load_std_mean, max_load_p99, unloads, overloaded broker-minutes, and
 # the targets it misses (every other target of ``sim.suite.targets`` is met, or n/a)
 FIGURES: dict[str, tuple[float, float, int, float, set[str]]] = {
-    "restart-empty": (0.0277202522, 0.694596515, 11, 0.0, {"std~floor", "p99~floor"}),
-    "drain-return-growth": (0.0218305084, 0.67545106, 17, 0.0, {"unloads<=half"}),
+    "restart-empty": (0.0347087586, 0.694596515, 10, 0.0, {"std~floor", "p99~floor"}),
+    "drain-return-growth": (0.0254202922, 0.67545106, 15, 0.0, {"unloads<=half"}),
     "scale-out-several": (
-        0.0544993364,
-        0.872802794,
-        59,
+        0.0507723955,
+        0.876366971,
+        52,
         4.0,
         {"std~floor", "p99~floor", "unloads<=half", "no avoidable overload"},
     ),
-    "hot-partitioned-topic": (0.0321333053, 0.689257604, 20, 0.0, {"p99<=best", "unloads<=half"}),
+    "hot-partitioned-topic": (0.0302240398, 0.68324183, 16, 0.0, {"p99<=best", "unloads<=half"}),
     "stationary-jitter": (0.034596401, 0.589753717, 4, 0.0, {"p99~floor", "unloads<=half"}),
     "mixed-generation": (0.0178245321, 0.450975842, 6, 0.0, {"unloads<=half"}),
     "tiny-bundles-at-cap": (0.0442322239, 0.548876853, 6, 0.0, {"std~floor", "p99~floor"}),
@@ -123,7 +123,7 @@ def test_a_restarted_broker_is_refilled_with_half_the_unloads_of_the_reference()
     doc, status = run("restart-empty")
     # AvgShedder has the best Pulsar std (0.0545) with 22 unloads; UniformLoadShedder, within 0.01, has 32
     assert doc["strategies"]["AvgShedder"]["unloads"] == 22
-    assert doc["strategies"][OWN]["unloads"] == 11 and status["unloads<=half"] == "met"
+    assert doc["strategies"][OWN]["unloads"] == 10 and status["unloads<=half"] == "met"
 
 
 @pytest.mark.parametrize(

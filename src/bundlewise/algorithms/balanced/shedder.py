@@ -30,7 +30,11 @@ namespace, so it does not narrow this strategy's choice.  Each cycle (``ModularL
    waits too -- and those the leader unloaded within its grace period (``recentlyUnloadedBundles``).
 5. **Plan** (``planner.plan_moves``): the fewest, largest-impact moves within ``maxMovesPerCycle``, each
    paying ``costPerMove`` unless it relieves a broker within ``SAFE_HEADROOM`` (5 points) of the overload
-   threshold or refills an underloaded one; an underloaded broker is refilled large-first.
+   threshold or refills an underloaded one; an underloaded broker is refilled large-first.  The plan stops
+   once every broker is within ``targetMargin`` of the mean -- or, when an overloaded or underloaded broker
+   triggered the cycle, within the looser ``eventMargin``: the event is dealt with there, and the polishing
+   beyond it (moves of a few points each after a refill or a relief) is left to a later cycle that the
+   spread alone triggers.
 6. Each move is remembered: its destination (for the placement half), its time (cool-down), its load (in
    flight, so the next cycles do not pile onto a destination whose report is not yet rewritten) and, for the
    trend, a known step on both brokers.
@@ -188,11 +192,14 @@ class BalancedPlanShedder:
                 out.append(Candidate(bundle, vector, topics))
             return out
 
+        # a plan a broker's state triggered (overloaded, underloaded) stops at the looser event margin; one the
+        # spread alone triggered aims for the target margin
+        stop = max(s.target_margin, s.event_margin) if underloaded or overloaded else s.target_margin
         lim = PlanLimits(
             s.max_moves,
             s.min_gain,
             s.cost_per_topic,
-            s.target_margin,
+            stop,
             s.cost_per_move,
             s.overload_threshold - SAFE_HEADROOM,
             low_trigger,
