@@ -126,6 +126,14 @@ def test_a_restarted_broker_is_refilled_with_half_the_unloads_of_the_reference()
     assert doc["strategies"][OWN]["unloads"] == 10 and status["unloads<=half"] == "met"
 
 
+def test_a_scale_out_is_refilled_with_no_more_unloads_than_the_pulsar_reference() -> None:
+    doc, status = run("scale-out-several")
+    # AvgShedder has the best Pulsar std (0.0603) with 52 unloads; the event margin stops each refill plan
+    # 6 points from the mean, so the refill no longer takes more moves than it does
+    assert doc["strategies"]["AvgShedder"]["unloads"] == 52
+    assert doc["strategies"][OWN]["unloads"] == 52 and status["std<=best"] == status["p99<=best"] == "met"
+
+
 @pytest.mark.parametrize(
     ("name", "minutes"),
     [("restart-empty", [2.0]), ("drain-return-growth", [2.0]), ("scale-out-several", [6.0, 6.0, 6.0, 6.0])],
