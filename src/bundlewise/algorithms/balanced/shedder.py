@@ -20,9 +20,10 @@ namespace, so it does not narrow this strategy's choice.  Each cycle (``ModularL
    cycle clears the hit counter and moves nothing.  A broker whose largest bundle is above the fleet mean
    is *pinned*: it is measured against that bundle and the others against the mean of the rest
    (``_held``, ``planner.reachable``) -- no move can bring it nearer, so it triggers nothing by itself.  A
-   cycle that is not calm counts a hit, and the plan runs at ``hitCount`` consecutive hits -- at once when a broker is overloaded (by its smoothed or its latest
-   figure).  Jitter that crosses the trigger for one cycle moves nothing (AvgShedder answers jitter with the
-   same consecutive-hit rule, PIP-364; UniformLoadShedder and ThresholdShedder act on one cycle).
+   cycle that is not calm counts a hit, and the plan runs at ``hitCount`` consecutive hits -- at once when a
+   broker is overloaded (by its smoothed or its latest figure).  Jitter that crosses the trigger for one
+   cycle moves nothing (AvgShedder answers jitter with the same consecutive-hit rule, PIP-364;
+   UniformLoadShedder and ThresholdShedder act on one cycle).
 3. **Settle**: while a bundle this strategy placed within ``SETTLE_MS`` (3 minutes) is preallocated and not
    yet in its broker's report, the reports understate where the lookups went: the cycle waits (unless a
    broker is overloaded) rather than move load that a burst of lookups has already moved.
