@@ -5,6 +5,12 @@ each target marked met / not met, and the decision time at 1,000 brokers x 100,0
 ``bench/results/own_strategy.json`` and ``bench/results/own_strategy.md``.  ``BENCH_OWN_SCENARIOS=a,b``
 runs only those scenarios; ``BENCH_OWN_BROKERS=100`` times decisions on a smaller cluster (a quick check).
 
+Where the own strategy's unloads go (``moves``): per scenario, its unloads by cause (``Overloaded``: a
+broker above the overload threshold; ``Underloaded``: an idle, new or returned broker to refill; ``Balanced``:
+the spread alone), how many moved a split child born within the last ``CHILD_MINUTES`` (chasing children),
+and how many moved a bundle that split within ``SPLIT_SOON_MINUTES`` after (a move the split undid: its
+children are unloaded and placed again).
+
 Decision time: one ``find_bundles_for_unloading`` call on ``bench_modular``'s synthetic cluster (brokers
 between 10 % and 95 % CPU), median of repeated runs, side by side with each Pulsar modular strategy.
 *cold*: a fresh instance's first call; *warm*: the next call of the same instance a minute later (the
@@ -28,14 +34,41 @@ from bench.common import RESULTS, write_result
 from bundlewise.algorithms.families import ModularFamily
 from bundlewise.algorithms.registry import SHEDDING, make_placement, shedding_names
 from bundlewise.config import Config
+from bundlewise.model.decisions import SplitDecision, Unload
 from bundlewise.model.load import BundleData
+from bundlewise.sim.engine import RunResult
 from bundlewise.sim.floor import static_floor
 from bundlewise.sim.run import simulate, summary
 from bundlewise.sim.suite import SUITE, own_names, suite_scenario, targets
 
 OWN = "BalancedPlanShedder"
 TARGET_MS = 50.0
+CHILD_MINUTES = 30
+SPLIT_SOON_MINUTES = 30
+MINUTE_MS = 60_000
 SHOWN = ("load_std_mean", "max_load_p99", "unloads", "repeat_unloads", "overloaded_broker_minutes")
+
+
+def moves(result: RunResult) -> dict[str, int]:
+    """Where one run's unloads go: by cause, split children chased, moves a split undid (module docstring)."""
+    born: dict[str, int] = {}  # split child -> when its parent split
+    split_at: dict[str, int] = {}  # bundle -> when it split
+    for logged in result.decisions:
+        d = logged.decision
+        if isinstance(d, SplitDecision):
+            split_at.setdefault(d.bundle, logged.time_ms)
+            born.update(dict.fromkeys(d.children, logged.time_ms))
+    out = {"Overloaded": 0, "Underloaded": 0, "Balanced": 0, "split child": 0, "split soon after": 0}
+    for logged in result.decisions:
+        d = logged.decision
+        if not isinstance(d, Unload):
+            continue
+        out[str(d.cause)] = out.get(str(d.cause), 0) + 1
+        if logged.time_ms - born.get(d.bundle, -(10**12)) <= CHILD_MINUTES * MINUTE_MS:
+            out["split child"] += 1
+        if 0 <= split_at.get(d.bundle, -1) - logged.time_ms <= SPLIT_SOON_MINUTES * MINUTE_MS:
+            out["split soon after"] += 1
+    return out
 
 
 def run_scenario(name: str) -> dict[str, Any]:
@@ -43,7 +76,10 @@ def run_scenario(name: str) -> dict[str, Any]:
     results = simulate(scenario, list(shedding_names()))
     doc = summary(scenario, results)
     floor = static_floor(scenario)
-    out: dict[str, Any] = {"floor": floor.to_json(), "strategies": {}, "targets": {}}
+    out: dict[str, Any] = {"floor": floor.to_json(), "strategies": {}, "targets": {}, "moves": {}}
+    for r in results:
+        if r.strategy in own_names(doc):
+            out["moves"][r.strategy] = moves(r)
     for strategy, m in doc["strategies"].items():
         starts = [e["reach_80_minutes"] for e in m["events"] if e["action"] in ("add", "return")]
         out["strategies"][strategy] = {k: m[k] for k in SHOWN} | {"reach_80_minutes": starts}
@@ -114,6 +150,9 @@ def markdown(scenarios: dict[str, Any], timing: dict[str, Any]) -> str:
         for own, ts in r["targets"].items():
             lines += ["", f"Targets of {own}:", "", "| target | status | figures |", "|---|---|---|"]
             lines += [f"| {t['target']} | {t['status']} | {t['detail']} |" for t in ts]
+        for own, mv in r["moves"].items():
+            lines += ["", f"Where the unloads of {own} go:", "", "| " + " | ".join(mv) + " |", "|---" * len(mv) + "|"]
+            lines.append("| " + " | ".join(str(v) for v in mv.values()) + " |")
         lines.append("")
     lines += [
         f"## Decision time at {timing['brokers']:,} brokers x {timing['bundles']:,} bundles (median ms)",

@@ -10,7 +10,7 @@ import pytest
 from tests.test_balanced_strategy import A1, A2, A3, B1, MINUTE, NS, broker, cluster, skewed
 
 from bundlewise.algorithms.balanced.estimate import Vector, broker_usage, fit_cost_model, fleet_limits
-from bundlewise.algorithms.balanced.planner import Candidate, PlanLimits, plan_moves
+from bundlewise.algorithms.balanced.planner import Candidate, PlanLimits, plan_moves, reachable, within_target
 from bundlewise.algorithms.balanced.shedder import BalancedPlanShedder
 from bundlewise.algorithms.balanced.trend import Trend
 from bundlewise.algorithms.registry import make_family
@@ -87,8 +87,8 @@ def test_a_one_report_spike_is_smoothed_and_moves_nothing() -> None:
 
 
 def test_a_move_must_pay_its_fixed_cost() -> None:
-    # a at 62 % (a 0.5 % bundle and a 61.5 % one), b and c at 44 %: only the small bundle fits the gap
-    ld = cluster(a=broker({A1: 4_000, A2: 492_000}), b=broker({B1: 352_000}), c=broker({C1: 352_000}))
+    # a at 62 % (a 0.5 % bundle, a 30 % and a 31.5 % one), b and c at 44 %: only the small bundle fits the gap
+    ld = cluster(a=broker({A1: 4_000, A2: 240_000, A3: 252_000}), b=broker({B1: 352_000}), c=broker({C1: 352_000}))
     s = BalancedPlanShedder()
     assert s.find_bundles_for_unloading(ld, ONE_HIT, MINUTE) == []  # gain 0.0018 < 0.001 + 0.002 per move
     assert s.idle_reason.startswith("loads 44.0%..62.0% around a fleet mean of 50.0%: no movable bundle gains")
@@ -96,6 +96,33 @@ def test_a_move_must_pay_its_fixed_cost() -> None:
     out = BalancedPlanShedder().find_bundles_for_unloading(ld, free, MINUTE)
     assert moves(out) == [("a", A1, "b")]
     assert out[0].reason.endswith("a -> 61.5%, b -> 44.5% (gain 0.0018)")
+
+
+# -- a broker pinned by a bundle no move can take off --------------------------------------------
+
+
+def test_a_broker_pinned_above_the_mean_by_one_bundle_is_not_chased() -> None:
+    # a at 62 %: a 0.5 % bundle and a 61.5 % one, above the 50 % mean (no gap fits it); b and c at 44 %
+    ld = cluster(a=broker({A1: 4_000, A2: 492_000}), b=broker({B1: 352_000}), c=broker({C1: 352_000}))
+    free = ONE_HIT.with_values({"bundlewiseBalancedCostPerMove": 0})
+    s = BalancedPlanShedder()
+    # a can get no lower than 61.5 % and b and c sit at their own level (44 %): calm, even with moves free
+    assert s.find_bundles_for_unloading(ld, free, MINUTE) == []
+    assert s.idle_reason.startswith("balanced: loads 44.0%..62.0% around a fleet mean of 50.0%")
+    # b under the level of the others by more than the trigger: c's spare bundle refills it, a is left alone
+    ld = cluster(a=broker({A1: 4_000, A2: 492_000}), b=broker({B1: 200_000}), c=broker({C1: 352_000, A3: 160_000}))
+    out = BalancedPlanShedder().find_bundles_for_unloading(ld, ONE_HIT, MINUTE)
+    assert moves(out) == [("c", A3, "b")]
+    assert out[0].reason.endswith("c -> 44.0%, b -> 45.0% (gain 0.0760)")
+
+
+def test_reachable_level_pins_brokers_whose_largest_bundle_is_above_the_mean() -> None:
+    loads = {"a": 0.62, "b": 0.44, "c": 0.44}
+    assert reachable(loads, {"a": 0.615}) == (pytest.approx(0.44), {"a"})
+    assert reachable(loads, {"a": 0.30}) == (pytest.approx(0.50), set())  # below the mean: nothing pinned
+    assert reachable(loads) == (pytest.approx(0.50), set())
+    assert within_target(loads, 0.04, {"a": 0.615}) and not within_target(loads, 0.04)
+    assert not within_target({"a": 0.62, "b": 0.44, "c": 0.34}, 0.04, {"a": 0.615})  # c 5 points under b's level
 
 
 # -- the large-first refill ---------------------------------------------------------------------
@@ -127,7 +154,44 @@ def test_an_empty_broker_is_refilled_first_with_the_largest_bundle_of_any_source
         "BalancedPlanShedder: d at 58.0% (cpu) vs fleet mean 47.6%; move to e at 0.0%: d -> 28.0%, e -> 30.0% "
         "(gain 0.1680)"
     )
-    assert len(out) == 10 and {u.cause.value for u in out} == {"Underloaded"}
+    assert len(out) == 8 and {u.cause.value for u in out} == {"Underloaded"}
+
+
+# -- the event margin: a plan an overloaded or underloaded broker triggered stops at 6 points --------
+
+
+def test_a_refill_plan_stops_once_every_broker_is_within_the_event_margin() -> None:
+    out = BalancedPlanShedder().find_bundles_for_unloading(refill_cluster(), ONE_HIT, MINUTE)
+    # after 8 moves: a 48 %, b 52 %, c 52 %, d 44 %, e 42 % around 47.6 %: every broker within 6 points
+    assert out[-1].reason.endswith(
+        "a at 52.0% (cpu) vs fleet mean 47.6%; move to d at 40.0%: a -> 48.0%, d -> 44.0% (gain 0.0044)"
+    )
+    assert out[-2].reason.endswith("c -> 52.0%, e -> 42.0% (gain 0.0112)")
+    # with the event margin at the target margin (4 points) the plan polishes on: two more moves of 4 %
+    tight = ONE_HIT.with_values({"bundlewiseBalancedEventMargin": 0.04})
+    more = BalancedPlanShedder().find_bundles_for_unloading(refill_cluster(), tight, MINUTE)
+    assert moves(more)[:8] == moves(out)
+    assert [u.reason[-36:] for u in more[8:]] == [
+        "b -> 48.0%, e -> 46.0% (gain 0.0028)",
+        "c -> 48.0%, d -> 48.0% (gain 0.0012)",
+    ]
+
+
+def test_a_plan_the_spread_alone_triggered_aims_for_the_target_margin() -> None:
+    def bundles(first: int, n: int) -> dict[str, float]:
+        return {_named(first + k): 32_000 for k in range(n)}  # 4 % each
+
+    # a 68 %, b c d 52 %: mean 56 %, a 12 points above it, nobody under- or overloaded
+    ld = cluster(
+        a=broker(bundles(0, 17)), b=broker(bundles(20, 13)), c=broker(bundles(40, 13)), d=broker(bundles(60, 13))
+    )
+    loose = ONE_HIT.with_values({"bundlewiseBalancedEventMargin": 0.10})
+    for config in (ONE_HIT, loose):
+        out = BalancedPlanShedder().find_bundles_for_unloading(ld, config, MINUTE)
+        # one 4 % bundle to each of b, c, d: every broker at 56 %, whatever the event margin
+        assert [(u.broker, u.destination) for u in out] == [("a", "b"), ("a", "c"), ("a", "d")]
+        assert out[-1].reason.endswith("a -> 56.0%, d -> 56.0% (gain 0.0012)")
+        assert {u.cause.value for u in out} == {"Balanced"}
 
 
 def test_without_the_refill_rule_the_plan_starts_from_the_three_most_loaded_brokers() -> None:
@@ -163,7 +227,10 @@ def test_shedding_waits_until_the_bundles_it_just_placed_are_reported() -> None:
         "appear in a report (no broker above 85%)"
     )
     out = s.find_bundles_for_unloading(ld, ONE_HIT, 3 * MINUTE)  # 3 minutes on, its report is overdue
-    assert moves(out) == [("a", A2, "c"), ("a", A3, "c")]
+    # a keeps a1 (37.5 %, above the 28.3 % mean: no move takes it off); after a2 it is at 42.5 %, within the
+    # 6-point event margin of that, and b (25 %) and c (17.5 %) within it of their own level (21.25 %)
+    assert moves(out) == [("a", A2, "c")]
+    assert out[0].reason.endswith("a -> 42.5%, c -> 17.5% (gain 0.0938)")
 
 
 def test_a_split_parent_leaves_its_broker_before_its_children_are_placed() -> None:
@@ -172,7 +239,8 @@ def test_a_split_parent_leaves_its_broker_before_its_children_are_placed() -> No
     del ld.bundleData[A1]  # a1 split since a's report: its children are unloaded and looked up
     s = BalancedPlanShedder()
     assert s.find_bundles_for_unloading(ld, ONE_HIT, MINUTE) == []
-    assert s.idle_reason.startswith("loads 12.5%..25.0% around a fleet mean of 20.8%")  # a without a1
+    # a without a1; b and c each hold one 25 % bundle that no move can take off: nothing to balance
+    assert s.idle_reason.startswith("balanced: loads 12.5%..25.0% around a fleet mean of 20.8%")
     # without loadBalancerAutoUnloadSplitBundlesEnabled the children stay on a: it still counts 50 %
     stay = ONE_HIT.with_values({"loadBalancerAutoUnloadSplitBundlesEnabled": False})
     assert moves(BalancedPlanShedder().find_bundles_for_unloading(ld, stay, MINUTE)) == [("a", A2, "b")]

@@ -27,6 +27,16 @@ BALANCED_KEYS: tuple[Key, ...] = (
         maximum=1,
     ),
     Key(
+        "bundlewiseBalancedEventMargin",
+        0.06,
+        "float",
+        "fraction of capacity",
+        "BalancedPlanShedder: a plan triggered by an overloaded or underloaded broker stops once every broker is "
+        "within this of the fleet mean (never tighter than bundlewiseBalancedTargetMargin)",
+        minimum=0,
+        maximum=1,
+    ),
+    Key(
         "bundlewiseBalancedHitCount",
         2,
         "int",

@@ -393,6 +393,7 @@ class BalancedSettings:
 
     trigger_margin: float
     target_margin: float
+    event_margin: float
     hit_count: int
     max_moves: int
     min_gain: float
@@ -407,6 +408,7 @@ class BalancedSettings:
         return cls(
             trigger_margin=float(c["bundlewiseBalancedTriggerMargin"]),
             target_margin=float(c["bundlewiseBalancedTargetMargin"]),
+            event_margin=float(c["bundlewiseBalancedEventMargin"]),
             hit_count=int(c["bundlewiseBalancedHitCount"]),
             max_moves=int(c["bundlewiseBalancedMaxMovesPerCycle"]),
             min_gain=float(c["bundlewiseBalancedMinGain"]),

@@ -35,6 +35,7 @@ SUITE = (
     "stationary-jitter",
     "mixed-generation",
     "tiny-bundles-at-cap",
+    "hot-bundles-at-cap",
 )
 JITTER = frozenset({"stationary-jitter"})
 FLOOR_SLACK = 0.02

@@ -31,6 +31,10 @@ is judged by its effect on the whole fleet:
   when its gain is at least ``minGain``, applies it to the estimate and repeats -- until the budget
   (``maxMovesPerCycle``) is spent, no move gains enough, or the fleet is *settled*: every broker within
   ``targetMargin`` of the mean (the stop line of the hysteresis) and none above the safe line.
+* **pinned brokers** (``reachable``): a broker whose largest bundle is above the fleet mean can get no lower
+  than that bundle -- no gap fits it, and moving it only moves the hot spot.  For the stop line it is
+  within the margin when it is within it of that bundle, and the other brokers are judged against the level
+  they can reach, the mean of the rest; so the plan does not shave small bundles off such a broker for ever.
 * Ties (equal gains) go to the first candidate in (source, bundle, destination) order: brokers by load
   (then name), bundles as the caller lists them, so a plan is deterministic.
 """
@@ -80,15 +84,36 @@ class PlanLimits:
     refill_margin: float = float("inf")  # a broker this far below the mean is refilled, large-first
 
 
-def settled(loads: Mapping[str, float], lim: PlanLimits) -> bool:
-    """The stop line: every broker within the target margin of the mean and none above the safe line."""
-    return within_target(loads, lim.target_margin) and max(loads.values()) <= lim.safe_line
+def settled(loads: Mapping[str, float], lim: PlanLimits, held: Mapping[str, float] | None = None) -> bool:
+    """The stop line: every broker within the target margin of its reachable level (``reachable``) and none
+    above the safe line."""
+    return within_target(loads, lim.target_margin, held) and max(loads.values()) <= lim.safe_line
 
 
-def within_target(loads: Mapping[str, float], margin: float) -> bool:
-    """Every broker within ``margin`` of the mean load."""
+def reachable(loads: Mapping[str, float], held: Mapping[str, float] | None = None) -> tuple[float, set[str]]:
+    """The level the brokers can reach and the brokers pinned above it.  ``held[b]`` is the load of a bundle
+    of broker ``b`` that no move can take off (larger than any gap it would close).  A broker whose held
+    bundle is above the fleet mean can get no lower than that bundle: it is pinned there, and the others
+    share the rest of the load."""
     mean = sum(loads.values()) / len(loads)
-    return max(loads.values()) - mean <= margin and mean - min(loads.values()) <= margin
+    if not held:
+        return mean, set()
+    pinned = {b for b, h in held.items() if b in loads and h > mean and loads[b] >= h}
+    if not pinned or len(pinned) == len(loads):
+        return mean, set()
+    rest = [v for b, v in loads.items() if b not in pinned]
+    return sum(rest) / len(rest), pinned
+
+
+def within_target(loads: Mapping[str, float], margin: float, held: Mapping[str, float] | None = None) -> bool:
+    """Every broker within ``margin`` of its reachable level: a pinned broker of its held bundle, the others
+    of the level the rest of the fleet can reach (the mean when nothing is pinned)."""
+    level, pinned = reachable(loads, held)
+    for b, v in loads.items():
+        target = max(level, held[b]) if held and b in pinned else level
+        if v - target > margin or (b not in pinned and level - v > margin):
+            return False
+    return True
 
 
 def capacity_weights(limits: Mapping[str, Limits]) -> dict[str, float]:
@@ -144,6 +169,7 @@ def plan_moves(
     candidates: Callable[[str], Sequence[Candidate]],
     weights: ResourceWeights,
     lim: PlanLimits,
+    held: Mapping[str, float] | None = None,
 ) -> list[Move]:
     """The greedy plan (module docstring); ``usage`` and ``limits`` cover every broker, ``candidates(b)``
     lists broker ``b``'s movable bundles (asked only for the brokers considered as sources)."""
@@ -153,7 +179,8 @@ def plan_moves(
     moved: set[str] = set()
     plan: list[Move] = []
     cache: dict[str, list[Candidate]] = {}
-    while len(plan) < lim.budget and len(loads) >= 2 and not settled(loads, lim):
+    held = dict(held or {})
+    while len(plan) < lim.budget and len(loads) >= 2 and not settled(loads, lim, held):
         destinations = heapq.nsmallest(DESTINATIONS, loads, key=lambda b: (loads[b], b))
         best = None
         mean = sum(loads.values()) / len(loads)

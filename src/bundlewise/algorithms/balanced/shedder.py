@@ -17,10 +17,13 @@ namespace, so it does not narrow this strategy's choice.  Each cycle (``ModularL
    fleet mean and the least loaded at most ``min(triggerMargin, 20 % of the mean)`` below it (so a broker
    under ``REFILL_SHARE`` (80 %) of the mean is always refilled), or when no broker is above
    ``loadBalancerBrokerOverloadedThresholdPercentage`` and the spread is within ``targetMargin``.  A calm
-   cycle clears the hit counter and moves nothing; a cycle above the trigger counts a hit, and the plan
-   runs at ``hitCount`` consecutive hits -- at once when a broker is overloaded (by its smoothed or its latest
-   figure).  Jitter that crosses the trigger for one cycle moves nothing (AvgShedder answers jitter with the
-   same consecutive-hit rule, PIP-364; UniformLoadShedder and ThresholdShedder act on one cycle).
+   cycle clears the hit counter and moves nothing.  A broker whose largest bundle is above the fleet mean
+   is *pinned*: it is measured against that bundle and the others against the mean of the rest
+   (``_held``, ``planner.reachable``) -- no move can bring it nearer, so it triggers nothing by itself.  A
+   cycle that is not calm counts a hit, and the plan runs at ``hitCount`` consecutive hits -- at once when a
+   broker is overloaded (by its smoothed or its latest figure).  Jitter that crosses the trigger for one
+   cycle moves nothing (AvgShedder answers jitter with the same consecutive-hit rule, PIP-364;
+   UniformLoadShedder and ThresholdShedder act on one cycle).
 3. **Settle**: while a bundle this strategy placed within ``SETTLE_MS`` (3 minutes) is preallocated and not
    yet in its broker's report, the reports understate where the lookups went: the cycle waits (unless a
    broker is overloaded) rather than move load that a burst of lookups has already moved.
@@ -30,7 +33,11 @@ namespace, so it does not narrow this strategy's choice.  Each cycle (``ModularL
    waits too -- and those the leader unloaded within its grace period (``recentlyUnloadedBundles``).
 5. **Plan** (``planner.plan_moves``): the fewest, largest-impact moves within ``maxMovesPerCycle``, each
    paying ``costPerMove`` unless it relieves a broker within ``SAFE_HEADROOM`` (5 points) of the overload
-   threshold or refills an underloaded one; an underloaded broker is refilled large-first.
+   threshold or refills an underloaded one; an underloaded broker is refilled large-first.  The plan stops
+   once every broker is within ``targetMargin`` of the mean -- or, when an overloaded or underloaded broker
+   triggered the cycle, within the looser ``eventMargin``: the event is dealt with there, and the polishing
+   beyond it (moves of a few points each after a refill or a relief) is left to a later cycle that the
+   spread alone triggers.
 6. Each move is remembered: its destination (for the placement half), its time (cool-down), its load (in
    flight, so the next cycles do not pile onto a destination whose report is not yet rewritten) and, for the
    trend, a known step on both brokers.
@@ -42,6 +49,7 @@ above the overload threshold, ``Underloaded`` when the cycle was triggered by a 
 
 from __future__ import annotations
 
+import heapq
 import random
 from collections.abc import Callable, Mapping, Sequence
 
@@ -60,7 +68,7 @@ from bundlewise.algorithms.balanced.estimate import (
     reported_usage,
 )
 from bundlewise.algorithms.balanced.placement import least_loaded_after
-from bundlewise.algorithms.balanced.planner import Candidate, Move, PlanLimits, plan_moves
+from bundlewise.algorithms.balanced.planner import SOURCES, Candidate, Move, PlanLimits, plan_moves, reachable
 from bundlewise.algorithms.balanced.trend import Trend
 from bundlewise.algorithms.placement import filters
 from bundlewise.algorithms.placement.base import Selection
@@ -140,11 +148,16 @@ class BalancedPlanShedder:
         mean = sum(loads.values()) / len(loads)
         top, low = max(loads.values()), min(loads.values())
         overloaded = max(top, latest_top) > s.overload_threshold
-        low_trigger = min(s.trigger_margin, (1.0 - REFILL_SHARE) * mean)
-        underloaded = mean - low > low_trigger
+        # a broker pinned above the mean by a bundle no move can take off: the others balance around the rest
+        held = self._held(load, model, loads, load_fn)
+        level, pinned = reachable(loads, held)
+        above = max(v - (max(level, held[b]) if b in pinned else level) for b, v in loads.items())
+        low_free = min(v for b, v in loads.items() if b not in pinned)
+        low_trigger = min(s.trigger_margin, (1.0 - REFILL_SHARE) * level)
+        underloaded = level - low_free > low_trigger
         spread = max(top - mean, mean - low)
         figures = f"loads {low:.1%}..{top:.1%} around a fleet mean of {mean:.1%}"
-        if top - mean <= s.trigger_margin and not underloaded and not (overloaded and spread > s.target_margin):
+        if above <= s.trigger_margin and not underloaded and not (overloaded and spread > s.target_margin):
             self.hits = 0
             self.idle_reason = (
                 f"balanced: {figures}, every broker within bundlewiseBalancedTriggerMargin "
@@ -188,16 +201,19 @@ class BalancedPlanShedder:
                 out.append(Candidate(bundle, vector, topics))
             return out
 
+        # a plan a broker's state triggered (overloaded, underloaded) stops at the looser event margin; one the
+        # spread alone triggered aims for the target margin
+        stop = max(s.target_margin, s.event_margin) if underloaded or overloaded else s.target_margin
         lim = PlanLimits(
             s.max_moves,
             s.min_gain,
             s.cost_per_topic,
-            s.target_margin,
+            stop,
             s.cost_per_move,
             s.overload_threshold - SAFE_HEADROOM,
             low_trigger,
         )
-        moves = plan_moves(usage, limits, candidates, weights, lim)
+        moves = plan_moves(usage, limits, candidates, weights, lim, held)
         cause = (
             UnloadReason.OVERLOADED
             if overloaded
@@ -217,6 +233,24 @@ class BalancedPlanShedder:
             self.trend.shift(m.destination, m.vector, 1.0)
             why = self._reason(m, usage, limits, mean, weights)
             out.append(Unload(m.source, m.bundle, why, m.destination, Label.SUCCESS, cause))
+        return out
+
+    @staticmethod
+    def _held(
+        load: LoadData, model: CostModel, loads: Mapping[str, float], load_fn: Callable[[str, Vector], float]
+    ) -> dict[str, float]:
+        """For the ``SOURCES`` most loaded brokers, the load of the largest bundle each reports: a bundle above
+        the fleet mean is larger than any gap it could close, so no move takes it off (``planner.reachable``)."""
+        out: dict[str, float] = {}
+        known = len(load.bundleData) > 0
+        for b in heapq.nsmallest(SOURCES, loads, key=lambda x: (-loads[x], x)):
+            sizes = [
+                load_fn(b, model.of_stats(st))
+                for bundle, st in load.brokers[b].localData.lastStats.items()
+                if not known or bundle in load.bundleData  # a split parent has left (``_split_away``)
+            ]
+            if sizes:
+                out[b] = max(sizes)
         return out
 
     def _settling(self, load: LoadData, now: int) -> int:
