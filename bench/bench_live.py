@@ -156,7 +156,9 @@ def bench_lookups(backend: str) -> dict[str, Any]:
         lead = c.broker(leader)
         other = next(b for b in c.brokers if b.broker_id != leader)
         topics = topics_per_bundle(64, per=2)
-        first_via_other, first_via_leader, hops = [], [], []
+        first_via_other: list[float] = []
+        first_via_leader: list[float] = []
+        hops: list[int] = []
         for k, t in enumerate(topics[::2]):  # one topic per bundle: the assignment
             via = other if k % 2 == 0 else lead
             ms, h, _ = lookup(http, via.web_url, t)

@@ -106,7 +106,10 @@ def bench_shedding(load: LoadData, config: Config, repeat: int) -> dict[str, dic
                 strategy.find_bundles_for_unloading(load, cfg, 0)
             return strategy
 
-        ms, result = median_ms(setup, lambda s, cfg=cfg: s.find_bundles_for_unloading(load, cfg, 60_000), repeat)
+        def decide(s: Any, cfg: Config = cfg) -> Any:
+            return s.find_bundles_for_unloading(load, cfg, 60_000)
+
+        ms, result = median_ms(setup, decide, repeat)
         out[name] = {"median_ms": round(ms, 3), "unloads": len(result)}
     return out
 
@@ -117,9 +120,14 @@ def bench_placement(load: LoadData, config: Config, repeat: int) -> dict[str, di
     for name in placement_names():
         placement = ModularPlacement(make_placement(name))
         rng = random.Random(1)
-        ms, sel = median_ms(
-            lambda p=placement: p, lambda p, r=rng: p.select_broker(bundle, load, config, r, preallocate=False), repeat
-        )
+
+        def ready(p: ModularPlacement = placement) -> ModularPlacement:
+            return p
+
+        def select(p: ModularPlacement, r: random.Random = rng) -> Any:
+            return p.select_broker(bundle, load, config, r, preallocate=False)
+
+        ms, sel = median_ms(ready, select, repeat)
         out[name] = {"median_ms": round(ms, 3), "candidates_best": len(sel.best)}
     return out
 

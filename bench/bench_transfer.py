@@ -69,18 +69,22 @@ def main() -> None:
             "loadBalancerMaxNumberOfBundlesInBundleLoadReport": BUNDLES,
         }
     )
-    rows = []
+    rows: list[dict[str, Any]] = []
     for n in SIZES:
         doc = cluster(n)
         snap = parse_extensible_snapshot(doc, now=NOW)
         result = TransferShedder().find_bundles_for_unloading(snap, config, NOW, {}, {})
-        decide = median_seconds(lambda s=snap: TransferShedder().find_bundles_for_unloading(s, config, NOW, {}, {}))
-        whole = median_seconds(
-            lambda d=doc: TransferShedder().find_bundles_for_unloading(
+
+        def decide_only(s: Any = snap) -> Any:
+            return TransferShedder().find_bundles_for_unloading(s, config, NOW, {}, {})
+
+        def parse_and_decide(d: Any = doc) -> Any:
+            return TransferShedder().find_bundles_for_unloading(
                 parse_extensible_snapshot(d, now=NOW), config, NOW, {}, {}
-            ),
-            repeat=5,
-        )
+            )
+
+        decide = median_seconds(decide_only)
+        whole = median_seconds(parse_and_decide, repeat=5)
         rows.append(
             {
                 "brokers": n,
