@@ -168,3 +168,12 @@ def test_children_of_a_split_lie_inside_the_parent(lower: int, span: int, cuts: 
     assert children[0].lower == parent.lower and children[-1].upper == parent.upper
     assert all(parent.lower <= c.lower < c.upper <= parent.upper for c in children)
     assert all(a.upper == b.lower for a, b in itertools.pairwise(children))
+
+
+def test_overlaps_is_a_shared_hash_range_in_one_namespace() -> None:
+    parent = Bundle.parse("t/ns/0x00000000_0x80000000")
+    left, right = parent.split_equally(2)
+    assert parent.overlaps(left) and left.overlaps(parent) and parent.overlaps(right)
+    assert not left.overlaps(right)  # adjacent ranges share no hash: [lower, upper)
+    assert not parent.overlaps(Bundle.parse("t/ns/0x80000000_0xffffffff"))
+    assert not parent.overlaps(Bundle.parse("t/other/0x00000000_0x80000000"))

@@ -11,6 +11,7 @@ import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -201,8 +202,11 @@ def observed(c: LocalCluster) -> Iterator[Observations]:
 
 
 @contextmanager
-def clients(c: LocalCluster, topics: list[str], pause: float = 0.05) -> Iterator[None]:
-    """Clients that keep looking the topics up through any live broker."""
+def round_robin(
+    c: LocalCluster, topics: list[str], ask: Callable[[BrokerProcess, str], None], pause: float, join: float = 30
+) -> Iterator[None]:
+    """A background client calling ``ask(broker, topic)`` for every topic in turn, each time through the next
+    live broker, pausing ``pause`` s between rounds; stopped and joined on exit."""
     stop = threading.Event()
 
     def run() -> None:
@@ -212,8 +216,7 @@ def clients(c: LocalCluster, topics: list[str], pause: float = 0.05) -> Iterator
             for t in topics:
                 if stop.is_set():
                     return
-                with contextlib.suppress(Exception):
-                    lookup(live[i % len(live)], t, tries=0.5, timeout=0.5)
+                ask(live[i % len(live)], t)
                 i += 1
             stop.wait(pause)
 
@@ -223,7 +226,17 @@ def clients(c: LocalCluster, topics: list[str], pause: float = 0.05) -> Iterator
         yield
     finally:
         stop.set()
-        thread.join(30)
+        thread.join(join)
+
+
+def clients(c: LocalCluster, topics: list[str], pause: float = 0.05) -> contextlib.AbstractContextManager[None]:
+    """Clients that keep looking the topics up through any live broker."""
+
+    def ask(b: BrokerProcess, t: str) -> None:
+        with contextlib.suppress(Exception):
+            lookup(b, t, tries=0.5, timeout=0.5)
+
+    return round_robin(c, topics, ask, pause)
 
 
 def served_by(b: BrokerProcess) -> set[str]:
@@ -237,3 +250,14 @@ def leftovers(store_url: str) -> list[str]:
     assert port is not None
     found = subprocess.run(["pgrep", "-af", f"127.0.0.1:{port.group(1)}"], capture_output=True, text=True).stdout
     return [line for line in found.splitlines() if "pgrep" not in line]
+
+
+def kill_during_split(owner: BrokerProcess, bundle: str) -> None:
+    """Ask ``owner`` to split ``bundle`` and SIGKILL it 10 ms into the request (its answer, if any, ignored)."""
+    ns, rng = bundle.rsplit("/", 1)
+    with ThreadPoolExecutor(1) as pool:
+        pending = pool.submit(lambda: put(f"{owner.web_url}/admin/v2/namespaces/{ns}/{rng}/split", timeout=5))
+        time.sleep(0.01)
+        owner.kill()
+        with contextlib.suppress(Exception):
+            pending.result()

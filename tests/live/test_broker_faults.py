@@ -20,6 +20,7 @@ from broker_harness import (
     clients,
     cluster,
     get,
+    kill_during_split,
     leader_of,
     lookup,
     observed,
@@ -154,13 +155,7 @@ def test_sigkill_the_owner_during_a_split(server: ServerProcess, tmp_path: Path)
         owners = spread(c)
         bundle, owner_url = next((b, u) for b, u in owners.items() if u != leader.web_url)
         owner = next(b for b in c.brokers if b.web_url == owner_url)
-        ns, rng = bundle.rsplit("/", 1)
-        with ThreadPoolExecutor(1) as pool:
-            pending = pool.submit(lambda: put(f"{owner.web_url}/admin/v2/namespaces/{ns}/{rng}/split", timeout=5))
-            time.sleep(0.01)
-            owner.kill()
-            with contextlib.suppress(Exception):
-                pending.result()
+        kill_during_split(owner, bundle)
         survivors = [b for b in c.brokers if b.is_running]
         with clients(c, TOPICS):
             policies = read_store(c.store_url, f"/admin/local-policies/{NS}")

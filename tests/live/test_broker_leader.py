@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -24,11 +23,12 @@ from broker_harness import (
     lookup,
     owned,
     read_store,
+    round_robin,
     steady_trace,
     wait_until,
 )
 
-from bundlewise.live.cluster import LocalCluster
+from bundlewise.live.cluster import BrokerProcess, LocalCluster
 from bundlewise.live.store.servers import ServerProcess
 
 TOPICS = [f"persistent://skew/ns/topic-{i}" for i in range(32)]
@@ -56,31 +56,17 @@ def test_leader_failover_after_sigkill(server: ServerProcess, tmp_path: Path) ->
 @contextmanager
 def clients(c: LocalCluster, topics: list[str]) -> Iterator[list[int]]:
     """Pulsar clients: keep looking every topic up (through any live broker), so unloaded bundles get owned again."""
-    stop = threading.Event()
     count = [0]
 
-    def run() -> None:
-        i = 0
-        while not stop.is_set():
-            live = [b for b in c.brokers if b.is_running]
-            for t in topics:
-                if stop.is_set():
-                    return
-                try:
-                    lookup(live[i % len(live)], t, tries=5)
-                    count[0] += 1
-                except AssertionError:
-                    pass
-                i += 1
-            stop.wait(0.2)
+    def ask(b: BrokerProcess, t: str) -> None:
+        try:
+            lookup(b, t, tries=5)
+            count[0] += 1
+        except AssertionError:
+            pass
 
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    try:
+    with round_robin(c, topics, ask, pause=0.2):
         yield count
-    finally:
-        stop.set()
-        thread.join(30)
 
 
 SKEW = {

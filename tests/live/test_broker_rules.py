@@ -13,12 +13,13 @@ from bundlewise.config import Config
 from bundlewise.live import metrics, values
 from bundlewise.live.clock import PulsarClock
 from bundlewise.live.http.render import error_page, redirect_location, server_error
-from bundlewise.live.manager import Sample
+from bundlewise.live.manager import Sample, usage_gauges
 from bundlewise.live.outcomes import Redirect
 from bundlewise.live.traffic import EmulatedTraffic
 from bundlewise.model.bundles import NamespaceBundles
 from bundlewise.model.hashing import crc32_hash
 from bundlewise.model.load import BundleData, LocalBrokerData, NamespaceBundleStats
+from bundlewise.model.resources import ResourceUsage, SystemResources
 from bundlewise.traffic.cost import BrokerSpec
 from bundlewise.traffic.trace import TraceWorkload
 
@@ -181,3 +182,22 @@ def test_top_k_bundles_of_the_leaders_bundle_data_writes() -> None:
     everything = config.with_values({"loadBalancerMaxNumberOfBundlesInBundleLoadReport": 0})
     assert top_k_bundles(bundles, 1, everything) == list(bundles)
     assert np.isclose(bundles["a/b/0x00000000_0x40000000"].shortTermData.msgThroughputIn, 1e6)
+
+
+def test_usage_gauges_are_percentages_of_each_limit() -> None:
+    """``LocalBrokerData#toMetrics`` / ``BrokerLoadData#toMetrics``: one gauge per resource, usage / limit x 100."""
+    r = SystemResources(
+        cpu=ResourceUsage(170.0, 400.0),
+        memory=ResourceUsage(512.0, 2048.0),
+        direct_memory=ResourceUsage(0.0, 0.0),  # no limit: 0
+        bandwidth_in=ResourceUsage(300.0, 1000.0),
+        bandwidth_out=ResourceUsage(1000.0, 1000.0),
+    )
+    labels = (("broker", "b1"), ("metric", "loadBalancing"))
+    assert usage_gauges("b1", r) == [
+        Sample("pulsar_lb_cpu_usage", labels, 42.5),
+        Sample("pulsar_lb_memory_usage", labels, 25.0),
+        Sample("pulsar_lb_directMemory_usage", labels, 0.0),
+        Sample("pulsar_lb_bandwidth_in_usage", labels, 30.000001907348633),  # Java float: 0.3f * 100f
+        Sample("pulsar_lb_bandwidth_out_usage", labels, 100.0),
+    ]

@@ -20,7 +20,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import threading
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -32,12 +31,14 @@ from broker_harness import (
     SESSION_MS,
     cluster,
     get,
+    kill_during_split,
     leader_of,
     lookup_url,
     observed,
     put,
     read_store,
     record,
+    round_robin,
     served_by,
     wait_until,
 )
@@ -90,30 +91,17 @@ def lookups(c: LocalCluster, topics: list[str]) -> Iterator[list[tuple[str, int,
     """Clients looking the topics up through every live broker in turn, without following redirects;
     yields the list of (topic, status, httpUrl) they saw."""
     seen: list[tuple[str, int, str]] = []
-    stop = threading.Event()
 
-    def run() -> None:
-        i = 0
-        while not stop.is_set():
-            live = [b for b in c.brokers if b.is_running]
-            for t in topics:
-                b = live[i % len(live)]
-                i += 1
-                try:
-                    r = get(lookup_url(b, t), timeout=30)
-                except Exception as e:  # a failed lookup counts as one
-                    seen.append((t, 0, repr(e)))
-                    continue
-                seen.append((t, r.status_code, r.json().get("httpUrl", "") if r.status_code == 200 else r.text))
-            stop.wait(0.02)
+    def ask(b: BrokerProcess, t: str) -> None:
+        try:
+            r = get(lookup_url(b, t), timeout=30)
+        except Exception as e:  # a failed lookup counts as one
+            seen.append((t, 0, repr(e)))
+            return
+        seen.append((t, r.status_code, r.json().get("httpUrl", "") if r.status_code == 200 else r.text))
 
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    try:
+    with round_robin(c, topics, ask, pause=0.02, join=60):
         yield seen
-    finally:
-        stop.set()
-        thread.join(60)
 
 
 def test_sigkill_a_broker_its_bundles_are_owned_again_within_the_bound(server: ServerProcess, tmp_path: Path) -> None:
@@ -221,13 +209,7 @@ def test_sigkill_the_owner_during_a_split(server: ServerProcess, tmp_path: Path)
         owners = spread(c)
         bundle = next(b for b, o in owners.items() if o != leader.broker_id)
         owner = c.broker(owners[bundle])
-        ns, rng = bundle.rsplit("/", 1)
-        with ThreadPoolExecutor(1) as pool:
-            pending = pool.submit(lambda: put(f"{owner.web_url}/admin/v2/namespaces/{ns}/{rng}/split", timeout=5))
-            time.sleep(0.01)
-            owner.kill()
-            with contextlib.suppress(Exception):
-                pending.result()
+        kill_during_split(owner, bundle)
         survivors = [b for b in c.brokers if b.is_running]
 
         def current() -> set[str]:

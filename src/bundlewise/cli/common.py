@@ -63,6 +63,13 @@ def config_from_args(args: argparse.Namespace) -> Config:
     return config
 
 
+def config_over(base: Config, args: argparse.Namespace) -> Config:
+    """``base`` (a scenario's configuration) with the keys ``--config`` and ``--set`` give explicitly on top."""
+    if not (args.config or args.set):
+        return base
+    return base.with_values(config_from_args(args).explicit)
+
+
 def add_out_options(p: argparse.ArgumentParser, what: str, metavar: str = "DIR") -> None:
     """``--out`` and ``--overwrite``: one policy for every command (``files.atomic``)."""
     p.add_argument(

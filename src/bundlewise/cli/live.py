@@ -33,8 +33,7 @@ from typing import Any
 
 from bundlewise.algorithms.families.extensible import ExtensibleFamily
 from bundlewise.algorithms.registry import SheddingEntry, extensible_entry, shedding_entry
-from bundlewise.cli.common import add_config_options, add_out_options, needs_extra
-from bundlewise.config import Config, load_config
+from bundlewise.cli.common import add_config_options, add_out_options, config_over, needs_extra
 from bundlewise.config.config import short_class_name
 from bundlewise.config.keys_extensible import EXTENSIBLE_LOAD_MANAGER
 from bundlewise.config.keys_modular import IMPL
@@ -93,17 +92,6 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 # -- live up ----------------------------------------------------------------------------------------
-
-
-def _config(scenario: Scenario, args: argparse.Namespace) -> Config:
-    config = scenario.config
-    if args.config or args.set:
-        warnings: list[str] = []
-        extra = load_config(args.config, args.set, warnings)
-        for w in warnings:
-            sys.stderr.write(w + "\n")
-        config = config.with_values(extra.explicit)
-    return config
 
 
 def _with_brokers(scenario: Scenario, n: int, keep_events: bool) -> Scenario:
@@ -174,7 +162,7 @@ def run_up(args: argparse.Namespace) -> int:
         raise InputError(f"expected a positive number, got {args.time_scale}", field="--time-scale")
     managers = _managers(args)
     scenario = _plan_scenario(args)
-    config = _config(scenario, args)
+    config = config_over(scenario.config, args)
     strategy = args.strategy or str(config["loadBalancerLoadSheddingStrategy"])
     shedding_entry(strategy)  # an unknown name is refused before anything starts
     runs: list[tuple[str | None, str, SheddingEntry]] = [  # (key, loadManagerClassName, strategy)

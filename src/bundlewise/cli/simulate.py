@@ -34,9 +34,9 @@ from bundlewise.algorithms.registry import (
     make_family,
     shedding_entry,
 )
-from bundlewise.cli.common import add_config_options, add_out_options
+from bundlewise.cli.common import add_config_options, add_out_options, config_over
 from bundlewise.cli.traces import load_workload
-from bundlewise.config import Config, load_config
+from bundlewise.config import Config
 from bundlewise.files import atomic
 from bundlewise.report.html import render_report
 from bundlewise.sim.layout import layout_notes, replay_scenario
@@ -120,13 +120,7 @@ def run(args: argparse.Namespace) -> int:
     scenario = resolve_scenario(args.cluster).with_seed(args.seed)
     for w in scenario.warnings:
         sys.stderr.write(w + "\n")
-    config = scenario.config
-    if args.config or args.set:
-        warnings: list[str] = []
-        extra = load_config(args.config, args.set, warnings)
-        for w in warnings:
-            sys.stderr.write(w + "\n")
-        config = config.with_values(extra.explicit)
+    config = config_over(scenario.config, args)
     names = [s for group in args.strategy for s in group] if args.strategy else None
     strategies = resolve_strategies(names, scenario, config)
     trace, layout = None, None

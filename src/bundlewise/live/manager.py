@@ -21,6 +21,7 @@ from bundlewise.live.store import MetadataStore
 from bundlewise.live.values import BrokerIdentity
 from bundlewise.model.bundles import Bundle
 from bundlewise.model.load import LocalBrokerData
+from bundlewise.model.resources import SystemResources
 
 
 def _no_topics(bundle: Bundle) -> list[str]:
@@ -34,6 +35,18 @@ class Sample:
     name: str
     labels: tuple[tuple[str, str], ...]
     value: float | int
+
+
+def usage_gauges(host: str, r: SystemResources) -> list[Sample]:
+    """The broker's resource-usage gauges (``LocalBrokerData#toMetrics``, ``BrokerLoadData#toMetrics``)."""
+    labels = (("broker", host), ("metric", "loadBalancing"))
+    return [
+        Sample("pulsar_lb_cpu_usage", labels, r.cpu.percent_usage()),
+        Sample("pulsar_lb_memory_usage", labels, r.memory.percent_usage()),
+        Sample("pulsar_lb_directMemory_usage", labels, r.direct_memory.percent_usage()),
+        Sample("pulsar_lb_bandwidth_in_usage", labels, r.bandwidth_in.percent_usage()),
+        Sample("pulsar_lb_bandwidth_out_usage", labels, r.bandwidth_out.percent_usage()),
+    ]
 
 
 @dataclass(slots=True)

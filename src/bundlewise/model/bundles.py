@@ -87,6 +87,10 @@ class Bundle:
     def __str__(self) -> str:
         return self.name
 
+    def overlaps(self, other: Bundle) -> bool:
+        """Same namespace and intersecting hash ranges (a bundle and its split children or merged parent)."""
+        return self.namespace == other.namespace and self.lower < other.upper and other.lower < self.upper
+
     def includes_hash(self, h: int) -> bool:
         return self.lower <= h < self.upper or (self.upper_closed and h == self.upper)
 

@@ -74,7 +74,9 @@ from bundlewise.algorithms.placement import filters
 from bundlewise.algorithms.placement.base import Selection
 from bundlewise.config import Config
 from bundlewise.config.views import BalancedSettings, LeaderSettings, PlacementSettings
+from bundlewise.model.bundles import Bundle
 from bundlewise.model.decisions import Label, Unload, UnloadReason
+from bundlewise.model.errors import InputError
 from bundlewise.model.load import BundleData, LoadData
 from bundlewise.model.resources import ResourceWeights
 
@@ -85,13 +87,11 @@ SAFE_HEADROOM = 0.05  # a plan goes on while a broker is within this of the over
 Cooling = Callable[[str], bool]
 
 
-def _range(bundle: str) -> tuple[str, int, int] | None:
-    """``(namespace, lower, upper)`` of a bundle name (``model.bundles`` naming), None when it is not one."""
-    namespace, _, bounds = bundle.rpartition("/")
-    lower, _, upper = bounds.partition("_")
+def _bundle(name: str) -> Bundle | None:
+    """The bundle a name stands for (``Bundle.parse``), None when it is not a bundle name."""
     try:
-        return (namespace, int(lower, 16), int(upper, 16))
-    except ValueError:
+        return Bundle.parse(name)
+    except InputError:
         return None
 
 
@@ -105,7 +105,7 @@ class BalancedPlanShedder:
         self.idle_reason = ""  # why the last call planned nothing (``SheddingStrategy``)
         self.hits = 0
         self.moved_at: dict[str, int] = {}  # bundle -> last move (ms)
-        self.moved_ranges: list[tuple[str, int, int, int]] = []  # namespace, lower, upper, at
+        self.moved_ranges: list[tuple[Bundle, int]] = []  # a moved bundle's range, when
         self.in_flight: list[InFlight] = []
         self.planned: dict[str, str] = {}  # bundle -> destination, for this cycle's placement calls
         self.model: CostModel | None = None
@@ -299,31 +299,29 @@ class BalancedPlanShedder:
     def _remember(self, m: Move, now: int) -> None:
         self.planned[m.bundle] = m.destination
         self.moved_at[m.bundle] = now
-        r = _range(m.bundle)
-        if r is not None:
-            self.moved_ranges.append((*r, now))
+        b = _bundle(m.bundle)
+        if b is not None:
+            self.moved_ranges.append((b, now))
         self.in_flight.append(InFlight(m.bundle, m.source, m.destination, m.vector, now))
 
     def _forget(self, now: int, s: BalancedSettings) -> None:
         self.in_flight = [f for f in self.in_flight if now - f.at < s.in_flight_ms]
         self.moved_at = {b: t for b, t in self.moved_at.items() if now - t < s.cooldown_ms}
-        self.moved_ranges = [r for r in self.moved_ranges if now - r[3] < s.cooldown_ms]
+        self.moved_ranges = [(b, t) for b, t in self.moved_ranges if now - t < s.cooldown_ms]
 
     def _cooling(self, now: int, s: BalancedSettings) -> Cooling:
-        ranges: dict[str, list[tuple[int, int]]] = {}
-        for ns, lo, hi, _ in self.moved_ranges:
-            ranges.setdefault(ns, []).append((lo, hi))
+        ranges: dict[str, list[Bundle]] = {}
+        for b, _ in self.moved_ranges:
+            ranges.setdefault(b.namespace, []).append(b)
         moved = self.moved_at
 
         def cooling(bundle: str) -> bool:
             if bundle in moved:
                 return True
-            if not ranges:
-                return False
             if bundle.rpartition("/")[0] not in ranges:
                 return False
-            r = _range(bundle)
-            return r is not None and any(lo < r[2] and r[1] < hi for lo, hi in ranges[r[0]])
+            b = _bundle(bundle)
+            return b is not None and any(b.overlaps(m) for m in ranges[b.namespace])
 
         return cooling
 

@@ -53,7 +53,7 @@ from bundlewise.live.outcomes import ServerError
 from bundlewise.live.store import JSON, LeaderElection, LeaderElectionState, Notification, layout
 from bundlewise.live.store.errors import MetadataStoreError
 from bundlewise.model.bundles import Bundle
-from bundlewise.model.channel import ServiceUnitState, Split
+from bundlewise.model.channel import ServiceUnitState, ServiceUnitStateData, Split
 from bundlewise.model.channel import Unload as UnloadCommand
 from bundlewise.model.decisions import Label, Logged, Unload, UnloadReason
 from bundlewise.model.errors import InputError
@@ -308,18 +308,7 @@ class ExtensibleLoadManager:
         record = unload_record(
             self.channel.get(bundle), UnloadCommand(source, bundle, destination, force=force), wall_ms()
         )
-        fut = self.unload_waits.expect(bundle)
-        try:
-            if not await self.channel.publish(bundle, record):
-                return f"the channel kept {self.channel.get(bundle)}"
-            await asyncio.wait_for(asyncio.shield(fut), self.settings.unloading_timeout_ms / 1000)
-            return None
-        except TimeoutError:
-            return f"not completed within {self.settings.unloading_timeout_ms} ms"
-        except MetadataStoreError as e:
-            return str(e)
-        finally:
-            self.unload_waits.forget(bundle, fut)
+        return await self._publish_and_wait(bundle, record, self.unload_waits)
 
     async def carry_out(self, d: Unload) -> str | None:
         """A leader's decision: only while the bundle is still ``Owned`` by the decision's broker."""
@@ -340,10 +329,15 @@ class ExtensibleLoadManager:
         """Publish ``Splitting(src = this broker)`` and wait for the parent's tombstone; an error text or None."""
         command = Split(parent.name, self.me, {c.range_name: None for c in children})
         record = split_record(self.channel.get(parent.name), command, wall_ms())
-        fut = self.split_waits.expect(parent.name)
+        return await self._publish_and_wait(parent.name, record, self.split_waits)
+
+    async def _publish_and_wait(self, bundle: str, record: ServiceUnitStateData, waits: Completion) -> str | None:
+        """Publish ``record`` for ``bundle`` and wait (``namespaceBundleUnloadingTimeoutMs``) until ``waits``
+        hears that it completed; an error text or None."""
+        fut = waits.expect(bundle)
         try:
-            if not await self.channel.publish(parent.name, record):
-                return f"the channel kept {self.channel.get(parent.name)}"
+            if not await self.channel.publish(bundle, record):
+                return f"the channel kept {self.channel.get(bundle)}"
             await asyncio.wait_for(asyncio.shield(fut), self.settings.unloading_timeout_ms / 1000)
             return None
         except TimeoutError:
@@ -351,7 +345,7 @@ class ExtensibleLoadManager:
         except MetadataStoreError as e:
             return str(e)
         finally:
-            self.split_waits.forget(parent.name, fut)
+            waits.forget(bundle, fut)
 
     async def _remove_load_data(self, broker: str) -> None:
         await self.broker_load.remove(broker)

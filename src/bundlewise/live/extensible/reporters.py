@@ -25,7 +25,7 @@ from dataclasses import replace
 from bundlewise.algorithms.extensible.reporting import BrokerLoadReporter, TopBundlesReporter
 from bundlewise.config.views import BrokerSettings
 from bundlewise.live.extensible.load_store import LoadDataStore
-from bundlewise.live.manager import BrokerContext, Sample
+from bundlewise.live.manager import BrokerContext, Sample, usage_gauges
 from bundlewise.live.store.errors import MetadataStoreError
 from bundlewise.model.channel import ServiceUnitState, ServiceUnitStateData
 from bundlewise.model.extensible import BrokerLoadData, TopBundlesLoadData
@@ -127,12 +127,4 @@ class LoadReporters:
 
     def metrics(self) -> list[Sample]:
         """``BrokerLoadData#toMetrics``: the usage gauges of the latest local record."""
-        r = self.broker.local.resources
-        labels = (("broker", self.ctx.identity.host), ("metric", "loadBalancing"))
-        return [
-            Sample("pulsar_lb_cpu_usage", labels, r.cpu.percent_usage()),
-            Sample("pulsar_lb_memory_usage", labels, r.memory.percent_usage()),
-            Sample("pulsar_lb_directMemory_usage", labels, r.direct_memory.percent_usage()),
-            Sample("pulsar_lb_bandwidth_in_usage", labels, r.bandwidth_in.percent_usage()),
-            Sample("pulsar_lb_bandwidth_out_usage", labels, r.bandwidth_out.percent_usage()),
-        ]
+        return usage_gauges(self.ctx.identity.host, self.broker.local.resources)

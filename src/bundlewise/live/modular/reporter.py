@@ -23,7 +23,7 @@ from typing import Any
 from bundlewise.algorithms.reporting import ReportFigures, needs_report
 from bundlewise.config.views import ReportSettings
 from bundlewise.live import values
-from bundlewise.live.manager import BrokerContext, Sample
+from bundlewise.live.manager import BrokerContext, Sample, usage_gauges
 from bundlewise.live.store import JSON, LockManager, ResourceLock, layout
 from bundlewise.model.load import LocalBrokerData, TimeAverageBrokerData
 
@@ -87,15 +87,7 @@ class BrokerReporter:
         report = self.last_sample
         if report is None:
             return []
-        labels = (("broker", self.ctx.identity.host), ("metric", "loadBalancing"))
-        r = report.resources
-        return [
-            Sample("pulsar_lb_cpu_usage", labels, r.cpu.percent_usage()),
-            Sample("pulsar_lb_memory_usage", labels, r.memory.percent_usage()),
-            Sample("pulsar_lb_directMemory_usage", labels, r.direct_memory.percent_usage()),
-            Sample("pulsar_lb_bandwidth_in_usage", labels, r.bandwidth_in.percent_usage()),
-            Sample("pulsar_lb_bandwidth_out_usage", labels, r.bandwidth_out.percent_usage()),
-        ]
+        return usage_gauges(self.ctx.identity.host, report.resources)
 
     async def close(self) -> None:
         await self.locks.close()
