@@ -20,7 +20,7 @@ import random
 
 from bundlewise.algorithms.families import ExtensibleFamily, Family, ModularFamily
 from bundlewise.config import Config
-from bundlewise.model.decisions import Assignment, SplitDecision, SplitStep, Unload
+from bundlewise.model.decisions import Assignment, SplitStep, Unload
 from bundlewise.sim.extensible import ExtensibleManager
 from bundlewise.sim.leader import LeaderView
 from bundlewise.sim.view import Manager, TickView
@@ -51,20 +51,15 @@ class ModularManager:
     def moved(self, source: str, destination: str) -> None:
         """Nothing to do: the modular leader learns of moves from the next reports."""
 
-    def splits(self, config: Config, counts: dict[str, int], reports_changed: bool, now: int) -> list[SplitDecision]:
-        """After each ``updateAll`` (a tick where some broker wrote its report)."""
-        if not reports_changed:
-            return []
-        return self.family.leader_splits(self.leader.split_load(config), config, counts)
-
     def split_step(self, config: Config, counts: dict[str, int], reports_changed: bool, now: int) -> SplitStep:
-        """``splits``, with the strategy's merges first when it merges (the namespaces' bundles are the
-        cluster's: ``counts`` is their size)."""
-        if not self.can_merge:
-            return SplitStep((), tuple(self.splits(config, counts, reports_changed, now)))
+        """After each ``updateAll`` (a tick where some broker wrote its report): the leader's split check, with
+        the strategy's merges first when it merges (the namespaces' bundles are the cluster's: ``counts`` is
+        their size)."""
         if not reports_changed:
             return SplitStep()
         load = self.leader.split_load(config)
+        if not self.can_merge:
+            return SplitStep((), tuple(self.family.leader_splits(load, config, counts)))
         return self.family.leader_split_step(load, config, self.leader.cluster.namespaces(), self.leader.load)
 
 

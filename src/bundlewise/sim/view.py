@@ -13,7 +13,7 @@ from typing import Protocol
 import numpy as np
 
 from bundlewise.config import Config
-from bundlewise.model.decisions import Assignment, SplitDecision, SplitStep, Unload
+from bundlewise.model.decisions import Assignment, SplitStep, Unload
 from bundlewise.model.load import NamespaceBundleStats
 from bundlewise.model.resources import SystemResources
 
@@ -58,10 +58,6 @@ class Manager(Protocol):
 
     def moved(self, source: str, destination: str) -> None: ...
 
-    def splits(
-        self, config: Config, counts: dict[str, int], reports_changed: bool, now: int
-    ) -> list[SplitDecision]: ...
-
     def split_step(
         self, config: Config, counts: dict[str, int], reports_changed: bool, now: int
-    ) -> SplitStep: ...  # merges (applied first), then ``splits``
+    ) -> SplitStep: ...  # merges (applied first), then the splits
