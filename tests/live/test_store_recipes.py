@@ -126,6 +126,31 @@ def test_lock_deleted_behind_its_back_is_recreated_by_revalidation(store_url: st
     run(body())
 
 
+def test_lock_left_by_our_older_session_is_taken_when_that_session_expires_mid_revalidation(store_url: str) -> None:
+    """A restarted broker re-registers while its previous session's node is still there: revalidation
+    reads the stale node, and that session expires (taking the node) before the conditional delete."""
+
+    async def body() -> None:
+        old = await open_store(store_url)
+        async with await open_store(store_url) as new:
+            await old.put("/locks/w", json.dumps({"owner": "a"}).encode(), -1, ephemeral=True)
+            read = new.get
+
+            async def read_then_expire_the_old_session(path: str) -> Any:
+                res = await read(path)
+                await old.close()  # the old session's ephemeral node goes with it
+                return res
+
+            new.get = read_then_expire_the_old_session  # type: ignore[method-assign]
+            lock = await LockManager(new).acquire("/locks/w", {"owner": "a"})
+            new.get = read  # type: ignore[method-assign]
+            got = await new.get("/locks/w")
+            assert got is not None and got.stat.created_by_self and got.stat.is_ephemeral
+            assert lock.is_valid and lock.version == got.stat.version == 0
+
+    run(body())
+
+
 def test_lock_taken_by_another_session_expires(store_url: str) -> None:
     async def body() -> None:
         async with await open_store(store_url) as a, await open_store(store_url) as b:

@@ -6,7 +6,8 @@ BadVersion the node exists, and the lock is *revalidated*:
 * missing → create it again;
 * not ephemeral → LockBusy;
 * same value (``equals``, e.g. ``LocalBrokerData`` compares only its URLs): created by this
-  session → keep it; by an older session of ours → delete it conditionally and create it again;
+  session → keep it; by an older session of ours → delete it conditionally and create it again
+  (already gone, because that session expired meanwhile → create it);
 * different value: created by this session → delete and re-create; otherwise → **LockBusy**.
 
 A held lock is revalidated when its node is **Deleted** and on **SessionReestablished**.  If
@@ -115,7 +116,9 @@ class ResourceLock(Generic[T]):
                 return
         elif not res.stat.created_by_self:
             raise LockBusyError(f"resource at {self.path} is already locked")
-        await self.store.delete(self.path, res.stat.version)  # stale, or ours with another value
+        # stale, or ours with another value; the old session may expire and take it first
+        with contextlib.suppress(NotFoundError):
+            await self.store.delete(self.path, res.stat.version)
         self.version = -1
         await self._acquire_once(value)
 
