@@ -94,6 +94,27 @@ def test_delete_is_conditional_and_reports_missing_and_non_empty_nodes(store_url
     run(body())
 
 
+def test_delete_of_one_creation_refuses_the_node_created_again_at_the_same_version(store_url: str) -> None:
+    async def body() -> None:
+        async with await open_store(store_url) as s:
+            await s.put("/c", b"first", -1)
+            first = await s.get("/c")
+            assert first is not None and first.stat.created != 0
+            await s.delete("/c")
+            await s.put("/c", b"second", -1)
+            second = await s.get("/c")
+            assert second is not None and second.stat.version == first.stat.version == 0
+            assert second.stat.created != first.stat.created
+            with pytest.raises(BadVersionError):
+                await s.delete("/c", 0, created=first.stat.created)
+            assert await s.exists("/c")
+            await s.delete("/c", 0, created=second.stat.created)
+            with pytest.raises(NotFoundError):
+                await s.delete("/c", 0, created=second.stat.created)
+
+    run(body())
+
+
 def test_ephemeral_flags_tell_own_session_from_others(store_url: str) -> None:
     async def body() -> None:
         async with await open_store(store_url) as a, await open_store(store_url) as b:

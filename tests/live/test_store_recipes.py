@@ -151,6 +151,29 @@ def test_lock_left_by_our_older_session_is_taken_when_that_session_expires_mid_r
     run(body())
 
 
+def test_lock_left_by_our_older_session_and_taken_by_another_meanwhile_is_busy(store_url: str) -> None:
+    async def body() -> None:
+        old = await open_store(store_url)
+        async with await open_store(store_url) as new, await open_store(store_url) as other:
+            await old.put("/locks/v", json.dumps({"owner": "a"}).encode(), -1, ephemeral=True)
+            read = new.get
+
+            async def read_then_lose_the_node_to_another_session(path: str) -> Any:
+                res = await read(path)
+                await old.close()
+                await other.put("/locks/v", json.dumps({"owner": "b"}).encode(), -1, ephemeral=True)
+                return res
+
+            new.get = read_then_lose_the_node_to_another_session  # type: ignore[method-assign]
+            with pytest.raises(LockBusyError):
+                await LockManager(new).acquire("/locks/v", {"owner": "a"})
+            new.get = read  # type: ignore[method-assign]
+            got = await new.get("/locks/v")
+            assert got is not None and json.loads(got.value) == {"owner": "b"} and not got.stat.created_by_self
+
+    run(body())
+
+
 def test_lock_taken_by_another_session_expires(store_url: str) -> None:
     async def body() -> None:
         async with await open_store(store_url) as a, await open_store(store_url) as b:

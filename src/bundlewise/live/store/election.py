@@ -107,7 +107,7 @@ class LeaderElection(Generic[T]):
                     return self._change(LeaderElectionState.Leading)
                 if mine or res.stat.created_by_self:
                     with contextlib.suppress(NotFoundError, BadVersionError):
-                        await self.store.delete(self.path, res.stat.version)
+                        await self.store.delete(self.path, res.stat.version, created=res.stat.created)
                     continue
                 self._version = None
                 return self._change(LeaderElectionState.Following)

@@ -124,7 +124,8 @@ class EtcdStore(BaseStore):
 
     def _stat(self, path: str, kv: dict[str, Any]) -> Stat:
         lease = as_int(kv.get("lease"))
-        return Stat(path, as_int(kv.get("version")) - 1, lease != 0, lease != 0 and lease == self._lease)
+        created = as_int(kv.get("create_revision"))
+        return Stat(path, as_int(kv.get("version")) - 1, lease != 0, lease != 0 and lease == self._lease, created)
 
     # -- protocol --------------------------------------------------------------------------
     @property
@@ -177,7 +178,7 @@ class EtcdStore(BaseStore):
         new_version = as_int(prev.get("version")) if version is None else version
         return Stat(path, new_version, lease != 0, lease != 0 and lease == self._lease)
 
-    async def delete(self, path: str, expected_version: int | None = None) -> None:
+    async def delete(self, path: str, expected_version: int | None = None, *, created: int | None = None) -> None:
         key = self._key(path)
         k = b64(key)
         prefix = self._children_prefix(path)
@@ -188,13 +189,15 @@ class EtcdStore(BaseStore):
             cmp = {"key": k, "target": "CREATE", "result": "GREATER", "create_revision": "0"}
         else:
             cmp = {"key": k, "target": "VERSION", "result": "EQUAL", "version": str(expected_version + 1)}
-        resp = await self._txn([cmp], [{"request_delete_range": {"key": k}}], [{"request_range": {"key": k}}])
+        compare = [cmp] if created is None else [cmp, _cmp_create(k, created)]
+        resp = await self._txn(compare, [{"request_delete_range": {"key": k}}], [{"request_range": {"key": k}}])
         if resp.get("succeeded"):
             return
         found = ((resp.get("responses") or [{}])[0].get("response_range") or {}).get("kvs")
         if not found:
             raise errors.NotFoundError(f"{path} does not exist")
-        raise errors.BadVersionError(f"{path} is not at version {expected_version}")
+        of = "" if created is None else f" of creation {created}"
+        raise errors.BadVersionError(f"{path} is not at version {expected_version}{of}")
 
     async def get_children(self, path: str) -> list[str]:
         prefix = self._children_prefix(path)

@@ -117,8 +117,12 @@ class ResourceLock(Generic[T]):
         elif not res.stat.created_by_self:
             raise LockBusyError(f"resource at {self.path} is already locked")
         # stale, or ours with another value; the old session may expire and take it first
-        with contextlib.suppress(NotFoundError):
-            await self.store.delete(self.path, res.stat.version)
+        try:
+            await self.store.delete(self.path, res.stat.version, created=res.stat.created)
+        except NotFoundError:
+            pass
+        except BadVersionError:  # changed since the read: another session's now
+            raise LockBusyError(f"resource at {self.path} is already locked") from None
         self.version = -1
         await self._acquire_once(value)
 

@@ -197,7 +197,7 @@ class ZooKeeperStore(BaseStore):
 
     def _stat(self, path: str, zstat: Any) -> Stat:
         owner = zstat.ephemeralOwner
-        return Stat(path, zstat.version, owner != 0, owner != 0 and owner == self.session_id)
+        return Stat(path, zstat.version, owner != 0, owner != 0 and owner == self.session_id, zstat.czxid)
 
     # -- protocol --------------------------------------------------------------------------
     @property
@@ -240,8 +240,14 @@ class ZooKeeperStore(BaseStore):
             lambda: self._zk.create_async(zk_path, value, acl=self._acl, ephemeral=ephemeral, makepath=True)
         )
 
-    async def delete(self, path: str, expected_version: int | None = None) -> None:
+    async def delete(self, path: str, expected_version: int | None = None, *, created: int | None = None) -> None:
         zk_path = self._abs(path)
+        if created is not None:
+            res = await self.get(path)
+            if res is None:
+                raise errors.NotFoundError(f"{path} does not exist")
+            if res.stat.created != created:
+                raise errors.BadVersionError(f"{path} was created again")
         await self._call(lambda: self._zk.delete_async(zk_path, -1 if expected_version is None else expected_version))
 
     async def get_children(self, path: str) -> list[str]:
