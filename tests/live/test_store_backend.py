@@ -97,9 +97,15 @@ def test_delete_is_conditional_and_reports_missing_and_non_empty_nodes(store_url
 def test_delete_of_one_creation_refuses_the_node_created_again_at_the_same_version(store_url: str) -> None:
     async def body() -> None:
         async with await open_store(store_url) as s:
+            made = await s.put("/c", b"first", -1)
+            first = await s.get("/c")
+            assert first is not None and first.stat.created != 0 and made.created == first.stat.created
+            assert (await s.put("/c", b"first!", 0)).created == first.stat.created  # an update keeps it
+            assert (await s.put("/c", b"first", 1)).created == first.stat.created
+            await s.delete("/c", 2)
             await s.put("/c", b"first", -1)
             first = await s.get("/c")
-            assert first is not None and first.stat.created != 0
+            assert first is not None
             await s.delete("/c")
             await s.put("/c", b"second", -1)
             second = await s.get("/c")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import operator
 import time
 from typing import Any
 
@@ -12,6 +13,7 @@ import pytest
 from test_store_backend import expire_session
 
 from bundlewise.live.store import (
+    JSON,
     BadVersionError,
     ConflictError,
     LeaderElection,
@@ -21,6 +23,7 @@ from bundlewise.live.store import (
     MetadataStore,
     MetadataStoreTableView,
     NotFoundError,
+    ResourceLock,
     connect,
     layout,
     read_modify_write,
@@ -170,6 +173,22 @@ def test_lock_left_by_our_older_session_and_taken_by_another_meanwhile_is_busy(s
             new.get = read  # type: ignore[method-assign]
             got = await new.get("/locks/v")
             assert got is not None and json.loads(got.value) == {"owner": "b"} and not got.stat.created_by_self
+
+    run(body())
+
+
+def test_lock_release_leaves_the_node_another_session_created_again_at_the_same_version(store_url: str) -> None:
+    async def body() -> None:
+        async with await open_store(store_url) as a, await open_store(store_url) as b:
+            lock: ResourceLock[Any] = ResourceLock(a, "/locks/u", JSON, operator.eq)  # no manager: no revalidation
+            await lock.update({"owner": "a"})
+            assert lock.version == 0 and lock.created == (await a.get("/locks/u")).stat.created  # type: ignore[union-attr]
+            await b.delete("/locks/u")
+            await b.put("/locks/u", json.dumps({"owner": "b"}).encode(), -1, ephemeral=True)
+            await lock.release()  # version 0 again, but another creation: not ours to delete
+            got = await b.get("/locks/u")
+            assert got is not None and json.loads(got.value) == {"owner": "b"} and got.stat.created_by_self
+            assert lock.expired.done() and not lock.is_valid
 
     run(body())
 

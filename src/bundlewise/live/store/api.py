@@ -61,15 +61,15 @@ class Stat:
     """Pulsar's ``Stat``: the node's version (0 on creation) and who owns it.
 
     ``created`` identifies the node's creation (ZooKeeper's ``czxid``, etcd's ``create_revision``): a
-    node deleted and created again has another, at the same version.  Read stats carry it; the stat
-    ``put`` returns leaves it 0 (unknown).
+    node deleted and created again has another, at the same version.  Every stat a backend returns
+    carries it (reads, creations, updates).
     """
 
     path: str
     version: int
     is_ephemeral: bool
     created_by_self: bool
-    created: int = 0
+    created: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,7 +105,7 @@ class MetadataStore(abc.ABC):
     async def delete(self, path: str, expected_version: int | None = None, *, created: int | None = None) -> None:
         """Delete the node (``NotFoundError`` when missing, ``BadVersionError`` on a version mismatch).
 
-        With ``created`` (a read stat's), only that creation of the node: another one, even at the
+        With ``created`` (a stat's), only that creation of the node: another one, even at the
         same version, raises ``BadVersionError``.  etcd compares it in the delete's transaction;
         ZooKeeper cannot condition a delete on it, so it is compared by a read just before the
         versioned delete -- a window that remains there (and in Pulsar's ZooKeeper locks).

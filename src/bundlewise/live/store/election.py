@@ -14,7 +14,7 @@ A **Deleted** notification of the node while a leader is present sets NoLeader a
 if that fails the listener hears NoLeader and a retry runs after 5 s
 (``LEADER_ELECTION_RETRY_DELAY_SECONDS``).  **Reconnected** and **SessionReestablished** re-run
 the election to revalidate (the newest Pulsar variant).  Elections are serialised.  ``close()``
-deletes the node conditioned on the version we created, when we lead.
+deletes the node conditioned on the version and creation we hold, when we lead.
 """
 
 from __future__ import annotations
@@ -62,6 +62,7 @@ class LeaderElection(Generic[T]):
         self._closed = False
         self._proposed: T | None = None
         self._version: int | None = None
+        self._created = 0  # the creation of the node we lead with (Stat.created)
         self._lock = asyncio.Lock()
         self._tasks: set[asyncio.Task[None]] = set()
         self._unregister = [
@@ -98,12 +99,12 @@ class LeaderElection(Generic[T]):
                         stat = await self.store.put(self.path, payload, -1, ephemeral=True)
                     except BadVersionError:
                         continue  # another candidate created it first
-                    self._version = stat.version
+                    self._version, self._created = stat.version, stat.created
                     log.info("acquired leadership on %s", self.path)
                     return self._change(LeaderElectionState.Leading)
                 mine = self._codec.decode(res.value) == self._proposed
                 if mine and res.stat.created_by_self:
-                    self._version = res.stat.version
+                    self._version, self._created = res.stat.version, res.stat.created
                     return self._change(LeaderElectionState.Leading)
                 if mine or res.stat.created_by_self:
                     with contextlib.suppress(NotFoundError, BadVersionError):
@@ -170,5 +171,5 @@ class LeaderElection(Generic[T]):
         async with self._lock:
             if self._state is LeaderElectionState.Leading and self._version is not None:
                 with contextlib.suppress(Exception):
-                    await self.store.delete(self.path, self._version)
+                    await self.store.delete(self.path, self._version, created=self._created)
             self._state = LeaderElectionState.NoLeader

@@ -159,7 +159,7 @@ class EtcdStore(BaseStore):
             resp = await self._txn([_cmp_create(k, 0)], creation, [])
             if not resp.get("succeeded"):
                 raise errors.BadVersionError(f"{path} already exists")
-            return Stat(path, 0, ephemeral, ephemeral)
+            return Stat(path, 0, ephemeral, ephemeral, _revision(resp))
         if expected_version is not None:
             cmp = {"key": k, "target": "VERSION", "result": "EQUAL", "version": str(expected_version + 1)}
             resp = await self._txn([cmp], update, [])
@@ -168,7 +168,7 @@ class EtcdStore(BaseStore):
             return await self._updated_stat(path, resp, expected_version + 1)
         resp = await self._txn([_cmp_create(k, 0)], creation, update)
         if resp.get("succeeded"):
-            return Stat(path, 0, ephemeral, ephemeral)
+            return Stat(path, 0, ephemeral, ephemeral, _revision(resp))
         return await self._updated_stat(path, resp, None)
 
     async def _updated_stat(self, path: str, resp: dict[str, Any], version: int | None) -> Stat:
@@ -176,7 +176,8 @@ class EtcdStore(BaseStore):
         prev = ((resp.get("responses") or [{}])[0].get("response_put") or {}).get("prev_kv") or {}
         lease = as_int(prev.get("lease"))
         new_version = as_int(prev.get("version")) if version is None else version
-        return Stat(path, new_version, lease != 0, lease != 0 and lease == self._lease)
+        created = as_int(prev.get("create_revision"))
+        return Stat(path, new_version, lease != 0, lease != 0 and lease == self._lease, created)
 
     async def delete(self, path: str, expected_version: int | None = None, *, created: int | None = None) -> None:
         key = self._key(path)
@@ -280,6 +281,11 @@ class EtcdStore(BaseStore):
             self._notify_with_parent(NotificationType.Created, path)
         else:
             self._notify(NotificationType.Modified, path)
+
+
+def _revision(resp: dict[str, Any]) -> int:
+    """The revision a transaction wrote at: the ``create_revision`` of every key it created."""
+    return as_int((resp.get("header") or {}).get("revision"))
 
 
 def _cmp_create(key_b64: str, revision: int) -> dict[str, Any]:

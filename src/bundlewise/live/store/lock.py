@@ -14,8 +14,8 @@ A held lock is revalidated when its node is **Deleted** and on **SessionReestabl
 revalidation finds it busy (LockBusy / BadVersion) the lock **expires**: ``expired`` completes and
 the manager forgets it.  On a connectivity error the holder keeps believing it holds the lock and
 retries with backoff from 100 ms to 60 s, and again on **Reconnected**
-(``ResourceLockImpl#silentRevalidateOnce``).  **Release** deletes conditioned on the version held;
-NotFound counts as released.
+(``ResourceLockImpl#silentRevalidateOnce``).  **Release** deletes conditioned on the version and creation held;
+NotFound, or another node there now, counts as released.
 
 ``fencing_deadline()`` is the store's deadline while the lock is valid and was (re)acquired in the
 current session, else 0: serve what the lock protects only while ``monotonic() < deadline``.
@@ -49,6 +49,7 @@ class ResourceLock(Generic[T]):
         self._equals = equals
         self.value: T | None = None
         self.version = -1
+        self.created = 0  # the creation of the node we hold (Stat.created)
         self.session_id = 0
         self._state = "init"  # init | valid | releasing | released
         self.expired: asyncio.Future[None] = asyncio.get_running_loop().create_future()
@@ -75,8 +76,8 @@ class ResourceLock(Generic[T]):
             if self._state == "released":
                 return
             self._state = "releasing"
-            with contextlib.suppress(NotFoundError):
-                await self.store.delete(self.path, self.version)
+            with contextlib.suppress(NotFoundError, BadVersionError):  # gone, or no longer the node we hold
+                await self.store.delete(self.path, self.version, created=self.created)
             self._state = "released"
             if self._task is not None:
                 self._task.cancel()
@@ -96,6 +97,7 @@ class ResourceLock(Generic[T]):
             raise LockBusyError(f"resource at {self.path} is already locked") from None
         self._state = "valid"
         self.version = stat.version
+        self.created = stat.created
         self.value = value
         self.session_id = self.store.session_id
 
@@ -110,6 +112,7 @@ class ResourceLock(Generic[T]):
         if self._equals(self._codec.decode(res.value), value):
             if res.stat.created_by_self:
                 self.version = res.stat.version
+                self.created = res.stat.created
                 self.value = value
                 self.session_id = self.store.session_id
                 self._state = "valid"

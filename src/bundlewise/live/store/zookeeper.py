@@ -219,8 +219,7 @@ class ZooKeeperStore(BaseStore):
         if expected_version is not None and expected_version < -1:
             raise errors.BadVersionError(f"expected version {expected_version} < -1")
         if expected_version == -1:
-            await self._create(zk_path, value, ephemeral)
-            return Stat(path, 0, ephemeral, ephemeral)
+            return Stat(path, 0, ephemeral, ephemeral, await self._create(zk_path, value, ephemeral))
         version = -1 if expected_version is None else expected_version
         while True:
             try:
@@ -230,15 +229,18 @@ class ZooKeeperStore(BaseStore):
                 if expected_version is not None:
                     raise errors.BadVersionError(f"{path} does not exist") from None
             try:
-                await self._create(zk_path, value, ephemeral)
-                return Stat(path, 0, ephemeral, ephemeral)
+                return Stat(path, 0, ephemeral, ephemeral, await self._create(zk_path, value, ephemeral))
             except errors.BadVersionError:
                 continue  # created concurrently: overwrite it
 
-    async def _create(self, zk_path: str, value: bytes, ephemeral: bool) -> None:
-        await self._call(
-            lambda: self._zk.create_async(zk_path, value, acl=self._acl, ephemeral=ephemeral, makepath=True)
+    async def _create(self, zk_path: str, value: bytes, ephemeral: bool) -> int:
+        """Create the node; its creation id (``czxid``)."""
+        _, zstat = await self._call(
+            lambda: self._zk.create_async(
+                zk_path, value, acl=self._acl, ephemeral=ephemeral, makepath=True, include_data=True
+            )
         )
+        return int(zstat.czxid)
 
     async def delete(self, path: str, expected_version: int | None = None, *, created: int | None = None) -> None:
         zk_path = self._abs(path)
