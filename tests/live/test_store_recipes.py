@@ -7,6 +7,7 @@ import contextlib
 import json
 import operator
 import time
+from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
 import pytest
@@ -16,6 +17,7 @@ from bundlewise.live.store import (
     JSON,
     BadVersionError,
     ConflictError,
+    GetResult,
     LeaderElection,
     LeaderElectionState,
     LockBusyError,
@@ -129,6 +131,25 @@ def test_lock_deleted_behind_its_back_is_recreated_by_revalidation(store_url: st
     run(body())
 
 
+@contextlib.contextmanager
+def after_first_read(store: MetadataStore, action: Callable[[], Awaitable[None]]) -> Iterator[None]:
+    """Run ``action`` once, right after ``store``'s next ``get`` returns: an interleaving forced between a
+    read and what its caller does next (the real store otherwise)."""
+    read = store.get
+
+    async def get(path: str) -> GetResult | None:
+        store.get = read  # type: ignore[method-assign]
+        res = await read(path)
+        await action()
+        return res
+
+    store.get = get  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        store.get = read  # type: ignore[method-assign]
+
+
 def test_lock_left_by_our_older_session_is_taken_when_that_session_expires_mid_revalidation(store_url: str) -> None:
     """A restarted broker re-registers while its previous session's node is still there: revalidation
     reads the stale node, and that session expires (taking the node) before the conditional delete."""
@@ -137,16 +158,8 @@ def test_lock_left_by_our_older_session_is_taken_when_that_session_expires_mid_r
         old = await open_store(store_url)
         async with await open_store(store_url) as new:
             await old.put("/locks/w", json.dumps({"owner": "a"}).encode(), -1, ephemeral=True)
-            read = new.get
-
-            async def read_then_expire_the_old_session(path: str) -> Any:
-                res = await read(path)
-                await old.close()  # the old session's ephemeral node goes with it
-                return res
-
-            new.get = read_then_expire_the_old_session  # type: ignore[method-assign]
-            lock = await LockManager(new).acquire("/locks/w", {"owner": "a"})
-            new.get = read  # type: ignore[method-assign]
+            with after_first_read(new, old.close):  # the old session's ephemeral node goes with it
+                lock = await LockManager(new).acquire("/locks/w", {"owner": "a"})
             got = await new.get("/locks/w")
             assert got is not None and got.stat.created_by_self and got.stat.is_ephemeral
             assert lock.is_valid and lock.version == got.stat.version == 0
@@ -159,18 +172,13 @@ def test_lock_left_by_our_older_session_and_taken_by_another_meanwhile_is_busy(s
         old = await open_store(store_url)
         async with await open_store(store_url) as new, await open_store(store_url) as other:
             await old.put("/locks/v", json.dumps({"owner": "a"}).encode(), -1, ephemeral=True)
-            read = new.get
 
-            async def read_then_lose_the_node_to_another_session(path: str) -> Any:
-                res = await read(path)
+            async def lose_the_node_to_another_session() -> None:
                 await old.close()
                 await other.put("/locks/v", json.dumps({"owner": "b"}).encode(), -1, ephemeral=True)
-                return res
 
-            new.get = read_then_lose_the_node_to_another_session  # type: ignore[method-assign]
-            with pytest.raises(LockBusyError):
+            with after_first_read(new, lose_the_node_to_another_session), pytest.raises(LockBusyError):
                 await LockManager(new).acquire("/locks/v", {"owner": "a"})
-            new.get = read  # type: ignore[method-assign]
             got = await new.get("/locks/v")
             assert got is not None and json.loads(got.value) == {"owner": "b"} and not got.stat.created_by_self
 

@@ -111,6 +111,10 @@ class MetadataStore(abc.ABC):
         versioned delete -- a window that remains there (and in Pulsar's ZooKeeper locks).
         """
 
+    async def delete_node(self, stat: Stat) -> None:
+        """Delete exactly the node ``stat`` describes: at its version and creation (``delete``)."""
+        await self.delete(stat.path, stat.version, created=stat.created)
+
     @abc.abstractmethod
     async def get_children(self, path: str) -> list[str]:
         """Sorted names of the node's children; ``[]`` when the node does not exist."""

@@ -26,7 +26,7 @@ import logging
 from collections.abc import Callable
 from typing import Generic, TypeVar
 
-from bundlewise.live.store.api import MetadataStore, Notification, NotificationType, SessionEvent
+from bundlewise.live.store.api import MetadataStore, Notification, NotificationType, SessionEvent, Stat
 from bundlewise.live.store.codec import JSON, Codec
 from bundlewise.live.store.errors import AlreadyClosedError, BadVersionError, NotFoundError
 
@@ -61,8 +61,7 @@ class LeaderElection(Generic[T]):
         self._present = False  # Pulsar's internal LeaderIsPresent
         self._closed = False
         self._proposed: T | None = None
-        self._version: int | None = None
-        self._created = 0  # the creation of the node we lead with (Stat.created)
+        self._held: Stat | None = None  # the node we lead with
         self._lock = asyncio.Lock()
         self._tasks: set[asyncio.Task[None]] = set()
         self._unregister = [
@@ -99,18 +98,18 @@ class LeaderElection(Generic[T]):
                         stat = await self.store.put(self.path, payload, -1, ephemeral=True)
                     except BadVersionError:
                         continue  # another candidate created it first
-                    self._version, self._created = stat.version, stat.created
+                    self._held = stat
                     log.info("acquired leadership on %s", self.path)
                     return self._change(LeaderElectionState.Leading)
                 mine = self._codec.decode(res.value) == self._proposed
                 if mine and res.stat.created_by_self:
-                    self._version, self._created = res.stat.version, res.stat.created
+                    self._held = res.stat
                     return self._change(LeaderElectionState.Leading)
                 if mine or res.stat.created_by_self:
                     with contextlib.suppress(NotFoundError, BadVersionError):
-                        await self.store.delete(self.path, res.stat.version, created=res.stat.created)
+                        await self.store.delete_node(res.stat)
                     continue
-                self._version = None
+                self._held = None
                 return self._change(LeaderElectionState.Following)
 
     def _change(self, state: LeaderElectionState) -> LeaderElectionState:
@@ -169,7 +168,7 @@ class LeaderElection(Generic[T]):
         for task in list(self._tasks):
             task.cancel()
         async with self._lock:
-            if self._state is LeaderElectionState.Leading and self._version is not None:
+            if self._state is LeaderElectionState.Leading and self._held is not None:
                 with contextlib.suppress(Exception):
-                    await self.store.delete(self.path, self._version, created=self._created)
+                    await self.store.delete_node(self._held)
             self._state = LeaderElectionState.NoLeader

@@ -121,7 +121,7 @@ class ResourceLock(Generic[T]):
             raise LockBusyError(f"resource at {self.path} is already locked")
         # stale, or ours with another value; the old session may expire and take it first
         try:
-            await self.store.delete(self.path, res.stat.version, created=res.stat.created)
+            await self.store.delete_node(res.stat)
         except NotFoundError:
             pass
         except BadVersionError:  # changed since the read: another session's now

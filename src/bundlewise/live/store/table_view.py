@@ -148,7 +148,7 @@ class MetadataStoreTableView(Generic[T]):
             res = await self.store.get(path)
             if res is not None and self._codec.decode(res.value) == only_if:
                 with contextlib.suppress(NotFoundError, BadVersionError):
-                    await self.store.delete(path, res.stat.version, created=res.stat.created)
+                    await self.store.delete_node(res.stat)
                     deleted = True
         await self._reload(key)
         return deleted
