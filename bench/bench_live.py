@@ -49,8 +49,8 @@ import httpx
 import numpy as np
 
 from bench.common import write_result
-from bundlewise.live.cluster import BrokerProcess, LocalCluster
-from bundlewise.live.observer import OwnershipObserver
+from bundlewise.live.harness.cluster import BrokerProcess, LocalCluster
+from bundlewise.live.harness.observer import OwnershipObserver
 
 SESSION_MS = 4000
 NS = "bench/ns"

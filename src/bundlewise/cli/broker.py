@@ -92,7 +92,7 @@ def run(args: argparse.Namespace) -> int:
     if args.cores <= 0 or args.nic_mbps <= 0:
         raise InputError("expected positive numbers", field="--cores/--nic-mbps")
     with needs_extra("live", "bundlewise broker"):
-        from bundlewise.live.broker import BrokerOptions, run_broker
+        from bundlewise.live.broker.service import BrokerOptions, run_broker
         from bundlewise.live.store.url import StoreUrl
 
         StoreUrl.parse(args.store)
