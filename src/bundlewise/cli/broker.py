@@ -1,4 +1,4 @@
-"""``bundlewise broker``: run one broker of the live load manager (docs/live.md).
+"""``bundlewise broker``: run one broker of the live load manager (docs/live/).
 
 ``bundlewise broker --store URL --web HOST:PORT [--config broker.conf] [--set K=V] [--cores N]
 [--nic-mbps M] [--workload TRACE] [--time-scale K] [--time-origin MS] [--decisions FILE]

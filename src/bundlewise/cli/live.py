@@ -1,4 +1,4 @@
-"""``bundlewise live up | status | advise``: the live load manager run, inspected and advised (docs/live.md).
+"""``bundlewise live up | status | advise``: the live load manager run, inspected and advised (docs/live/).
 
 * ``live up [--store URL] [--brokers N | --cluster CLUSTER.toml] [--workload TRACE] [--strategy NAME]
   [--time-scale K] [--duration D] [--managers modular,extensible] [--out DIR [--overwrite]] [--zookeeper]

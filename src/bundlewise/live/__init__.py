@@ -14,5 +14,5 @@
   reader they use.
 
 Imports point down: harness -> broker -> store; inspect reads the store (and the modular aggregate's rules);
-the broker never imports the harness.  See docs/live.md.
+the broker never imports the harness.  See docs/live/.
 """

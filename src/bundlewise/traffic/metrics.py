@@ -280,4 +280,4 @@ LIVE_METRIC_KEYS = (
     "double_owner_observations",
     "observer_rounds_per_second",
 )
-"""What only a live run measures (docs/live.md), after METRIC_KEYS in ``summary.json``."""
+"""What only a live run measures (docs/live/), after METRIC_KEYS in ``summary.json``."""

@@ -103,7 +103,7 @@ def _percentile(values: Sequence[float], q: float) -> float | None:
 
 
 def live_metrics(run: LiveRun) -> dict[str, Any]:
-    """The metrics only a live run has (docs/live.md)."""
+    """The metrics only a live run has (docs/live/)."""
     ok = [r.latency_ms for r in run.lookups if r.result == "ok"]
     reassign = [loss.reassign_seconds for loss in run.player.losses if loss.bundles]
     failover = [loss.failover_seconds for loss in run.player.losses if loss.was_leader]

@@ -4,7 +4,7 @@ One asyncio protocol (``MetadataStore``, in ``api``) with two real backends in `
 through kazoo and etcd v3 through its JSON gateway — opened by URL with ``connect``; Pulsar's session events
 and a fencing deadline (``session``); recipes built on the protocol only, in ``recipes``: ``LeaderElection``,
 ``LockManager`` / ``ResourceLock``, ``read_modify_write``, ``MetadataStoreTableView``; Pulsar's paths in
-``layout``.  Local servers are the harness's (``live.harness.servers``).  See docs/live.md.
+``layout``.  Local servers are the harness's (``live.harness.servers``).  See docs/live/.
 
 Error tree: ``bundlewise.live.store.errors``.
 """

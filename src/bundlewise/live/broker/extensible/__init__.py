@@ -13,7 +13,7 @@ It wires the channel's pure decisions (``algorithms.extensible.channel``) and th
 * ``cleanup``: orphan cleanup and the ownership monitor; ``leader``: the leader's unload cycle and monitor;
 * ``manager``: the composition behind ``live.broker.manager.LoadManager``; ``namespace``: lookups, unload, split.
 
-See docs/live.md and docs/extensible-channel.md.
+See docs/live/ and docs/extensible-channel.md.
 """
 
 from bundlewise.live.broker.extensible.manager import ExtensibleLoadManager

@@ -53,7 +53,7 @@ class Broker(Protocol):
 def create_app(broker: Broker) -> FastAPI:
     app = FastAPI(
         title="bundlewise broker",
-        description="Apache Pulsar's lookup and admin REST surface of a bundlewise broker (docs/live.md)",
+        description="Apache Pulsar's lookup and admin REST surface of a bundlewise broker (docs/live/)",
         version="1",
         docs_url=None,
         redoc_url=None,
