@@ -62,7 +62,9 @@ class Tasks:
             except Exception as e:
                 log.warning("%s failed: %r", what, e)
 
-        return self._group.create_task(guarded(), name=what)
+        task = self._group.create_task(guarded(), name=what)
+        task.add_done_callback(lambda _: coro.close())  # cancelled before it ran: closed, not left unawaited
+        return task
 
     def every(
         self, period: float, job: Callable[[], Awaitable[None]], what: str, *, at_start: bool = False
