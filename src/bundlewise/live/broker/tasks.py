@@ -46,10 +46,6 @@ class Tasks:
         self._runner = asyncio.get_running_loop().create_task(run(), name="background")
         await entered
 
-    @property
-    def is_open(self) -> bool:
-        return self._group is not None and not self._closed
-
     def spawn(self, coro: Coroutine[Any, Any, Any], what: str) -> asyncio.Task[None] | None:
         """Run ``coro`` in the group (errors logged); None (and the coroutine closed) once the group is closed."""
         if self._group is None or self._closed:
