@@ -36,7 +36,7 @@ from bundlewise.algorithms.registry import SHEDDING, make_placement, shedding_na
 from bundlewise.config import Config
 from bundlewise.model.decisions import SplitDecision, Unload
 from bundlewise.model.load import BundleData
-from bundlewise.sim.engine import RunResult
+from bundlewise.results.record import RunResult
 from bundlewise.sim.floor import static_floor
 from bundlewise.sim.run import simulate, summary
 from bundlewise.sim.suite import SUITE, own_names, suite_scenario, targets

@@ -12,12 +12,12 @@ from bundlewise.config import Config
 from bundlewise.model.bundles import NamespaceBundles
 from bundlewise.model.durations import format_duration, parse_duration
 from bundlewise.model.errors import InputError
+from bundlewise.results.measure import Counters, settle_minutes
 from bundlewise.sim import reporting
 from bundlewise.sim.clock import Clock
 from bundlewise.sim.cluster import Cluster
 from bundlewise.traffic import cost
 from bundlewise.traffic.cost import BrokerSpec
-from bundlewise.traffic.metrics import Counters, settle_minutes
 from bundlewise.traffic.trace import TraceWorkload
 
 

@@ -44,7 +44,6 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -56,52 +55,27 @@ from bundlewise.config.views import LeaderSettings, PlacementSettings, SimSettin
 from bundlewise.model.decisions import Decision, Logged, MergeDecision, SplitDecision, Unload
 from bundlewise.model.errors import InputError
 from bundlewise.model.load import LocalBrokerData
+from bundlewise.results.measure import Counters, Mark, Record, dispatch_metrics, summarise
+from bundlewise.results.record import RunResult
 from bundlewise.sim import events as broker_events
 from bundlewise.sim import reporting
 from bundlewise.sim.adapters import make_manager
 from bundlewise.sim.backlog import Backlog
 from bundlewise.sim.clock import Clock
 from bundlewise.sim.cluster import UNOWNED
-from bundlewise.sim.dispatch import ClusterDispatch, DispatchRecord, dispatch_metrics
+from bundlewise.sim.dispatch import ClusterDispatch
 from bundlewise.sim.layout import build_cluster
 from bundlewise.sim.leader import LeaderView
 from bundlewise.sim.scenario import Scenario
 from bundlewise.sim.tickview import Measured, TickView
 from bundlewise.traffic import cost, saturation
 from bundlewise.traffic.layout import RecordedLayout
-from bundlewise.traffic.metrics import Counters, Mark, Record, summarise
 from bundlewise.traffic.workload import Counts, Workload
 
 Progress = Callable[[int, int], None]
 Probe = Callable[["Engine", str], None]
 """Called after each phase of a tick (``events``, ``lookups``, ``observe``, ``splits``, ``shed``): tests check
 invariants there."""
-
-
-@dataclass
-class RunResult:
-    """One strategy's run: metrics, per-tick arrays (ticks × broker slots) and decisions."""
-
-    strategy: str
-    metrics: dict[str, Any]
-    times: np.ndarray
-    brokers: list[str]
-    true_load: np.ndarray  # demand / capacity
-    reported_load: np.ndarray
-    bundles: np.ndarray
-    up: np.ndarray
-    decisions: list[Logged] = field(default_factory=list)
-    events: list[dict[str, Any]] = field(default_factory=list)
-    dispatch: DispatchRecord | None = None  # only with a [dispatch] section
-    delivered_load: np.ndarray | None = None  # the usage brokers measured (capped), weighted max
-    backlog_bytes: np.ndarray | None = None  # undelivered bytes of the bundles owned, end of tick
-    demand_bytes: np.ndarray | None = None  # in + out bytes/s the workload asked of the owned bundles
-    delivered_bytes: np.ndarray | None = None  # in + out bytes/s delivered
-    workload_bytes: np.ndarray | None = None  # per tick: in + out bytes/s of every topic of the workload
-    unowned_bytes: np.ndarray | None = None  # per tick: in + out bytes/s of bundles without an owner
-    refused: int = 0  # decisions naming a broker that is not up (never carried out)
-    bytes_delivered: float = 0.0  # Σ over the run of the bytes delivered
-    bytes_waiting: float = 0.0  # the backlog left after the last tick (all bundles)
 
 
 class Engine:
