@@ -80,7 +80,7 @@ class ExtensibleLoadManager:
         self.ctx = ctx
         config = ctx.config
         self.me = ctx.identity.broker_id
-        self.settings = ChannelSettings.from_config(config)
+        self.settings = config.view(ChannelSettings)
         self.entry = extensible_strategy(config.view(LeaderSettings).shedding_strategy)
         self.family = self._family()
         self.rng = random.Random(zlib.crc32(self.me.encode()))
