@@ -54,7 +54,7 @@ from bundlewise.config import Config
 from bundlewise.config.views import LeaderSettings, PlacementSettings, SimSettings
 from bundlewise.model.decisions import Decision, Logged, MergeDecision, SplitDecision, Unload
 from bundlewise.model.errors import InputError
-from bundlewise.model.load import LocalBrokerData
+from bundlewise.model.load import BROKER_VERSION, LocalBrokerData
 from bundlewise.results.measure import Counters, Mark, Record, dispatch_metrics, summarise
 from bundlewise.results.record import RunResult
 from bundlewise.sim import events as broker_events
@@ -178,7 +178,9 @@ class Engine:
         spec = self.cluster.brokers[slot]
         resources = spec.resources(0.0, 0.0, 0.0, 0.0)
         lm_class = self.config.view(PlacementSettings).load_manager_class
-        report = LocalBrokerData.of_stats(resources, {}, brokerVersionString="3.2.0", loadManagerClassName=lm_class)
+        report = LocalBrokerData.of_stats(
+            resources, {}, brokerVersionString=BROKER_VERSION, loadManagerClassName=lm_class
+        )
         report.lastUpdate = self.clock.now
         load = resources.weighted_max_usage(self.config.weights())
         none = np.zeros(0, dtype=np.int64)
@@ -289,7 +291,7 @@ class Engine:
             ids = np.flatnonzero(owned & (cl.owner[:n] == slot))
             resources = m.resources(cl, int(slot))
             report = LocalBrokerData.of_stats(
-                resources, m.stats(cl, ids), brokerVersionString="3.2.0", loadManagerClassName=lm_class
+                resources, m.stats(cl, ids), brokerVersionString=BROKER_VERSION, loadManagerClassName=lm_class
             )
             report.lastUpdate = now
             vals = m.per_bundle[ids][:, [2, 3, 0, 1]]  # TimeAverageMessageData order: tputIn, tputOut, rateIn, rateOut
