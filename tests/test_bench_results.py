@@ -8,32 +8,20 @@ import json
 from pathlib import Path
 from types import ModuleType
 
+import bench.bench_live
+import bench.bench_modular
+import bench.bench_own_strategy
+import bench.bench_pipeline
+import bench.bench_placement
+import bench.bench_sim
+import bench.bench_sim_trace
+import bench.bench_throttling
+import bench.bench_transfer
 import pytest
-from bench import (
-    bench_live,
-    bench_modular,
-    bench_own_strategy,
-    bench_pipeline,
-    bench_placement,
-    bench_sim,
-    bench_sim_trace,
-    bench_throttling,
-    bench_transfer,
-)
 from bench.common import RESULTS, generic_markdown, render
 
 ROOT = Path(__file__).resolve().parent.parent
-MODULES = [
-    bench_live,
-    bench_modular,
-    bench_own_strategy,
-    bench_pipeline,
-    bench_placement,
-    bench_sim,
-    bench_sim_trace,
-    bench_throttling,
-    bench_transfer,
-]
+MODULES = [getattr(bench, name) for name in sorted(dir(bench)) if name.startswith("bench_")]
 
 
 @pytest.mark.parametrize("module", MODULES, ids=lambda m: m.RESULT)

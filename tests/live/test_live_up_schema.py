@@ -16,39 +16,14 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow.parquet as pq
+from test_live_up_managers import SCENARIO as MANAGERS_SCENARIO
 
 from bundlewise.results.catalogue import LIVE_METRIC_KEYS, METRIC_KEYS
 from bundlewise.results.decisions import FIELDS
 
-SCENARIO = """
-name = "schema-scale-out"
-duration = "30m"
-step = "1m"
-seed = 3
-[[brokers]]
-name = "broker-1"
-[[brokers]]
-name = "broker-2"
-[[brokers]]
-name = "broker-3"
-[[namespaces]]
-name = "acme/orders"
-bundles = 8
-topics = 120
-msg_rate = 400000
-zipf = 0.8
-[[events]]
-at = "10m"
-action = "add"
-broker = "broker-2"
-[[events]]
-at = "10m"
-action = "add"
-broker = "broker-3"
-[balancer]
-loadBalancerSheddingIntervalMinutes = 1
-loadBalancerSheddingGracePeriodMinutes = 2
-"""
+# the managers test's scenario, longer (a start-up on a loaded machine must not eat the events)
+SCENARIO = MANAGERS_SCENARIO.replace('name = "tiny-scale-out"', 'name = "schema-scale-out"')
+SCENARIO = SCENARIO.replace('duration = "16m"', 'duration = "30m"').replace('at = "4m"', 'at = "10m"')
 
 
 def _bundlewise(*args: str) -> None:
