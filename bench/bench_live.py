@@ -52,6 +52,9 @@ from bench.common import write_result
 from bundlewise.live.harness.cluster import BrokerProcess, LocalCluster
 from bundlewise.live.harness.observer import OwnershipObserver
 
+RESULT = "live"
+TITLE = "Live load manager: lookups, faults and scale-out on real broker processes"
+
 SESSION_MS = 4000
 NS = "bench/ns"
 
@@ -465,7 +468,7 @@ def main() -> None:
             row = bench_scale_out(strategy, settings, scale)
             result["scale_out"][label] = {"settings": list(settings), "time_scale": scale, **row}
             print(f"scale-out {label}: {json.dumps(result['scale_out'][label])}", flush=True)
-    write_result("live", result)
+    write_result(RESULT, result, TITLE)
 
 
 if __name__ == "__main__":

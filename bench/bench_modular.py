@@ -34,6 +34,9 @@ from bundlewise.model.load import (
 )
 from bundlewise.model.resources import ResourceUsage, SystemResources
 
+RESULT = "modular_shedding"
+TITLE = "Modular load manager: decision latency of the shedding and placement strategies"
+
 SIZES = (10, 100, 1000)
 BUNDLES_PER_BROKER = 100
 TARGET_MS = 50.0
@@ -174,13 +177,14 @@ def main() -> None:
     worst = max(r["median_ms"] for r in results["1000"]["shedding"].values())
     print(f"worst shedding decision at 1000 brokers: {worst:.3f} ms (target <= {TARGET_MS:g} ms)")
     write_result(
-        "modular_shedding",
+        RESULT,
         {
             "what": "median latency (ms) of one decision; synthetic clusters, 100 bundles per broker",
             "target_ms_at_1000_brokers": TARGET_MS,
             "worst_shedding_ms_at_1000_brokers": worst,
             "results": results,
         },
+        TITLE,
     )
 
 

@@ -30,16 +30,19 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.bench_modular import BUNDLES_PER_BROKER, synthetic_cluster
-from bench.common import RESULTS, write_result
+from bench.common import write_result
 from bundlewise.algorithms.families import ModularFamily
 from bundlewise.algorithms.registry import SHEDDING, make_placement, shedding_names
 from bundlewise.config import Config
 from bundlewise.model.decisions import SplitDecision, Unload
 from bundlewise.model.load import BundleData
-from bundlewise.sim.engine import RunResult
+from bundlewise.results.record import RunResult
 from bundlewise.sim.floor import static_floor
 from bundlewise.sim.run import simulate, summary
 from bundlewise.sim.suite import SUITE, own_names, suite_scenario, targets
+
+RESULT = "own_strategy"
+TITLE = "BalancedPlanShedder vs Pulsar's strategies on the failure-mode suite"
 
 OWN = "BalancedPlanShedder"
 TARGET_MS = 50.0
@@ -129,8 +132,10 @@ def decision_times(brokers: int, repeat: int) -> dict[str, Any]:
     return {"brokers": brokers, "bundles": brokers * BUNDLES_PER_BROKER, "shedding": rows, "placement_ms": place}
 
 
-def markdown(scenarios: dict[str, Any], timing: dict[str, Any]) -> str:
-    lines = ["# BalancedPlanShedder vs Pulsar's strategies on the failure-mode suite", ""]
+def markdown(payload: dict[str, Any]) -> str:
+    """The suite's tables and the decision time, from ``own_strategy.json``'s payload."""
+    scenarios, timing = payload["scenarios"], payload["decision_time"]
+    lines: list[str] = []
     for name, r in scenarios.items():
         lines += [
             f"## {name}",
@@ -179,11 +184,7 @@ def main() -> None:
         print(f"{name}: {time.perf_counter() - t0:.1f} s", file=sys.stderr, flush=True)
     brokers = int(os.environ.get("BENCH_OWN_BROKERS", "1000"))
     timing = decision_times(brokers, 7 if brokers >= 1000 else 15)
-    text = markdown(scenarios, timing)
-    print(text)
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "own_strategy.md").write_text(text)
-    write_result("own_strategy", {"target_ms": TARGET_MS, "scenarios": scenarios, "decision_time": timing})
+    write_result(RESULT, {"target_ms": TARGET_MS, "scenarios": scenarios, "decision_time": timing}, TITLE, markdown)
 
 
 if __name__ == "__main__":

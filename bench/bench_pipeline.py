@@ -41,6 +41,9 @@ import numpy as np
 
 from bench.common import write_result
 
+RESULT = "pipeline"
+TITLE = "Spark pipeline vs a streamed DuckDB script, cold and warm"
+
 SIZES = tuple(int(x) for x in os.environ.get("BUNDLEWISE_BENCH_ROWS", "10000000").split(","))
 REPEATS = int(os.environ.get("BUNDLEWISE_BENCH_REPEATS", "3"))
 NAMESPACES = 400
@@ -377,13 +380,14 @@ def main() -> None:
         for rows in SIZES:
             results[str(rows)] = bench_size(spark, rows, Path(tmp))
     write_result(
-        "pipeline",
+        RESULT,
         {
             "targets": {"cold_over_duckdb_max": 2.5, "warm_over_duckdb_max": 1.0, "inputs_over_parquet_max": 1.5},
             "spark": {"master": "local[*]", "shuffle_partitions": spark.conf.get("spark.sql.shuffle.partitions")},
             "duckdb": "streamed COPY with the CRC-32 of each distinct topic joined in",
             "runs": results,
         },
+        TITLE,
     )
     spark.stop()
 

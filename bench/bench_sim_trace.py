@@ -34,6 +34,9 @@ import pyarrow.parquet as pq
 
 from bench.common import write_result
 
+RESULT = "simulator_trace"
+TITLE = "simulate --workload on a recorded trace: without a JVM vs through Spark"
+
 ROWS = int(os.environ.get("BUNDLEWISE_BENCH_TRACE_ROWS", "2900000"))
 REPEATS = int(os.environ.get("BUNDLEWISE_BENCH_REPEATS", "3"))
 BROKERS, NAMESPACES, BUNDLES_PER_NS, SAMPLES = 40, 16, 64, 240
@@ -172,7 +175,7 @@ def main() -> None:
     startup_line = f"bundle {s['bundle_s']:.2f} s, simulate --help {s['simulate_help_s']:.2f} s"
     print(f"start-up: {startup_line}, python {s['python_s']:.2f} s")
     write_result(
-        "simulator_trace",
+        RESULT,
         {
             "trace": {
                 "rows": rows,
@@ -190,6 +193,7 @@ def main() -> None:
                 "meets": c["without_jvm_s"] <= 10.0 and s["fixed_cost_s"] <= 1.0,
             },
         },
+        TITLE,
     )
 
 

@@ -19,6 +19,9 @@ from bundlewise.algorithms.extensible.transfer_shedder import TransferShedder
 from bundlewise.config import Config
 from bundlewise.model.extensible import parse_extensible_snapshot
 
+RESULT = "transfer_shedder"
+TITLE = "TransferShedder: decision latency"
+
 SIZES = (10, 100, 1000)
 BUNDLES = 100
 NOW = 1_700_000_000_000
@@ -103,8 +106,9 @@ def main() -> None:
     ok = at_1000 <= TARGET_MS
     print(f"  target <= {TARGET_MS:g} ms at 1000 brokers: {'met' if ok else 'MISSED'} ({at_1000} ms)")
     write_result(
-        "transfer_shedder",
+        RESULT,
         {"strategy": "TransferShedder", "target_ms_at_1000": TARGET_MS, "target_met": ok, "results": rows},
+        TITLE,
     )
 
 

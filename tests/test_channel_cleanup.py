@@ -21,8 +21,8 @@ from bundlewise.algorithms.extensible.channel.cleanup import (
 )
 from bundlewise.algorithms.extensible.channel.monitor import plan_monitor
 from bundlewise.algorithms.extensible.channel.reactions import Close, react
-from bundlewise.algorithms.extensible.channel.settings import ChannelSettings, storage_of
 from bundlewise.config import Config
+from bundlewise.config.views import ChannelSettings, storage_of
 from bundlewise.model.channel import ServiceUnitState, ServiceUnitStateData, StorageType, should_keep_left
 from bundlewise.model.errors import InputError
 
@@ -364,13 +364,13 @@ def test_monitor_preconditions(kw, active, skip):
 
 
 def test_settings_from_pulsars_defaults():
-    s = ChannelSettings.from_config(Config())
+    s = Config().view(ChannelSettings)
     assert s == ChannelSettings(30_000, 3_600_000, 60, True, StorageType.SystemTopic, 30, 64, 60_000)
 
 
 def test_settings_storage_from_the_table_view_class():
     cls = "org.apache.pulsar.broker.loadbalance.extensions.channel.ServiceUnitStateMetadataStoreTableViewImpl"
-    s = ChannelSettings.from_config(Config().with_values({"loadManagerServiceUnitStateTableViewClassName": cls}))
+    s = Config().with_values({"loadManagerServiceUnitStateTableViewClassName": cls}).view(ChannelSettings)
     assert s.storage is StorageType.MetadataStore
     assert storage_of("ServiceUnitStateTableViewImpl") is StorageType.SystemTopic
     with pytest.raises(InputError, match="loadManagerServiceUnitStateTableViewClassName"):
@@ -385,10 +385,10 @@ def test_constructor_check_tombstone_delay_covers_the_in_flight_wait():
             "loadBalancerInFlightServiceUnitStateWaitingTimeInMillis": 30_000,
         }
     )
-    assert ChannelSettings.from_config(ok).tombstone_delay_ms == 30_000
+    assert ok.view(ChannelSettings).tombstone_delay_ms == 30_000
     bad = ok.with_values({"loadBalancerInFlightServiceUnitStateWaitingTimeInMillis": 30_001})
     with pytest.raises(InputError) as e:
-        ChannelSettings.from_config(bad)
+        bad.view(ChannelSettings)
     assert e.value.field == "loadBalancerServiceUnitStateTombstoneDelayTimeInSeconds"
     assert str(e.value) == (
         "loadBalancerServiceUnitStateTombstoneDelayTimeInSeconds: "

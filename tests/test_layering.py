@@ -2,12 +2,14 @@
 
 Every ``import`` counts, also one inside a function or under a condition:
 
-* imports point down the layers ``model -> config | files -> algorithms | traffic -> pipeline | sim | live ->
-  report -> cli`` (``demo`` above ``cli``); packages of one layer never import each other;
+* imports point down the layers ``model -> config | files -> algorithms | traffic | results -> pipeline | sim |
+  live -> report -> cli`` (``demo`` above ``cli``); packages of one layer never import each other;
 * inside ``live``, imports point down the rooms ``store -> broker -> harness | inspect``: the store never
   imports the broker, the broker never imports the harness or inspection, harness and inspection never
   import each other; the two load managers ``live.broker.modular`` and ``live.broker.extensible`` never
   import each other, and of the rest of the broker only ``live.broker.service`` (the composition) imports them;
+* ``report`` renders a simulated or a live run from the run-results contract (``results``) alone: it imports
+  neither ``sim`` nor ``live``;
 * no import cycle between modules;
 * no dynamic import (``importlib``, ``__import__``) anywhere;
 * PySpark only inside ``pipeline``; the metadata-store clients, the web framework and server and the JWT
@@ -31,6 +33,7 @@ LAYERS = {
     "files": 1,
     "algorithms": 2,
     "traffic": 2,
+    "results": 2,
     "pipeline": 3,
     "sim": 3,
     "live": 3,
@@ -257,6 +260,18 @@ def test_heavy_dependencies_stay_in_their_subpackage() -> None:
             assert package_of(e.source) == HEAVY[top], f"{e.source}:{e.line} imports {e.target}"
 
 
+def test_the_report_renders_runs_from_the_results_contract_alone() -> None:
+    assert report_violations(edges()) == []
+
+
+def report_violations(all_edges: list[Edge]) -> list[str]:
+    return [
+        f"{e.source}:{e.line} imports {e.target}"
+        for e in all_edges
+        if package_of(e.source) == "report" and package_of(e.target) in ("sim", "live", "pipeline")
+    ]
+
+
 # -- the checker itself can fail -------------------------------------------------------------------
 
 
@@ -267,6 +282,8 @@ def test_heavy_dependencies_stay_in_their_subpackage() -> None:
         ("bundlewise.sim.engine", "bundlewise.pipeline.jobs", "a sibling import (sim -> pipeline)"),
         ("bundlewise.traffic.cost", "bundlewise.algorithms.registry", "a sibling import (traffic -> algorithms)"),
         ("bundlewise.model.load", "bundlewise.config", "upward import (model -> config)"),
+        ("bundlewise.results.write", "bundlewise.sim.run", "upward import (results -> sim)"),
+        ("bundlewise.results.write", "bundlewise.traffic.cost", "a sibling import (results -> traffic)"),
     ],
 )
 def test_the_layer_check_rejects_bad_edges(source: str, target: str, message: str) -> None:
@@ -333,3 +350,8 @@ def test_the_cycle_check_finds_a_cycle_through_a_function_level_import(tmp_path:
     src = tmp_path / "m.py"
     src.write_text("def f():\n    from bundlewise.sim import run\n    return run\n")
     assert ("bundlewise.sim.run", 2) in set(imports(src, "bundlewise.algorithms.m"))
+
+
+def test_the_report_check_rejects_a_report_that_reads_the_simulator() -> None:
+    (found,) = report_violations([Edge("bundlewise.report.html", "bundlewise.sim.engine", 3)])
+    assert found == "bundlewise.report.html:3 imports bundlewise.sim.engine"

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
 from bundlewise.algorithms.extensible.placement import FilterContext, apply_filters
@@ -11,9 +9,7 @@ from bundlewise.algorithms.placement import filters
 from bundlewise.config import Config
 from bundlewise.config.keys_extensible import EXTENSIBLE_LOAD_MANAGER
 from bundlewise.model.decisions import (
-    Assignment,
     Label,
-    Logged,
     SplitDecision,
     SplitReason,
     Unload,
@@ -49,32 +45,6 @@ def test_one_split_decision_for_both_load_managers() -> None:
     assert modular.reason == "Topics"  # the extensible strategy's single reason is the first condition met
     done = modular.done("range_equally_divide", ["c1", "c2"])
     assert (done.algorithm, done.children, done.reasons) == ("range_equally_divide", ("c1", "c2"), modular.reasons)
-
-
-def test_a_logged_decision_is_one_line_of_decisions_jsonl() -> None:
-    unload = Logged("ThresholdShedder", 3, 180_000, Unload("a", B, "why", "b"), throughput=5.0, flap=False)
-    assert list(unload.to_json()) == [
-        "strategy",
-        "tick",
-        "time_ms",
-        "time",
-        "type",
-        "bundle",
-        "broker",
-        "destination",
-        "throughput",
-        "flap",
-        "reason",
-    ]
-    assert unload.to_json()["time"] == "3m" and unload.type == "unload"
-    split = Logged(
-        "x", 1, 60_000, SplitDecision(B, "a", (SplitReason.TOPICS,), "Topics (3 topics > 2)").done("r", ["c"])
-    )
-    assert split.to_json()["reason"] == "split: Topics (3 topics > 2)" and split.to_json()["children"] == ["c"]
-    noted = Logged("x", 1, 60_000, SplitDecision(B, "a", (SplitReason.TOPICS,), "T"), note="; children unloaded")
-    assert noted.to_json()["reason"] == "split: T; children unloaded"
-    lookup = Logged("x", 0, 0, Assignment(B, "a", ("a", "b"), "lookup of an unowned bundle: X picked a"))
-    assert lookup.to_json()["type"] == "assignment" and json.loads(json.dumps(lookup.to_json()))["broker"] == "a"
 
 
 # -- broker versions (jsemver 0.9, as both BrokerVersionFilters read them) --------------------------------

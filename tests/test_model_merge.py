@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from bundlewise.model.bundles import Bundle, NamespaceBundles
 from bundlewise.model.decisions import Label, Logged, MergeDecision, MergeReason
 from bundlewise.model.errors import InputError
+from bundlewise.results.decisions import decision_row
 
 NS = "t/ns"
 
@@ -95,7 +96,7 @@ def test_a_merge_decision_and_its_decisions_jsonl_line() -> None:
     assert d.cause is MergeReason.BUNDLE_CAP
     line = Logged("BalancedPlanShedder", 3, 180_000, d.done(["a", "b"], "b", " (note)"))
     assert line.type == "merge"
-    assert json.dumps(line.to_json()) == json.dumps(
+    assert json.dumps(decision_row(line)) == json.dumps(
         {
             "strategy": "BalancedPlanShedder",
             "tick": 3,
@@ -109,6 +110,9 @@ def test_a_merge_decision_and_its_decisions_jsonl_line() -> None:
             "moved": ["t/ns/0x80000000_0xc0000000"],
             "unblocks": "t/ns/0x00000000_0x40000000",
             "reason": "merge (BundleCap): t/ns is at its cap (note)",
+            "label": "Success",
+            "cause": "BundleCap",
+            "leader": None,
         }
     )
     nobody = MergeDecision(

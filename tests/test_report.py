@@ -15,8 +15,8 @@ import pytest
 
 from bundlewise.report.html import render_report
 from bundlewise.report.verdict import concern_scores, ranking, verdict
-from bundlewise.sim.metric_defs import DEFS, format_value, markdown_table, metric_def
-from bundlewise.sim.run import comparison_table, simulate, summary
+from bundlewise.results.catalogue import DEFS, comparison_table, format_value, markdown_table, metric_def
+from bundlewise.sim.run import run_info, simulate, summary
 from bundlewise.sim.scenario import parse_scenario
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -164,7 +164,7 @@ def page() -> tuple[str, dict[str, Any]]:
     scenario = parse_scenario(tomllib.loads(SCENARIO), "small.toml")
     results = simulate(scenario, ["OverloadShedder", "ThresholdShedder"])
     doc = summary(scenario, results)
-    return render_report(scenario, results, doc), doc
+    return render_report(run_info(scenario), results, doc), doc
 
 
 def test_the_page_opens_with_the_verdict_and_defines_every_metric(page: tuple[str, dict[str, Any]]) -> None:

@@ -20,10 +20,11 @@ import pyarrow.parquet as pq
 import pytest
 
 from bundlewise.cli.main import main
-from bundlewise.sim.engine import Engine, RunResult
+from bundlewise.results.catalogue import EVENTS_KEY, METRIC_KEYS
+from bundlewise.results.record import RunResult
+from bundlewise.sim.engine import Engine
 from bundlewise.sim.run import make_workload
 from bundlewise.sim.scenario import bundled_scenario, parse_scenario
-from bundlewise.traffic.metrics import EVENTS_KEY, METRIC_KEYS
 
 TWO_BROKERS = """
 duration = "{duration}"

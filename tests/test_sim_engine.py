@@ -12,12 +12,12 @@ from bundlewise.config import Config
 from bundlewise.model.bundles import NamespaceBundles
 from bundlewise.model.durations import format_duration, parse_duration
 from bundlewise.model.errors import InputError
+from bundlewise.results.measure import Counters, settle_minutes
 from bundlewise.sim import reporting
 from bundlewise.sim.clock import Clock
 from bundlewise.sim.cluster import Cluster
 from bundlewise.traffic import cost
 from bundlewise.traffic.cost import BrokerSpec
-from bundlewise.traffic.metrics import Counters, settle_minutes
 from bundlewise.traffic.trace import TraceWorkload
 
 
@@ -206,3 +206,19 @@ def test_trace_from_an_arrow_table_equals_the_trace_from_a_frame() -> None:
     assert from_arrow.counts(60_000)[2].tolist() == [1, 0]  # the later of a's two rows at 61 s: 1 consumer
     with pytest.raises(InputError, match="t: missing column 'msgRateIn'"):
         TraceWorkload(pa.table({"timestamp": [1], "topic": ["a"]}), "t")
+
+
+def test_simulated_brokers_report_the_one_broker_version() -> None:
+    """The simulator's reports carry ``model.load.BROKER_VERSION`` (3.3.1), as the live brokers' do."""
+    import dataclasses
+
+    from bundlewise.model.load import BROKER_VERSION
+    from bundlewise.sim.engine import Engine
+    from bundlewise.sim.run import make_workload
+    from bundlewise.sim.scenario import bundled_scenario
+
+    scenario = dataclasses.replace(bundled_scenario("default"), duration=5 * 60_000)
+    engine = Engine(scenario, make_workload(scenario, None), "OverloadShedder")
+    engine.run()
+    versions = {b.localData.brokerVersionString for b in engine.leader.load.brokers.values()}
+    assert versions == {BROKER_VERSION} == {"3.3.1"}

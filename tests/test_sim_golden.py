@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from bundlewise.cli.main import main
-from bundlewise.sim.run import comparison_table
+from bundlewise.results.catalogue import comparison_table
 from bundlewise.sim.scenario import bundled_names
 
 GOLDEN = Path(__file__).parent / "golden"

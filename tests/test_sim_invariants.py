@@ -43,8 +43,10 @@ from bundlewise.algorithms.families import ModularFamily
 from bundlewise.algorithms.registry import shedding_names
 from bundlewise.config.views import SplitSettings
 from bundlewise.model.hashing import FULL_LOWER_BOUND, FULL_UPPER_BOUND
+from bundlewise.results.decisions import decision_row
+from bundlewise.results.record import RunResult
 from bundlewise.sim.cluster import UNOWNED
-from bundlewise.sim.engine import Engine, RunResult
+from bundlewise.sim.engine import Engine
 from bundlewise.sim.run import make_workload
 from bundlewise.sim.scenario import Scenario, parse_scenario
 
@@ -151,7 +153,7 @@ def _replay(result: RunResult, initial: dict[str, str], ticks: int) -> None:
         events[e["time_ms"]] += 1
     decisions: dict[int, list[dict[str, Any]]] = {}
     for d in result.decisions:
-        decisions.setdefault(d.tick, []).append(d.to_json())
+        decisions.setdefault(d.tick, []).append(decision_row(d))
     for tick in range(ticks):
         for e in by_tick.get(tick, []):
             if e["action"] in ("remove", "restart"):

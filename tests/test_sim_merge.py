@@ -18,7 +18,9 @@ import pytest
 
 from bundlewise.cli.main import main
 from bundlewise.model.errors import InputError
-from bundlewise.sim.engine import Engine, RunResult
+from bundlewise.results.decisions import decision_row
+from bundlewise.results.record import RunResult
+from bundlewise.sim.engine import Engine
 from bundlewise.sim.scenario import parse_scenario
 from bundlewise.traffic.workload import Counts, Rates, Topics
 
@@ -93,7 +95,7 @@ def test_at_the_cap_a_cold_pair_merges_and_the_hot_bundle_splits_in_the_same_ste
     ]
     m = result.metrics
     assert (m["merges"], m["splits"], m["unloads"], m["topic_unavailable_seconds"]) == (1, 1, 0, 0.0)
-    rows = [d.to_json() for d in result.decisions]
+    rows = [decision_row(d) for d in result.decisions]
     assert [(r["tick"], r["type"], r["bundle"]) for r in rows] == [
         (0, "merge", "t/ns/0x80000000_0xffffffff"),
         (0, "split", "t/ns/0x00000000_0x40000000"),
@@ -165,7 +167,7 @@ def test_parts_with_two_owners_merge_to_the_hotter_ones_owner_and_the_other_move
         (1, "assignment", "t/ns/0x00000000_0x20000000", "b"),
         (1, "assignment", "t/ns/0x20000000_0x40000000", "a"),
     ]
-    (merge,) = [d.to_json() for d in result.decisions if d.type == "merge"]
+    (merge,) = [decision_row(d) for d in result.decisions if d.type == "merge"]
     assert (merge["owners"], merge["broker"], merge["moved"]) == (
         ["a", "b"],
         "b",

@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from bundlewise.results.decisions import decision_row
 from bundlewise.sim.engine import Engine
 from bundlewise.sim.run import make_workload
 from bundlewise.sim.scenario import parse_scenario
@@ -101,7 +102,7 @@ def test_sessions_hold_from_each_sample_so_a_burst_splits_when_it_comes() -> Non
     sc = parse_scenario(doc, "s.toml")
     trace = TraceWorkload(_burst_of_sessions(), "sessions.jsonl")
     r = Engine(sc, trace, "OverloadShedder").run()
-    splits = [d.to_json() for d in r.decisions if d.type == "split"]
+    splits = [decision_row(d) for d in r.decisions if d.type == "split"]
     # 20 sessions until minute 5 (no split), then 200 > 100: the split comes with the burst, not at minute 0
     assert splits and splits[0]["time_ms"] == 5 * 60_000
     assert "Sessions" in splits[0]["reason"]

@@ -9,7 +9,8 @@ from functools import cache
 import numpy as np
 import pytest
 
-from bundlewise.sim.engine import RunResult
+from bundlewise.results.decisions import decision_row
+from bundlewise.results.record import RunResult
 from bundlewise.sim.run import simulate
 from bundlewise.sim.scenario import Scenario, bundled_names, bundled_scenario
 from bundlewise.traffic.workload import GeneratedWorkload
@@ -32,7 +33,7 @@ def slot(r: RunResult, broker: str) -> int:
 
 
 def unloads(r: RunResult) -> list[dict[str, object]]:
-    return [d.to_json() for d in r.decisions if d.type == "unload"]
+    return [decision_row(d) for d in r.decisions if d.type == "unload"]
 
 
 def test_every_bundled_scenario_parses_with_a_description() -> None:
@@ -135,7 +136,7 @@ def test_restarted_broker_comes_back_empty_and_its_bundles_are_assigned() -> Non
     s = slot(r, "broker-1")
     assert r.up[29, s] and not r.up[30, s] and not r.up[31, s] and r.up[32, s]  # down 30m..32m
     # back empty: whatever it owns at the end of its first tick came from that tick's decisions
-    rows = [d.to_json() for d in r.decisions]
+    rows = [decision_row(d) for d in r.decisions]
     given = [d for d in rows if d["tick"] == 32 and "broker-1" in (d.get("destination"), d["broker"])]
     assert r.bundles[32, s] == len(given) <= 1
     lost = next(e["bundles_lost"] for e in r.events if e["action"] == "restart")
@@ -167,7 +168,7 @@ def test_scale_out_other_strategies_fill_new_brokers(strategy: str) -> None:
 
 def test_hot_namespace_burst_overloads_and_splits_the_hot_bundles() -> None:
     r = run("hot-namespace-burst", "OverloadShedder", 100)
-    rows = [d.to_json() for d in r.decisions]
+    rows = [decision_row(d) for d in r.decisions]
     before = [d for d in rows if d["type"] == "split" and int(str(d["time_ms"])) >= 60 * MIN]
     assert before and all(str(d["bundle"]).startswith("shop/checkout/") for d in before)
     assert r.metrics["overloaded_broker_minutes"] > 0

@@ -5,7 +5,8 @@
 [--load-data-log FILE]``: the broker's id is ``HOST:PORT``; it registers in the store, reports its
 load, runs for leader, owns bundles and answers Pulsar's lookup and admin HTTP paths on ``--web``
 until SIGTERM or Ctrl-C (a graceful stop: bundles unloaded, nodes released).  The workload trace
-(Parquet, CSV or JSON Lines; docs/formats.md) is read with Arrow here, not Spark.  When the broker is
+(Parquet, CSV or JSON Lines, or the pipeline's outputs; docs/formats.md) is read and checked by the
+simulator's reader and rules, without a JVM (``cli.traces.load_local_workload``).  When the broker is
 ready it prints ``{"brokerId", "webServiceUrl", "pid"}`` as one JSON line.
 """
 
@@ -17,9 +18,9 @@ import logging
 import re
 import sys
 from pathlib import Path
-from typing import Any
 
 from bundlewise.cli.common import add_config_options, config_from_args, needs_extra
+from bundlewise.cli.traces import load_local_workload
 from bundlewise.model.errors import InputError
 from bundlewise.traffic.trace import TraceWorkload
 
@@ -60,26 +61,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def read_trace(path: str) -> TraceWorkload:
-    """A topic-samples trace read with Arrow (docs/formats.md)."""
-    import pyarrow as pa
-    import pyarrow.csv as pacsv
-    import pyarrow.json as pajson
-    import pyarrow.parquet as pq
-
-    suffix = Path(path).suffix.lower()
-    try:
-        table: Any
-        if suffix == ".parquet":
-            table = pq.read_table(path)
-        elif suffix == ".csv":
-            table = pacsv.read_csv(path)
-        elif suffix in (".jsonl", ".json", ".ndjson"):
-            table = pajson.read_json(path)
-        else:
-            raise InputError("expected a .parquet, .csv or .jsonl trace", source=path, field="--workload")
-    except (OSError, pa.ArrowInvalid) as e:
-        raise InputError(f"cannot read the trace: {e}", source=path, field="--workload") from None
-    return TraceWorkload(table, path)
+    """The trace at ``path``, read and checked as ``simulate`` reads a local trace (rejected rows summed up on
+    stderr)."""
+    workload = load_local_workload(path)
+    workload.report(path)
+    return workload.trace
 
 
 def run(args: argparse.Namespace) -> int:

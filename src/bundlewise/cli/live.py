@@ -40,6 +40,10 @@ from bundlewise.config.keys_modular import IMPL
 from bundlewise.files import atomic
 from bundlewise.model.durations import parse_duration
 from bundlewise.model.errors import InputError
+from bundlewise.results.catalogue import comparison_table
+from bundlewise.results.record import RunResult
+from bundlewise.results.write import summary, summary_json, write_run
+from bundlewise.sim.run import run_info
 from bundlewise.sim.scenario import Scenario
 from bundlewise.traffic.trace import TraceWorkload
 from bundlewise.traffic.workload import GeneratedWorkload
@@ -180,7 +184,7 @@ def run_up(args: argparse.Namespace) -> int:
     with needs_extra("live", "bundlewise live up"), staging if staging is not None else contextlib.nullcontext():
         from bundlewise.cli.broker import read_trace
         from bundlewise.live.harness.events import LiveEvent
-        from bundlewise.live.harness.outputs import LiveResult, build_result, output_files, summary, write_files
+        from bundlewise.live.harness.outputs import build_result
         from bundlewise.live.harness.up import LivePlan, run_live
         from bundlewise.live.harness.workload import write_trace
         from bundlewise.live.store import layout
@@ -201,7 +205,7 @@ def run_up(args: argparse.Namespace) -> int:
                     sys.stderr.write(f"admin token (role admin, a super-user): {token}\n")
                 sys.stderr.flush()
 
-            results: list[LiveResult] = []
+            results: list[RunResult] = []
             for i, (key, manager, entry) in enumerate(runs):  # one after the other: the same workload and seed
                 chosen = {"loadBalancerLoadSheddingStrategy": entry.name}
                 if key is not None:  # --managers: this run's manager
@@ -233,26 +237,12 @@ def run_up(args: argparse.Namespace) -> int:
             if staging is not None:
                 from bundlewise.report.html import render_report
 
-                html = render_report(scenario, [_as_run_result(r) for r in results], doc)
-                write_files(staging.path, output_files(scenario.name, results, html))
+                write_run(staging.path, doc, results, render_report(run_info(scenario), results, doc))
         finally:
             shutil.rmtree(work, ignore_errors=True)
-    from bundlewise.sim.run import comparison_table, summary_json
-
     sys.stdout.write(summary_json(doc))
     sys.stderr.write(comparison_table(doc))
     return 0
-
-
-def _as_run_result(result: Any) -> Any:
-    """The live run in the simulator's result type, for the one report renderer: every field the two share
-    (``LiveResult`` mirrors ``RunResult``'s; the simulator-only ones keep their defaults)."""
-    from dataclasses import fields
-
-    from bundlewise.sim.engine import RunResult
-
-    shared = {f.name for f in fields(RunResult)} & {f.name for f in fields(result)}
-    return RunResult(**{name: getattr(result, name) for name in shared})
 
 
 # -- live status / advise ---------------------------------------------------------------------------

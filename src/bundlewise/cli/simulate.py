@@ -39,8 +39,10 @@ from bundlewise.cli.traces import load_workload
 from bundlewise.config import Config
 from bundlewise.files import atomic
 from bundlewise.report.html import render_report
+from bundlewise.results.catalogue import comparison_table
+from bundlewise.results.write import summary_json, write_run
 from bundlewise.sim.layout import layout_notes, replay_scenario
-from bundlewise.sim.run import comparison_table, simulate, summary, summary_json, write_outputs
+from bundlewise.sim.run import run_info, simulate, summary
 from bundlewise.sim.scenario import Scenario, bundled_names, bundled_scenario, load_scenario
 
 
@@ -139,7 +141,7 @@ def run(args: argparse.Namespace) -> int:
         doc = summary(scenario, results)
         table = comparison_table(doc)
         if staging is not None:
-            write_outputs(staging.path, scenario, results, render_report(scenario, results, doc))
+            write_run(staging.path, doc, results, render_report(run_info(scenario), results, doc))
     if args.format == "table":
         sys.stdout.write(table)
     else:

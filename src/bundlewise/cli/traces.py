@@ -13,6 +13,10 @@ Two roads to the same samples (docs/simulator.md, Workloads):
 
 Either way the simulator gets an Arrow table of samples (``traffic.trace.TraceWorkload``) and, for a recording,
 its ``RecordedLayout``; it never touches a path or Spark.  Rejected rows are summed up on stderr.
+
+The live brokers (``broker --workload``, ``live up --workload``) read a trace by the first road only
+(``load_local_workload``): each broker process reads it itself, so it must be readable without a JVM; a
+remote path or raw dumps are refused with a hint to convert them with ``bundlewise pipeline`` first.
 """
 
 from __future__ import annotations
@@ -80,6 +84,19 @@ def load_workload(path: str, *, spark: Any = None, master: str = "local[2]", use
             check_trace(path)
             spark = spark_session(master)
         return _through_spark(spark, path)
+    return _without_jvm(path)
+
+
+def load_local_workload(path: str, field: str = "--workload") -> Workload:
+    """The workload at ``path`` read without a JVM, by the simulator's reader and rules; a trace that needs
+    Spark (a remote path, raw Pulsar dumps) is bad input here."""
+    if needs_spark(path):
+        raise InputError(
+            "expected a local topic-samples trace (Parquet, CSV or JSON Lines) or the pipeline's outputs; "
+            "convert remote data or Pulsar dumps with `bundlewise pipeline` first",
+            source=path,
+            field=field,
+        )
     return _without_jvm(path)
 
 

@@ -2,7 +2,8 @@
 
 ``Config`` is an immutable mapping from every known key to its value (the default unless set).
 ``load_config`` reads ``broker.conf`` (Java properties), JSON or TOML; ``Config.with_values``
-applies ``--set`` overrides and per-step overrides.  Unknown keys are ignored, except those that
+applies ``--set`` overrides and per-step overrides; ``Config.view`` gives the small per-concern settings of
+``views``.  Unknown keys are ignored, except those that
 look like balancer or dispatch keys, which earn a warning naming the closest known key.
 """
 

@@ -15,6 +15,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from bundlewise.model.channel import StorageType
+from bundlewise.model.errors import InputError
 from bundlewise.model.resources import MIB
 
 MINUTE_MS = 60_000
@@ -429,6 +431,65 @@ class MergeSettings:
     @classmethod
     def of(cls, c: Mapping[str, Any]) -> MergeSettings:
         return cls(fraction=float(c["bundlewiseBalancedMergeFraction"]))
+
+
+TABLE_VIEWS = {
+    "ServiceUnitStateTableViewImpl": StorageType.SystemTopic,
+    "ServiceUnitStateMetadataStoreTableViewImpl": StorageType.MetadataStore,
+}
+TABLE_VIEW_KEY = "loadManagerServiceUnitStateTableViewClassName"
+TOMBSTONE_KEY = "loadBalancerServiceUnitStateTombstoneDelayTimeInSeconds"
+IN_FLIGHT_KEY = "loadBalancerInFlightServiceUnitStateWaitingTimeInMillis"
+
+
+def storage_of(table_view_class: str) -> StorageType:
+    """The storage a table-view class name (full or short) stands for: ``ServiceUnitStateTableViewImpl`` the
+    system topic (Pulsar's default), ``ServiceUnitStateMetadataStoreTableViewImpl`` the metadata store (PIP-378)."""
+    try:
+        return TABLE_VIEWS[_class_name(table_view_class)]
+    except KeyError:
+        raise InputError(
+            f"expected one of {', '.join(TABLE_VIEWS)}, got {table_view_class!r}", field=TABLE_VIEW_KEY
+        ) from None
+
+
+@dataclass(frozen=True, slots=True)
+class ChannelSettings:
+    """The extensible manager's service-unit-state channel (``ServiceUnitStateChannelImpl``'s constructor and
+    fields), with Pulsar's constructor check: the tombstone delay (``…TombstoneDelayTimeInSeconds`` x 1000)
+    must be at least the in-flight wait (``…InFlightServiceUnitStateWaitingTimeInMillis``), otherwise the
+    channel -- and the broker -- does not start.  Built where a channel starts, not by ``Config.check`` (so it
+    is not in ``ALL_VIEWS``): a modular broker's configuration is not refused for the channel's keys."""
+
+    in_flight_wait_ms: int = 30_000
+    tombstone_delay_ms: int = 3_600_000
+    monitor_interval_s: int = 60
+    multi_phase_unload: bool = True
+    storage: StorageType = StorageType.SystemTopic
+    metadata_operation_timeout_s: int = 30
+    max_concurrent_overrides: int = 64
+    unloading_timeout_ms: int = 60_000
+
+    def __post_init__(self) -> None:
+        if self.tombstone_delay_ms < self.in_flight_wait_ms:
+            raise InputError(
+                f"expected a tombstone delay of at least the in-flight wait ({self.in_flight_wait_ms} ms), "
+                f"got {self.tombstone_delay_ms // SECOND_MS} s",
+                field=TOMBSTONE_KEY,
+            )
+
+    @classmethod
+    def of(cls, c: Mapping[str, Any]) -> ChannelSettings:
+        return cls(
+            in_flight_wait_ms=int(c[IN_FLIGHT_KEY]),
+            tombstone_delay_ms=int(c[TOMBSTONE_KEY]) * SECOND_MS,
+            monitor_interval_s=int(c["loadBalancerServiceUnitStateMonitorIntervalInSeconds"]),
+            multi_phase_unload=bool(c["loadBalancerMultiPhaseBundleUnload"]),
+            storage=storage_of(str(c[TABLE_VIEW_KEY])),
+            metadata_operation_timeout_s=int(c["metadataStoreOperationTimeoutSeconds"]),
+            max_concurrent_overrides=int(c["loadBalancerServiceUnitStateMaxConcurrentOverrides"]),
+            unloading_timeout_ms=int(c["namespaceBundleUnloadingTimeoutMs"]),
+        )
 
 
 ALL_VIEWS = (

@@ -17,10 +17,12 @@ commands print (a modular strategy's figures, or the enum's name for TransferShe
 * ``SplitStep``: what the leader's split step decides at once: merges first, then splits.
 * ``Assignment``: ``bundle`` goes to ``broker`` at a lookup; ``best`` is every broker the strategy
   would have picked from at random.
-* ``Logged``: one line of ``decisions.jsonl``: a decision with the strategy, the tick and the time, and
-  for an unload the throughput moved and whether it is a flap.  A merge's line has the type ``merge``.
+* ``Logged``: one line of ``decisions.jsonl``: a decision with the strategy, the tick and the time, for an
+  unload the throughput moved and whether it is a flap, and in a live run the broker that decided it.  A
+  merge's line has the type ``merge``.  The line's JSON is written and read in one place,
+  ``bundlewise.results.decisions``.
 
-The ``to_json`` methods give the commands' field names (docs/formats.md).
+The decisions' ``to_json`` methods give the commands' field names (docs/formats.md).
 """
 
 from __future__ import annotations
@@ -29,8 +31,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
-
-from bundlewise.model.durations import format_duration
 
 
 class Label(StrEnum):
@@ -221,6 +221,7 @@ class Logged:
     throughput: float | None = None  # an unload: in + out bytes/s of the bundle when it moved
     flap: bool | None = None  # an unload: the bundle had moved within the flap window before
     note: str = ""  # appended to the reason (a split whose children were unloaded)
+    leader: str | None = None  # the broker that decided it (a live run); None in a simulation
 
     @property
     def type(self) -> str:
@@ -231,30 +232,3 @@ class Logged:
         if isinstance(self.decision, MergeDecision):
             return "merge"
         return "assignment"
-
-    def to_json(self) -> dict[str, Any]:
-        d = self.decision
-        row: dict[str, Any] = {
-            "strategy": self.strategy,
-            "tick": self.tick,
-            "time_ms": self.time_ms,
-            "time": format_duration(self.time_ms),
-            "type": self.type,
-            "bundle": d.bundle,
-            "broker": d.broker,
-        }
-        if isinstance(d, Unload):
-            row.update(destination=d.destination, throughput=self.throughput, flap=self.flap, reason=d.reason)
-        elif isinstance(d, SplitDecision):
-            row.update(algorithm=d.algorithm, children=list(d.children), reason=f"split: {d.detail}{self.note}")
-        elif isinstance(d, MergeDecision):
-            row.update(
-                parts=list(d.parts),
-                owners=list(d.owners),
-                moved=list(d.moved),
-                unblocks=d.unblocks,
-                reason=f"merge ({d.cause}): {d.detail}{self.note}",
-            )
-        else:
-            row["reason"] = d.reason
-        return row

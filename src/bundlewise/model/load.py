@@ -9,7 +9,8 @@
   ``DEFAULT_MESSAGE_THROUGHPUT`` (50000 B/s), in and out, with ``numSamples = 0``.
 * ``TimeAverageBrokerData``: the eight sums of a broker's bundles' averages; a bundle without data
   contributes the defaults.
-* ``LocalBrokerData``: what a broker writes (``/admin/v2/broker-stats/load-report``).
+* ``LocalBrokerData``: what a broker writes (``/admin/v2/broker-stats/load-report``); the simulated and the
+  live brokers report ``BROKER_VERSION`` as their ``brokerVersionString`` (and ``brokerVersion``).
 * ``BrokerData`` / ``LoadData``: the leader's view.
 """
 
@@ -26,6 +27,10 @@ NUM_SHORT_SAMPLES = 10
 NUM_LONG_SAMPLES = 1000
 DEFAULT_MESSAGE_RATE = 50.0
 DEFAULT_MESSAGE_THROUGHPUT = 50000.0
+BROKER_VERSION = "3.3.1"
+"""The Pulsar release bundlewise's brokers (simulated and live) report: the first of the 3.3 line, whose
+behaviour the specs follow — AvgShedder (shipped in 3.0.6, 3.2.4 and 3.3.1, absent from 3.2.0) and the
+extensible manager's branch-3.3 rules — and the version of the live spec's wire examples."""
 
 
 @dataclass(frozen=True, slots=True)

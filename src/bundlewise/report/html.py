@@ -6,7 +6,7 @@ Top to bottom:
 2. **Summary** — every metric of ``summary.json`` as a row (label, unit, one column per strategy), numbers
    written as the terminal table writes them; no cell is singled out, the verdict does the judging.
 3. **Definitions** — one line and the unit of each metric shown, from the same table as the summary and the
-   plots' axes (``sim.metric_defs``), so a metric added to the simulator appears with whatever it has.
+   plots' axes (``results.catalogue``), so a metric added to the simulator appears with whatever it has.
 4. **Scenario events** — broker restarts, joins, removals and workload bursts, with their times; the same
    events are marked on every time plot (broker events as labelled vertical lines, bursts as shaded spans).
 5. **Load std-dev of every strategy** over time, then per strategy its brokers' true load (overload
@@ -15,6 +15,8 @@ Top to bottom:
    column with a click (a few lines of inline script) and scrolled in its own box.
 
 Plots are matplotlib PNGs (Agg backend) embedded as base64: the page needs no other file and no network.
+A simulated and a live run are rendered alike, from the run-results contract alone (``bundlewise.results``:
+the ``RunResult`` of each run, the ``RunInfo`` of the scenario, the ``summary.json`` document).
 """
 
 from __future__ import annotations
@@ -27,13 +29,11 @@ from typing import Any
 
 import numpy as np
 
-from bundlewise.config.views import PlacementSettings
 from bundlewise.model.durations import format_duration
 from bundlewise.report.verdict import METHOD, verdict
-from bundlewise.sim.engine import RunResult
-from bundlewise.sim.metric_defs import format_value, metric_def
-from bundlewise.sim.run import metric_keys
-from bundlewise.sim.scenario import Scenario
+from bundlewise.results.catalogue import format_value, metric_def, metric_keys
+from bundlewise.results.decisions import decision_row
+from bundlewise.results.record import RunInfo, RunResult
 
 EVENT_COLOURS = {"add": "tab:green", "return": "tab:green", "remove": "tab:red", "restart": "tab:orange"}
 EVENT_WORDS = {"add": "joins", "return": "is back", "remove": "is removed", "restart": "restarts"}
@@ -65,9 +65,9 @@ def _hours(times: np.ndarray) -> np.ndarray:
     return times / 3_600_000
 
 
-def _mark_events(ax: Any, scenario: Scenario, events: Sequence[dict[str, Any]], labels: bool = True) -> None:
+def _mark_events(ax: Any, scenario: RunInfo, events: Sequence[dict[str, Any]], labels: bool = True) -> None:
     """Broker events as vertical dotted lines, workload bursts as shaded spans (labelled at the bottom)."""
-    for b in scenario.workload.bursts:
+    for b in scenario.bursts:
         start, end = b.at / 3_600_000, (b.at + b.duration) / 3_600_000
         ax.axvspan(start, end, color=BURST_COLOUR, alpha=0.08, linewidth=0)
         if labels:
@@ -105,7 +105,7 @@ def _mark_events(ax: Any, scenario: Scenario, events: Sequence[dict[str, Any]], 
             )
 
 
-def _strategy_figure(r: RunResult, scenario: Scenario, overload: float) -> str:
+def _strategy_figure(r: RunResult, scenario: RunInfo, overload: float) -> str:
     plt = _plt()
     fig, (ax, ax2) = plt.subplots(2, 1, figsize=(11, 5.6), sharex=True, gridspec_kw={"height_ratios": [3, 1]})
     x = _hours(r.times)
@@ -141,7 +141,7 @@ def _strategy_figure(r: RunResult, scenario: Scenario, overload: float) -> str:
     return _png(fig)
 
 
-def _std_figure(results: Sequence[RunResult], scenario: Scenario) -> str:
+def _std_figure(results: Sequence[RunResult], scenario: RunInfo) -> str:
     plt = _plt()
     fig, ax = plt.subplots(figsize=(11, 3.4))
     for r in results:
@@ -163,7 +163,7 @@ def _std_figure(results: Sequence[RunResult], scenario: Scenario) -> str:
 LINE_STYLES = ("-", "--", ":", "-.")
 
 
-def _dispatch_figure(results: Sequence[RunResult], scenario: Scenario) -> str:
+def _dispatch_figure(results: Sequence[RunResult], scenario: RunInfo) -> str:
     """Dispatched msg/s per broker (one line style per strategy) and the remaining backlog over time."""
     plt = _plt()
     step_ms = scenario.step
@@ -231,14 +231,14 @@ def _definitions(doc: dict[str, Any]) -> str:
     )
 
 
-def _events(scenario: Scenario) -> str:
+def _events(scenario: RunInfo) -> str:
     rows: list[tuple[int, str]] = []
     for e in scenario.events:
         what = f"{e.broker} {EVENT_WORDS.get(e.action, e.action)}"
         if e.action == "restart":
             what += f" (down {format_duration(e.down_for)}, back empty)"
         rows.append((e.at, what))
-    for b in scenario.workload.bursts:
+    for b in scenario.bursts:
         rows.append((b.at, f"burst: {b.namespace} traffic x{b.factor:g} for {format_duration(b.duration)}"))
     if not rows:
         return "<p class='note'>No broker event and no burst: the workload alone moves the load.</p>"
@@ -255,7 +255,7 @@ def _decisions(results: Sequence[RunResult]) -> str:
             n[d.type] += 1
             if d.type == "assignment":
                 continue
-            row = d.to_json()
+            row = decision_row(d)
             children = [c.rsplit("/", 1)[-1] for c in row.get("children") or row.get("parts") or []]
             to = row.get("destination") or ", ".join(children) or "-"
             moved = row.get("throughput")
@@ -331,16 +331,16 @@ table.decisions td.t,table.decisions td.w{white-space:normal}table.decisions td.
 td.u{white-space:nowrap}table.summary th,table.defs th,table.events th{text-align:left}"""
 
 
-def render_report(scenario: Scenario, results: Sequence[RunResult], doc: dict[str, Any]) -> str:
+def render_report(scenario: RunInfo, results: Sequence[RunResult], doc: dict[str, Any]) -> str:
     """The whole page as a string."""
-    overload = scenario.config.view(PlacementSettings).overload_threshold
-    brokers = len(scenario.brokers)
+    overload = scenario.overload
+    brokers = scenario.brokers
     parts = [
         "<!DOCTYPE html><html><head><meta charset='utf-8'>",
         f"<title>bundlewise simulation: {_e(scenario.name)}</title><style>{CSS}</style></head><body>",
         f"<h1>Scenario {_e(scenario.name)}</h1>",
         f"<p>{_e(scenario.description)}</p>",
-        f"<p class='note'>{brokers} brokers, {len(scenario.namespaces)} namespaces, "
+        f"<p class='note'>{brokers} brokers, {scenario.namespaces} namespaces, "
         f"{format_duration(scenario.duration)} simulated at a {format_duration(scenario.step)} tick, seed "
         f"{scenario.seed}, the same traffic for every strategy.</p>",
         "<h2>Verdict</h2>",
@@ -365,7 +365,7 @@ def render_report(scenario: Scenario, results: Sequence[RunResult], doc: dict[st
             f"<img alt='{_e(r.strategy)} broker load and unloads' "
             f"src='data:image/png;base64,{_strategy_figure(r, scenario, overload)}'>",
         ]
-    if scenario.dispatch is not None and any(r.dispatch is not None for r in results):
+    if scenario.dispatch and any(r.dispatch is not None for r in results):
         parts += [
             "<h2>Dispatch</h2>",
             "<p class='note'>Consumers draining backlogs through the dispatch rate limiters of the broker "

@@ -1,6 +1,6 @@
 """The report's verdict: which strategy fits the simulated workload and why, in two or three sentences.
 
-Built from the metrics of ``summary.json`` and their concerns (``sim.metric_defs``), not from counting the
+Built from the metrics of ``summary.json`` and their concerns (``results.catalogue``), not from counting the
 lowest number per row — a strategy that never acts wins every churn row and can still leave the cluster
 uneven and overloaded:
 
@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from bundlewise.sim.metric_defs import DEFS, format_value
+from bundlewise.results.catalogue import DEFS, format_value
 
 WEIGHTS = {"overload": 2.0, "balance": 2.0, "churn": 1.0, "impact": 1.0}
 METHOD = (

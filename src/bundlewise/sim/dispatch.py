@@ -32,14 +32,12 @@ the backlog (messages) of the topics the broker owns at the end of the tick.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
-
 import numpy as np
 
 from bundlewise.config import Config
 from bundlewise.config.views import LeaderSettings
 from bundlewise.model.errors import InputError
+from bundlewise.results.record import DispatchRecord
 from bundlewise.sim.cluster import UNOWNED, Cluster
 from bundlewise.sim.dispatch_spec import DEFAULT_SUBSCRIPTIONS, DispatchSpec
 from bundlewise.sim.dispatch_topics import TopicEntry, TopicSpec
@@ -52,18 +50,6 @@ def topic_spec(name: str, ns_entry: TopicEntry | None, topic_entry: TopicEntry |
     """The topic's description: its own table first, then its namespace's, then the defaults."""
     chain = [e for e in (topic_entry, ns_entry) if e is not None]
     return TopicEntry.resolve(name, chain, DEFAULT_SUBSCRIPTIONS)
-
-
-@dataclass
-class DispatchRecord:
-    """Per tick × broker slot: dispatched messages and bytes, throttled reads, backlog (messages) at the
-    tick's end; ``backlog_end`` counts every subscription's backlog, owned or not, after the last tick."""
-
-    msgs: np.ndarray
-    bytes: np.ndarray
-    throttled: np.ndarray
-    backlog: np.ndarray
-    backlog_end: int = 0
 
 
 class ClusterDispatch:
@@ -193,24 +179,3 @@ class ClusterDispatch:
             total += int(sum(left.values())) * int(self.mpe[i])
         self.record.backlog_end = total
         return self.record
-
-
-def dispatch_metrics(record: DispatchRecord) -> dict[str, Any]:
-    """The summary.json keys added when the scenario has a ``[dispatch]`` section."""
-    throttled_per_tick = record.throttled.sum(axis=1)
-    return {
-        "dispatched_messages": int(record.msgs.sum()),
-        "dispatched_bytes": int(record.bytes.sum()),
-        "dispatch_throttled_reads": int(throttled_per_tick.sum()),
-        "dispatch_throttled_ticks": int((throttled_per_tick > 0).sum()),
-        "backlog_end_messages": int(record.backlog_end),
-    }
-
-
-DISPATCH_METRIC_KEYS = (
-    "dispatched_messages",
-    "dispatched_bytes",
-    "dispatch_throttled_reads",
-    "dispatch_throttled_ticks",
-    "backlog_end_messages",
-)

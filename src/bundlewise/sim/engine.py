@@ -44,7 +44,6 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -55,53 +54,28 @@ from bundlewise.config import Config
 from bundlewise.config.views import LeaderSettings, PlacementSettings, SimSettings
 from bundlewise.model.decisions import Decision, Logged, MergeDecision, SplitDecision, Unload
 from bundlewise.model.errors import InputError
-from bundlewise.model.load import LocalBrokerData
+from bundlewise.model.load import BROKER_VERSION, LocalBrokerData
+from bundlewise.results.measure import Counters, Mark, Record, dispatch_metrics, summarise
+from bundlewise.results.record import RunResult
 from bundlewise.sim import events as broker_events
 from bundlewise.sim import reporting
 from bundlewise.sim.adapters import make_manager
 from bundlewise.sim.backlog import Backlog
 from bundlewise.sim.clock import Clock
 from bundlewise.sim.cluster import UNOWNED
-from bundlewise.sim.dispatch import ClusterDispatch, DispatchRecord, dispatch_metrics
+from bundlewise.sim.dispatch import ClusterDispatch
 from bundlewise.sim.layout import build_cluster
 from bundlewise.sim.leader import LeaderView
 from bundlewise.sim.scenario import Scenario
 from bundlewise.sim.tickview import Measured, TickView
 from bundlewise.traffic import cost, saturation
 from bundlewise.traffic.layout import RecordedLayout
-from bundlewise.traffic.metrics import Counters, Mark, Record, summarise
 from bundlewise.traffic.workload import Counts, Workload
 
 Progress = Callable[[int, int], None]
 Probe = Callable[["Engine", str], None]
 """Called after each phase of a tick (``events``, ``lookups``, ``observe``, ``splits``, ``shed``): tests check
 invariants there."""
-
-
-@dataclass
-class RunResult:
-    """One strategy's run: metrics, per-tick arrays (ticks × broker slots) and decisions."""
-
-    strategy: str
-    metrics: dict[str, Any]
-    times: np.ndarray
-    brokers: list[str]
-    true_load: np.ndarray  # demand / capacity
-    reported_load: np.ndarray
-    bundles: np.ndarray
-    up: np.ndarray
-    decisions: list[Logged] = field(default_factory=list)
-    events: list[dict[str, Any]] = field(default_factory=list)
-    dispatch: DispatchRecord | None = None  # only with a [dispatch] section
-    delivered_load: np.ndarray | None = None  # the usage brokers measured (capped), weighted max
-    backlog_bytes: np.ndarray | None = None  # undelivered bytes of the bundles owned, end of tick
-    demand_bytes: np.ndarray | None = None  # in + out bytes/s the workload asked of the owned bundles
-    delivered_bytes: np.ndarray | None = None  # in + out bytes/s delivered
-    workload_bytes: np.ndarray | None = None  # per tick: in + out bytes/s of every topic of the workload
-    unowned_bytes: np.ndarray | None = None  # per tick: in + out bytes/s of bundles without an owner
-    refused: int = 0  # decisions naming a broker that is not up (never carried out)
-    bytes_delivered: float = 0.0  # Σ over the run of the bytes delivered
-    bytes_waiting: float = 0.0  # the backlog left after the last tick (all bundles)
 
 
 class Engine:
@@ -204,7 +178,9 @@ class Engine:
         spec = self.cluster.brokers[slot]
         resources = spec.resources(0.0, 0.0, 0.0, 0.0)
         lm_class = self.config.view(PlacementSettings).load_manager_class
-        report = LocalBrokerData.of_stats(resources, {}, brokerVersionString="3.2.0", loadManagerClassName=lm_class)
+        report = LocalBrokerData.of_stats(
+            resources, {}, brokerVersionString=BROKER_VERSION, loadManagerClassName=lm_class
+        )
         report.lastUpdate = self.clock.now
         load = resources.weighted_max_usage(self.config.weights())
         none = np.zeros(0, dtype=np.int64)
@@ -315,7 +291,7 @@ class Engine:
             ids = np.flatnonzero(owned & (cl.owner[:n] == slot))
             resources = m.resources(cl, int(slot))
             report = LocalBrokerData.of_stats(
-                resources, m.stats(cl, ids), brokerVersionString="3.2.0", loadManagerClassName=lm_class
+                resources, m.stats(cl, ids), brokerVersionString=BROKER_VERSION, loadManagerClassName=lm_class
             )
             report.lastUpdate = now
             vals = m.per_bundle[ids][:, [2, 3, 0, 1]]  # TimeAverageMessageData order: tputIn, tputOut, rateIn, rateOut

@@ -6,7 +6,7 @@ scenario's initial layout (no splits) are placed once, largest first, each onto 
 taking it is lowest (longest-processing-time first, by capacity), from the bundles' mean demand over the
 epoch.  Each tick's demand (the generated workload, drawn with the scenario's seed exactly as the engine
 draws it) is then charged to that placement, with the engine's cost model (``traffic.cost``), and the
-metrics are taken as ``traffic.metrics`` takes them: ``load_std_mean`` (population std-dev over the brokers up,
+metrics are taken as ``results.measure`` takes them: ``load_std_mean`` (population std-dev over the brokers up,
 mean over ticks), ``max_load_p99`` and ``overloaded_broker_minutes``.  CPU jitter is left out.
 
 It is a floor for a static layout only: re-placing at every event is free here, and a strategy that splits a

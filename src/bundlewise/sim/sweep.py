@@ -20,11 +20,11 @@ from typing import Any
 from bundlewise.algorithms.registry import SheddingEntry, shedding_entry
 from bundlewise.config import ALL_KEYS
 from bundlewise.model.errors import InputError
+from bundlewise.results.catalogue import METRIC_KEYS
 from bundlewise.sim.engine import Engine
 from bundlewise.sim.run import make_workload
 from bundlewise.sim.scenario import Scenario
 from bundlewise.traffic.layout import RecordedLayout
-from bundlewise.traffic.metrics import METRIC_KEYS
 from bundlewise.traffic.trace import TraceWorkload
 
 Point = dict[str, str]

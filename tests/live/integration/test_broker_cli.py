@@ -35,12 +35,32 @@ def test_bad_arguments(args: list[str], message: str) -> None:
     assert "Traceback" not in out.stderr and out.stderr.count("\n") == 1
 
 
-def test_bad_trace_and_unreachable_store_and_unsupported_load_manager(tmp_path: Path) -> None:
+def test_the_broker_reads_its_trace_by_the_simulators_reader_and_rules(tmp_path: Path) -> None:
+    """The same rows are rejected for the same reasons, in the same words, as ``simulate --workload`` rejects
+    them (``traffic.rules``); what only Spark reads (a Prometheus dump) is refused before the store is opened."""
     port = free_port()
     bad = tmp_path / "trace.jsonl"
-    bad.write_text('{"timestamp": 0, "topic": "t"}\n')
+    bad.write_text('{"timestamp": -1, "topic": "t"}\n{"timestamp": 0, "topic": " "}\n')
     out = broker("--store", f"etcd://127.0.0.1:{port}", "--web", "127.0.0.1:1", "--workload", str(bad))
-    assert out.returncode == 2 and out.stderr.startswith(f"error: {bad}: missing column 'msgRateIn'"), out.stderr
+    cmd = [sys.executable, "-m", "bundlewise.cli.main", "simulate", "--workload", str(bad), "--no-progress"]
+    sim = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    line = (
+        f"error: {bad}: no valid record: all 2 rows rejected; most frequent reasons: "
+        "timestamp: expected ms since the epoch (>= 0) or ISO-8601 (1); topic: missing (1)\n"
+    )
+    assert out.returncode == sim.returncode == 2
+    assert out.stderr == line and sim.stderr.splitlines()[-1] + "\n" == line
+    dump = tmp_path / "topics.prom"
+    dump.write_text('pulsar_rate_in{namespace="a/b",topic="persistent://a/b/t"} 1\n')
+    out = broker("--store", f"etcd://127.0.0.1:{port}", "--web", "127.0.0.1:1", "--workload", str(dump))
+    assert out.returncode == 2 and out.stderr == (
+        f"error: {dump}: --workload: expected a local topic-samples trace (Parquet, CSV or JSON Lines) or the "
+        "pipeline's outputs; convert remote data or Pulsar dumps with `bundlewise pipeline` first\n"
+    )
+
+
+def test_unreachable_store_and_unsupported_load_manager() -> None:
+    port = free_port()
     out = broker("--store", f"etcd://127.0.0.1:{port}", "--web", f"127.0.0.1:{free_port()}")
     assert out.returncode == 2 and out.stderr.splitlines()[-1].startswith(
         "error: --store: cannot open the metadata store"

@@ -20,7 +20,7 @@ import pyarrow.parquet as pq
 import pytest
 from broker_harness import leftovers
 
-from bundlewise.traffic.metrics import LIVE_METRIC_KEYS, METRIC_KEYS
+from bundlewise.results.catalogue import LIVE_METRIC_KEYS, METRIC_KEYS
 
 SESSION_MS = 4000
 SCENARIO = """

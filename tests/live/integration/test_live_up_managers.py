@@ -16,7 +16,8 @@ from pathlib import Path
 import pyarrow.parquet as pq
 from broker_harness import leftovers
 
-from bundlewise.traffic.metrics import LIVE_METRIC_KEYS, METRIC_KEYS
+from bundlewise.results.catalogue import LIVE_METRIC_KEYS, METRIC_KEYS
+from bundlewise.results.decisions import FIELDS
 
 SCENARIO = """
 name = "tiny-scale-out"
@@ -94,7 +95,9 @@ def test_both_managers_play_the_same_scenario_side_by_side(tmp_path: Path) -> No
     for r in unloads:
         assert r["label"] in ("Success", "Skip") and r["cause"] in TRANSFER_REASONS and r["reason"] == r["cause"]
         assert r["destination"] is not None and r["destination"] != r["broker"]  # a transfer: pre-chosen
-    assert all("cause" not in r for r in rows if r["strategy"] == RUNS[0])
+    modular = [r for r in rows if r["strategy"] == RUNS[0] and r["type"] == "unload"]
+    assert all(r["cause"] in ("Overloaded", "Underloaded") for r in modular)  # ThresholdShedder's causes
+    assert all(list(r) == list(FIELDS[r["type"]]) for r in rows)  # one row shape for both managers
 
     timeline = pq.read_table(out / "timeline.parquet").to_pylist()
     lookups = pq.read_table(out / "lookups.parquet").to_pylist()

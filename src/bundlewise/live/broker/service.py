@@ -164,7 +164,7 @@ class Broker:
                 field="loadManagerClassName",
             )
         if kind == EXTENSIBLE:
-            ChannelSettings.from_config(self.config)  # refuses a tombstone delay below the in-flight wait
+            self.config.view(ChannelSettings)  # refuses a tombstone delay below the in-flight wait
         try:
             self.store = await connect(
                 self.options.store_url,

@@ -22,9 +22,8 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from bundlewise.model.bundles import parse_position
+from bundlewise.model.load import BROKER_VERSION as BROKER_VERSION  # the one constant, re-exported
 from bundlewise.model.load import LocalBrokerData
-
-BROKER_VERSION = "3.3.1"
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,32 +1,28 @@
-"""What ``live up`` writes to ``--out``: the files of ``simulate --out`` measured for real, plus the lookups.
+"""What ``live up`` measures for ``--out``: the files of ``simulate --out`` measured for real, plus the lookups.
 
-* ``decisions.jsonl`` -- every broker's decision log (``--decisions``; written while it led) merged in time
-  order; each row is the simulator's row (``model.decisions.Logged``) with ``time_ms`` counted from the run's
-  origin, plus ``label`` (Success / Skip), ``cause`` (the extensible leader's ``UnloadDecision`` reason) and
-  ``leader``; rows logged after the duration (while the brokers stop) are left out.  An unload's
-  ``throughput`` is the bundle's in + out bytes/s in the last timeline sample at or before it.
-* ``summary.json`` -- ``{"scenario", "strategies": {NAME: METRICS}}`` (NAME: the strategy, or
-  ``MANAGER/STRATEGY`` for each run of ``--managers``) with the simulator's metrics computed
-  by the one implementation (``traffic.metrics.summarise``) from the sampled timeline (true load = demand /
-  capacity, as in the simulator) and the decisions (only carried-out unloads count), then the live-only
-  metrics (``live_metrics``).  Not measured live, hence ``null``: ``undelivered_bytes`` and
-  ``backlog_age_max_minutes`` (the emulated broker keeps no backlog); ``saturated_broker_minutes`` counts
-  broker-ticks whose demand exceeded capacity (load > 1).
-* ``timeline.parquet`` -- per tick and broker: ``strategy, tick, time_ms, broker, up, true_load,
-  reported_load, bundles``.
-* ``lookups.parquet`` -- every lookup: ``strategy, time_ms, topic, hops, attempts, latency_ms, result, broker``.
-* ``report.html`` -- rendered by the report layer from ``LiveResult`` (the caller passes it in).
+``build_result(run)`` turns a finished ``LiveRun`` into the one run record (``results.record.RunResult``),
+written by the one writer (``results.write.write_run``) and rendered by the report exactly as a simulated
+run is:
 
-``write_files`` writes them into the staging directory the project's one atomic-output policy
-(``files.atomic``) gives the command; it is renamed into place once complete, so ``--out`` never holds a
-partial run.
+* decisions -- every broker's decision log (``--decisions``; written while it led) read back with
+  ``results.decisions.read_row`` and merged in time order, ``time_ms`` counted from the run's origin, the
+  tick and the run's name set; rows logged after the duration (while the brokers stop) are left out.  An
+  unload's ``throughput`` is the bundle's in + out bytes/s in the last timeline sample at or before it.
+* metrics -- the simulator's metrics computed by the one implementation (``results.measure.summarise``) from
+  the sampled timeline (true load = demand / capacity, as in the simulator) and the decisions (only
+  carried-out unloads count), then the live-only metrics (``live_metrics``).  Not measured live, hence
+  ``null``: ``undelivered_bytes`` and ``backlog_age_max_minutes`` (the emulated broker keeps no backlog), and
+  in the timeline ``delivered_load`` and ``backlog_bytes``; ``saturated_broker_minutes`` counts broker-ticks
+  whose demand exceeded capacity (load > 1).
+* lookups -- every lookup: ``strategy, time_ms, topic, hops, attempts, latency_ms, result, broker``
+  (``lookups.parquet``).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -35,66 +31,24 @@ import numpy as np
 from bundlewise.config.views import PlacementSettings, SimSettings
 from bundlewise.live.harness.up import LiveRun
 from bundlewise.model.decisions import Assignment, Label, Logged, SplitDecision, Unload
-from bundlewise.traffic.metrics import Counters, Mark, Record, summarise
+from bundlewise.results.decisions import read_row
+from bundlewise.results.measure import Counters, Mark, Record, summarise
+from bundlewise.results.record import RunResult
 
 
-@dataclass
-class LiveResult:
-    """One live run in the shape of a simulator run (``sim.engine.RunResult``'s fields) plus the lookups."""
-
-    strategy: str
-    metrics: dict[str, Any]
-    times: np.ndarray
-    brokers: list[str]
-    true_load: np.ndarray
-    reported_load: np.ndarray
-    bundles: np.ndarray
-    up: np.ndarray
-    decisions: list[Logged]
-    events: list[dict[str, Any]]
-    rows: list[dict[str, Any]]  # decisions.jsonl
-    lookups: Any  # pyarrow.Table
-
-
-def _decision(row: dict[str, Any], origin_ms: int) -> Logged | None:
-    t = int(row.get("time_ms", 0)) - origin_ms
-    kind = row.get("type")
-    label = Label(row.get("label", "Success")) if row.get("label") in ("Success", "Skip", "Failure") else Label.SUCCESS
-    d: Unload | SplitDecision | Assignment
-    if kind == "unload":
-        d = Unload(row["broker"], row["bundle"], str(row.get("reason", "")), row.get("destination"), label)
-    elif kind == "split":
-        reason = str(row.get("reason", ""))
-        d = SplitDecision(
-            row["bundle"],
-            row["broker"],
-            (),
-            reason.removeprefix("split: "),
-            label,
-            row.get("algorithm"),
-            tuple(row.get("children") or ()),
-        )
-    elif kind == "assignment":
-        d = Assignment(row["bundle"], row.get("broker"), tuple(row.get("best") or ()), str(row.get("reason", "")))
-    else:
-        return None
-    return Logged(str(row.get("strategy", "")), int(row.get("tick", 0)), t, d)
-
-
-def read_decisions(files: Sequence[Path], origin_ms: int) -> list[tuple[Logged, dict[str, Any]]]:
+def read_decisions(files: Sequence[Path], origin_ms: int) -> list[Logged]:
     """Every broker's decision log, merged by time (a row that does not parse is skipped)."""
-    out: list[tuple[Logged, dict[str, Any]]] = []
+    out: list[Logged] = []
     for path in files:
         with path.open(encoding="utf-8") as fh:
             for line in fh:
                 try:
-                    row = json.loads(line)
-                    logged = _decision(row, origin_ms)
+                    logged = read_row(json.loads(line), origin_ms)
                 except (ValueError, KeyError, TypeError):
                     continue
                 if logged is not None:
-                    out.append((logged, row))
-    out.sort(key=lambda x: x[0].time_ms)
+                    out.append(logged)
+    out.sort(key=lambda x: x.time_ms)
     return out
 
 
@@ -126,42 +80,30 @@ def live_metrics(run: LiveRun) -> dict[str, Any]:
     }
 
 
-def build_result(run: LiveRun, key: str | None = None) -> LiveResult:
+def build_result(run: LiveRun, key: str | None = None) -> RunResult:
     """The run measured; ``key`` names it in the outputs (default: its strategy)."""
     plan, s = run.plan, run.sampler
     name = key or plan.strategy
     n = max(1, s.ticks)
     times, loads, up = s.times[:n], s.true_load[:n], s.up[:n]
-    merged = read_decisions(run.decision_files, run.origin_ms)
     counters = Counters()
     blip = plan.config.view(SimSettings).unload_blip_seconds
     decisions: list[Logged] = []
-    rows: list[dict[str, Any]] = []
-    for logged, raw in merged:
+    for logged in read_decisions(run.decision_files, run.origin_ms):
         if logged.time_ms > plan.duration:
             continue  # logged while the cluster stopped (a graceful stop's handover): not part of the run
         d = logged.decision
         tick = int(np.clip(np.searchsorted(times, logged.time_ms, side="right") - 1, 0, n - 1))
-        throughput = None
+        measured: dict[str, Any] = {"throughput": None, "flap": None}
         if isinstance(d, Unload) and d.label is Label.SUCCESS:
             tput, topics = s.stats[tick].get(d.bundle, (0.0, 0)) if tick < len(s.stats) else (0.0, 0)
-            throughput = tput
-            flap = counters.unload(d.bundle, logged.time_ms, tput, topics, blip)
-            logged = Logged(logged.strategy, tick, logged.time_ms, d, throughput=throughput, flap=flap)
+            measured = {"throughput": tput, "flap": counters.unload(d.bundle, logged.time_ms, tput, topics, blip)}
         elif isinstance(d, SplitDecision) and d.label is Label.SUCCESS:
             counters.splits += 1
             counters.split(d.bundle, d.children)
-            logged = Logged(logged.strategy, tick, logged.time_ms, d)
         elif isinstance(d, Assignment):
             counters.assignments += 1
-            logged = Logged(logged.strategy, tick, logged.time_ms, d)
-        else:
-            logged = Logged(logged.strategy, tick, logged.time_ms, d)
-        decisions.append(logged)
-        row = logged.to_json()
-        row["strategy"] = name
-        row.update({k: raw[k] for k in ("label", "cause", "leader", "best") if k in raw})
-        rows.append(row)
+        decisions.append(dataclasses.replace(logged, strategy=name, tick=tick, **measured))
     record = Record(
         times=times,
         loads=loads,
@@ -172,13 +114,8 @@ def build_result(run: LiveRun, key: str | None = None) -> LiveResult:
         overload=plan.config.view(PlacementSettings).overload_threshold,
     )
     marks = [Mark(0, "start"), *(Mark(m.time_ms, m.action, m.broker) for m in run.player.marks)]
-    metrics = summarise(record, marks, counters, 0.0, 0, run.wall_seconds)
-    metrics["undelivered_bytes"] = None
-    metrics["backlog_age_max_minutes"] = None
-    events = metrics.pop("events")
-    metrics.update(live_metrics(run))
-    metrics["events"] = events
-    return LiveResult(
+    metrics = summarise(record, marks, counters, None, None, run.wall_seconds, extra=live_metrics(run))
+    return RunResult(
         strategy=name,
         metrics=metrics,
         times=times,
@@ -189,7 +126,6 @@ def build_result(run: LiveRun, key: str | None = None) -> LiveResult:
         up=up,
         decisions=decisions,
         events=[{"time_ms": m.time_ms, "action": m.action, "broker": m.broker} for m in run.player.marks],
-        rows=rows,
         lookups=lookups_table(run, name),
     )
 
@@ -210,59 +146,3 @@ def lookups_table(run: LiveRun, name: str) -> Any:
             "broker": pa.array([r.broker for r in recs], type=pa.string()),
         }
     )
-
-
-def timeline_table(r: LiveResult) -> Any:
-    import pyarrow as pa
-
-    ticks, slots = r.true_load.shape
-    return pa.table(
-        {
-            "strategy": pa.array([r.strategy] * (ticks * slots), type=pa.string()),
-            "tick": pa.array(np.repeat(np.arange(ticks, dtype=np.int64), slots), type=pa.int64()),
-            "time_ms": pa.array(np.repeat(r.times, slots), type=pa.int64()),
-            "broker": pa.array(np.tile(np.array(r.brokers, dtype=object), ticks), type=pa.string()),
-            "up": pa.array(r.up.reshape(-1), type=pa.bool_()),
-            "true_load": pa.array(np.where(r.up, r.true_load, np.nan).reshape(-1), type=pa.float64(), from_pandas=True),
-            "reported_load": pa.array(r.reported_load.reshape(-1), type=pa.float64()),
-            "bundles": pa.array(r.bundles.reshape(-1), type=pa.int64()),
-        }
-    )
-
-
-def summary(scenario: str, results: Sequence[LiveResult]) -> dict[str, Any]:
-    return {"scenario": scenario, "strategies": {r.strategy: r.metrics for r in results}}
-
-
-Writer = Callable[[Path], None]
-
-
-def output_files(scenario: str, results: Sequence[LiveResult], report_html: str) -> dict[str, Writer]:
-    """The files of one run, or of runs side by side (``--managers``): one of each, the runs in order, each
-    row naming its run in ``strategy``."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    def text(content: str) -> Writer:
-        def write(p: Path) -> None:
-            p.write_text(content, encoding="utf-8")
-
-        return write
-
-    doc = json.dumps(summary(scenario, results), indent=2) + "\n"
-    decisions = "".join(json.dumps(row) + "\n" for r in results for row in r.rows)
-    timeline = pa.concat_tables([timeline_table(r) for r in results])
-    lookups = pa.concat_tables([r.lookups for r in results])
-    return {
-        "summary.json": text(doc),
-        "decisions.jsonl": text(decisions),
-        "timeline.parquet": lambda p: pq.write_table(timeline, p),
-        "lookups.parquet": lambda p: pq.write_table(lookups, p),
-        "report.html": text(report_html),
-    }
-
-
-def write_files(directory: str | Path, files: dict[str, Writer]) -> None:
-    """Write ``files`` into ``directory`` (the staging directory of ``files.atomic``, made by the caller)."""
-    for name, write in files.items():
-        write(Path(directory) / name)

@@ -39,8 +39,8 @@ from bundlewise.algorithms.extensible.channel.reactions import (
     react,
     react_existing,
 )
-from bundlewise.algorithms.extensible.channel.settings import ChannelSettings
 from bundlewise.algorithms.extensible.channel.split import SplitPlan, plan_split
+from bundlewise.config.views import ChannelSettings
 
 __all__ = [
     "ChannelSettings",

@@ -38,6 +38,7 @@ from bundlewise.live.broker.manager import BrokerContext, Sample
 from bundlewise.live.broker.tasks import Tasks
 from bundlewise.model.decisions import Label, Logged, Unload, UnloadReason, counter_key
 from bundlewise.model.extensible import ExtensibleSnapshot
+from bundlewise.results.decisions import decision_row
 
 log = logging.getLogger(__name__)
 SnapshotSource = Callable[[int], tuple[ExtensibleSnapshot, dict[str, Any]]]
@@ -147,11 +148,8 @@ class LeaderWork:
         return True
 
     def _log(self, d: Unload, now: int) -> None:
-        line = Logged(self.family.name, self.cycles, now, d).to_json()
-        line["label"] = str(d.label)
-        line["cause"] = str(d.cause)
-        line["leader"] = self.ctx.identity.broker_id
-        self.ctx.log_decision(line)
+        leader = self.ctx.identity.broker_id
+        self.ctx.log_decision(decision_row(Logged(self.family.name, self.cycles, now, d, leader=leader)))
 
     def log_admin(self, d: Unload) -> None:
         """An admin unload or transfer carried out on this broker (``UnloadDecision.Reason.Admin``)."""

@@ -59,6 +59,7 @@ from bundlewise.model.channel import Unload as UnloadCommand
 from bundlewise.model.decisions import Label, Logged, Unload, UnloadReason
 from bundlewise.model.errors import InputError
 from bundlewise.model.extensible import BrokerLookupData, ExtensibleSnapshot
+from bundlewise.results.decisions import decision_row
 
 log = logging.getLogger(__name__)
 MONITOR_INTERVAL_S = 120.0  # ExtensibleLoadManagerImpl.MONITOR_INTERVAL_IN_MILLIS
@@ -80,7 +81,7 @@ class ExtensibleLoadManager:
         self.ctx = ctx
         config = ctx.config
         self.me = ctx.identity.broker_id
-        self.settings = ChannelSettings.from_config(config)
+        self.settings = config.view(ChannelSettings)
         self.entry = extensible_strategy(config.view(LeaderSettings).shedding_strategy)
         self.family = self._family()
         self.rng = random.Random(zlib.crc32(self.me.encode()))
@@ -267,9 +268,7 @@ class ExtensibleLoadManager:
         now = self.ctx.clock.now_ms()
         snap, _ = self.snapshot(now, top_bundles=False)
         choice = self.family.assign(bundle, snap, self.ctx.config, self.rng, exclude=excluded)
-        line = Logged(PLACEMENT_NAME, 0, now, choice).to_json()
-        line.update(best=list(choice.best), broker=choice.broker, assigner=self.me)
-        self.ctx.log_decision(line)
+        self.ctx.log_decision(decision_row(Logged(PLACEMENT_NAME, 0, now, choice, leader=self.me)))
         return choice.broker
 
     def select(self, bundle: str) -> str | None:

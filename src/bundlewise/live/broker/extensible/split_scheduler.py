@@ -25,6 +25,7 @@ from bundlewise.live.broker.tasks import Tasks
 from bundlewise.model.bundles import Bundle
 from bundlewise.model.channel import ServiceUnitState
 from bundlewise.model.decisions import Label, Logged, SplitDecision
+from bundlewise.results.decisions import decision_row
 
 log = logging.getLogger(__name__)
 Splitter = Callable[[Bundle, list[Bundle]], Awaitable[str | None]]
@@ -98,10 +99,8 @@ class SplitScheduler:
         self.breakdown[key] = self.breakdown.get(key, 0) + 1
 
     def log(self, d: SplitDecision, tick: int) -> None:
-        line = Logged(self.family.name, tick, self.ctx.clock.now_ms(), d).to_json()
-        line["label"] = str(d.label)
-        line["broker"] = self.ctx.identity.broker_id
-        self.ctx.log_decision(line)
+        now, me = self.ctx.clock.now_ms(), self.ctx.identity.broker_id
+        self.ctx.log_decision(decision_row(Logged(self.family.name, tick, now, d, leader=me)))
 
     def metrics(self) -> list[Sample]:
         """``SplitCounter#toMetrics``."""

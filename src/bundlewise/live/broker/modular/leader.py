@@ -49,6 +49,7 @@ from bundlewise.model.bundles import Bundle
 from bundlewise.model.decisions import Logged, SplitDecision, Unload
 from bundlewise.model.load import LoadData
 from bundlewise.model.names import bundle_namespace
+from bundlewise.results.decisions import decision_row
 
 log = logging.getLogger(__name__)
 
@@ -145,10 +146,10 @@ class LeaderWork:
         self.unload_broker_total += len(brokers_unloaded)
 
     def _log(self, decision: Unload | SplitDecision, now: int, note: str = "") -> None:
-        line = Logged(self.family.name, self.cycles, now, decision, note=note).to_json()
-        line["label"] = str(decision.label)
-        line["leader"] = self.ctx.identity.broker_id
-        self.ctx.log_decision(line)
+        leader = self.ctx.identity.broker_id
+        self.ctx.log_decision(
+            decision_row(Logged(self.family.name, self.cycles, now, decision, note=note, leader=leader))
+        )
 
     # -- bundle data -------------------------------------------------------------------------
     async def write_bundle_data(self) -> None:

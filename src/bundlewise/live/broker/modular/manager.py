@@ -33,6 +33,7 @@ from bundlewise.live.broker.tasks import Tasks
 from bundlewise.live.store import JSON, LeaderElection, LeaderElectionState, Notification, layout
 from bundlewise.model.decisions import Logged
 from bundlewise.model.errors import InputError
+from bundlewise.results.decisions import decision_row
 
 log = logging.getLogger(__name__)
 
@@ -151,9 +152,8 @@ class ModularLoadManager:
             if choice.broker is not None:
                 self.data.preallocated[bundle] = choice.broker
                 now = self.ctx.clock.now_ms()
-                line = Logged(self.family.placement.strategy.name, self.leader_work.cycles, now, choice).to_json()
-                line.update(best=list(choice.best), leader=self.ctx.identity.broker_id)
-                self.ctx.log_decision(line)
+                name, leader = self.family.placement.strategy.name, self.ctx.identity.broker_id
+                self.ctx.log_decision(decision_row(Logged(name, self.leader_work.cycles, now, choice, leader=leader)))
             return choice.broker
 
     # -- reports and metrics -----------------------------------------------------------------

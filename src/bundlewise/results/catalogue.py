@@ -1,10 +1,14 @@
-"""What each metric of ``summary.json`` means, in which unit it is shown, and how its numbers are written.
+"""The metric catalogue: which metrics ``summary.json`` has, in which order, what each means, in which unit it is
+shown, and how its numbers are written — for a simulated and a live run alike.
 
-One table serves every place a metric is shown — the terminal comparison table (``run.comparison_table``),
-the report's summary and definitions tables and its plots' axes (``bundlewise.report``) and the metrics
-table of docs/formats.md (``markdown_table``; a test keeps the page equal to it) — so a unit or a
-definition cannot differ between them.  ``summary.json`` keeps the raw values (loads as 0–1 fractions,
-bytes/s); only what people read is scaled.
+* ``METRIC_KEYS`` (every run, in ``summary.json`` order; ``merges`` after ``splits`` for a strategy that
+  merges), ``EVENTS_KEY``, ``DISPATCH_METRIC_KEYS`` (a run with a ``[dispatch]`` section, after ``events``) and
+  ``LIVE_METRIC_KEYS`` (``live up`` only, before ``events``); ``metric_keys(doc)`` the scalar keys of a summary.
+* ``DEFS``: one table serves every place a metric is shown — the terminal comparison table
+  (``comparison_table``), the report's summary and definitions tables and its plots' axes
+  (``bundlewise.report``) and the metrics table of docs/formats.md (``markdown_table``; a test keeps the page
+  equal to it) — so a unit or a definition cannot differ between them.  ``summary.json`` keeps the raw
+  values (loads as 0–1 fractions, bytes/s); only what people read is scaled.
 
 Each entry names the *concern* it informs: ``balance``, ``overload``, ``churn`` and ``impact`` are what the
 report's verdict weighs; ``activity``, ``run``, ``dispatch`` and ``live`` (``live up``'s own) are shown but
@@ -18,6 +22,47 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from typing import Any
+
+METRIC_KEYS = (
+    "load_std_mean",
+    "load_std_p95",
+    "load_spread_mean",
+    "max_load_p99",
+    "overloaded_broker_minutes",
+    "unloads",
+    "splits",
+    "assignments",
+    "throughput_moved_bytes",
+    "flaps",
+    "settle_minutes",
+    "topic_unavailable_seconds",
+    "repeat_unloads",
+    "saturated_broker_minutes",
+    "undelivered_bytes",
+    "backlog_age_max_minutes",
+    "wall_seconds",
+)
+"""The scalar metrics of every run, in ``summary.json`` order (``merges`` after ``splits`` when a strategy merges)."""
+EVENTS_KEY = "events"
+DISPATCH_METRIC_KEYS = (
+    "dispatched_messages",
+    "dispatched_bytes",
+    "dispatch_throttled_reads",
+    "dispatch_throttled_ticks",
+    "backlog_end_messages",
+)
+"""A run with a ``[dispatch]`` section: after ``events`` in ``summary.json``."""
+LIVE_METRIC_KEYS = (
+    "lookup_latency_ms_p50",
+    "lookup_latency_ms_p99",
+    "lookups",
+    "lookups_failed",
+    "reassign_seconds_max",
+    "leader_failover_seconds_max",
+    "double_owner_observations",
+    "observer_rounds_per_second",
+)
+"""What only a live run measures (docs/live/), after METRIC_KEYS and before ``events`` in ``summary.json``."""
 
 MIB = 1024 * 1024
 
@@ -205,7 +250,7 @@ DEFS: tuple[MetricDef, ...] = (
         "messages left in every subscription after the last tick",
         "dispatch",
     ),
-    # live up only (live.harness.outputs): what real lookups, sessions and processes cost
+    # live up only (LIVE_METRIC_KEYS, measured by live.harness.outputs): what real lookups, sessions and processes cost
     MetricDef(
         "lookup_latency_ms_p50",
         "lookup latency, p50",
@@ -287,3 +332,35 @@ def markdown_table(keys: tuple[str, ...] | None = None) -> str:
         better = {True: "lower", False: "higher", None: "-"}[d.lower_is_better]
         rows.append(f"| `{d.key}` | {d.label} | {d.unit} | {d.definition} | {better} |")
     return "\n".join(rows) + "\n"
+
+
+def metric_keys(doc: dict[str, Any]) -> tuple[str, ...]:
+    """The scalar metrics of a ``summary.json`` document, in order: METRIC_KEYS, plus ``merges`` after ``splits``
+    when a strategy merges (bundlewise's own), the dispatch metrics when the runs have them (a ``[dispatch]``
+    section) and the live-only metrics for a ``live up`` run."""
+    first: dict[str, Any] = next(iter(doc["strategies"].values()), {})
+    keys: tuple[str, ...] = METRIC_KEYS
+    if any("merges" in m for m in doc["strategies"].values()):
+        at = keys.index("splits") + 1
+        keys = (*keys[:at], "merges", *keys[at:])
+    keys += DISPATCH_METRIC_KEYS if "dispatched_messages" in first else ()
+    return keys + (LIVE_METRIC_KEYS if "lookups" in first else ())
+
+
+def comparison_table(doc: dict[str, Any]) -> str:
+    """Metrics as rows (key and unit), strategies as columns, numbers written as the report writes them
+    (``format_value``)."""
+    strategies = list(doc["strategies"])
+    rows = [["metric", "unit", *strategies]]
+    for key in metric_keys(doc):
+        row = [key, metric_def(key).unit]
+        row += [format_value(key, doc["strategies"][s].get(key)) for s in strategies]
+        rows.append(row)
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    lines = []
+    for n, r in enumerate(rows):
+        left = [r[0].ljust(widths[0]), r[1].ljust(widths[1])]
+        lines.append("  ".join([*left, *(c.rjust(w) for c, w in zip(r[2:], widths[2:], strict=True))]))
+        if n == 0:
+            lines.append("  ".join("-" * w for w in widths))
+    return f"scenario: {doc['scenario']}\n" + "\n".join(lines) + "\n"

@@ -1,7 +1,8 @@
 """The metrics of ``summary.json`` (docs/simulator.md, Metrics), computed from one run's per-tick record.
 
 One definition for both kinds of run: ``simulate`` (``sim.engine``) and ``live up`` (``live.harness.outputs``) fill a
-``Record`` and ``Counters`` and call ``summarise``; it sits below both so neither imports the other.
+``Record`` and ``Counters`` and call ``summarise``; it sits below both so neither imports the other.  What each
+key means, its unit and its place in ``summary.json`` are the catalogue's (``results.catalogue``).
 
 Per tick, over the brokers that are up (ticks with no broker up are skipped); a broker's *load* is its demand
 over its capacity (the weighted max of CPU and NIC in/out usage the workload asks of it, 0–1 and above when
@@ -30,7 +31,9 @@ over-committed — ``traffic.cost``), so over-commitment stays visible even thou
   broker that starts (``add``, a restart's ``return``), ``reach_50_minutes`` / ``reach_80_minutes``: the
   minutes until its load first reaches 50 % / 80 % of the fleet average (the mean load of the brokers up);
   null when it never does while up;
-* ``wall_seconds``: wall time of the run (the only figure that differs between two identical runs).
+* ``wall_seconds``: wall time of the run (the only figure that differs between two identical runs);
+* with a ``[dispatch]`` section, ``dispatch_metrics`` of the run's ``DispatchRecord``; a live run adds its
+  own metrics (``summarise``'s ``extra``) before ``events``.
 
 Percentiles use numpy's default linear interpolation.  Floats are rounded to 9 significant digits so
 ``summary.json`` is stable across platforms' last-bit differences.
@@ -38,11 +41,13 @@ Percentiles use numpy's default linear interpolation.  Floats are rounded to 9 s
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+
+from bundlewise.results.record import DispatchRecord
 
 SETTLE_STD = 0.05
 SETTLE_HOLD_MS = 10 * 60_000
@@ -205,9 +210,16 @@ def event_metrics(rec: Record, marks: Sequence[Mark], std: np.ndarray, t: np.nda
 
 
 def summarise(
-    rec: Record, marks: Sequence[Mark], counters: Counters, undelivered: float, age_ms: int, wall: float
+    rec: Record,
+    marks: Sequence[Mark],
+    counters: Counters,
+    undelivered: float | None,
+    age_ms: int | None,
+    wall: float,
+    extra: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """METRICS from the run's record (keys in ``SUMMARY_KEYS`` order)."""
+    """METRICS from the run's record (keys in ``catalogue.METRIC_KEYS`` order, then ``extra``, then ``events``);
+    ``undelivered``/``age_ms`` ``None``: not measured (a live run), written as ``null``."""
     any_up = rec.up.any(axis=1)
     masked = np.where(rec.up, rec.loads, np.nan)[any_up]
     t = rec.times[any_up]
@@ -241,43 +253,22 @@ def summarise(
         topic_unavailable_seconds=_r(counters.topic_unavailable_seconds),
         repeat_unloads=counters.repeat_unloads,
         saturated_broker_minutes=_r(float((rec.saturated & rec.up).sum()) * minutes),
-        undelivered_bytes=_r(undelivered),
-        backlog_age_max_minutes=_r(age_ms / 60_000),
+        undelivered_bytes=_opt(undelivered),
+        backlog_age_max_minutes=None if age_ms is None else _r(age_ms / 60_000),
         wall_seconds=round(wall, 3),
     )
+    metrics.update(extra or {})
     metrics["events"] = events
     return metrics
 
 
-METRIC_KEYS = (
-    "load_std_mean",
-    "load_std_p95",
-    "load_spread_mean",
-    "max_load_p99",
-    "overloaded_broker_minutes",
-    "unloads",
-    "splits",
-    "assignments",
-    "throughput_moved_bytes",
-    "flaps",
-    "settle_minutes",
-    "topic_unavailable_seconds",
-    "repeat_unloads",
-    "saturated_broker_minutes",
-    "undelivered_bytes",
-    "backlog_age_max_minutes",
-    "wall_seconds",
-)
-"""The scalar metrics, in ``summary.json`` order (then ``events``, then any dispatch metrics)."""
-EVENTS_KEY = "events"
-LIVE_METRIC_KEYS = (
-    "lookup_latency_ms_p50",
-    "lookup_latency_ms_p99",
-    "lookups",
-    "lookups_failed",
-    "reassign_seconds_max",
-    "leader_failover_seconds_max",
-    "double_owner_observations",
-    "observer_rounds_per_second",
-)
-"""What only a live run measures (docs/live/), after METRIC_KEYS in ``summary.json``."""
+def dispatch_metrics(record: DispatchRecord) -> dict[str, Any]:
+    """The summary.json keys added when the scenario has a ``[dispatch]`` section."""
+    throttled_per_tick = record.throttled.sum(axis=1)
+    return {
+        "dispatched_messages": int(record.msgs.sum()),
+        "dispatched_bytes": int(record.bytes.sum()),
+        "dispatch_throttled_reads": int(throttled_per_tick.sum()),
+        "dispatch_throttled_ticks": int((throttled_per_tick > 0).sum()),
+        "backlog_end_messages": int(record.backlog_end),
+    }
