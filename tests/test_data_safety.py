@@ -16,6 +16,7 @@ import random
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -51,9 +52,9 @@ def bundlewise(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def interrupt_at(argv: list[str], marker: str, occurrence: int = 1) -> tuple[int, str]:
-    """Run ``bundlewise ARGV`` in its own process group; send SIGINT to the group when stderr shows the
-    ``occurrence``-th line containing ``marker``.  Returns (exit status, stderr)."""
+def interrupt_at(argv: list[str], marker: str, occurrence: int = 1, delay: float = 0.0) -> tuple[int, str]:
+    """Run ``bundlewise ARGV`` in its own process group; send SIGINT to the group ``delay`` seconds after stderr
+    shows the ``occurrence``-th line containing ``marker``.  Returns (exit status, stderr)."""
     proc = subprocess.Popen(
         [sys.executable, "-m", "bundlewise.cli.main", *argv],
         stdout=subprocess.DEVNULL,
@@ -67,6 +68,7 @@ def interrupt_at(argv: list[str], marker: str, occurrence: int = 1) -> tuple[int
         seen.append(line)
         occurrence -= marker in line
         if occurrence == 0:
+            time.sleep(delay)
             os.killpg(proc.pid, signal.SIGINT)
             break
     else:
@@ -144,3 +146,57 @@ def test_ctrl_c_during_the_pipeline_leaves_the_earlier_out_intact(
     before = digest(out)
     code, err = interrupt_at(["pipeline", "--input", str(d / "big.csv"), "--out", str(out), "--overwrite"], marker)
     assert_left_as_it_was(code, err, out, before)
+
+
+# -- issue 28: ten points of Spark work each, for pipeline and sweep ---------------------------------------
+
+TEN = [round(0.3 * k, 1) for k in range(10)]  # seconds after the marker: 0 .. 2.7 s into the Spark work
+
+
+def assert_one_clean_line(code: int, err: str, out: Path, before: dict[str, str]) -> None:
+    """Exit 130; of what the command itself says, exactly one line, the error; no Java or Py4J trace; ``--out``
+    as it was.  (The JVM's start-up warning and the progress lines printed before the interrupt are not errors.)"""
+    assert "Traceback" not in err and "Exception" not in err and "py4j" not in err.lower(), err
+    assert "\tat " not in err and "ERROR" not in err, err  # no Java stack frame, no log4j error line
+    errors = [line for line in err.splitlines() if line.startswith("error")]
+    assert (code, errors) == (130, [f"error: interrupted: {out} was left as it was"]), err
+    assert err.rstrip("\n").splitlines()[-1] == errors[0], err  # the last line: nothing after it
+    assert digest(out.parent if out.is_file() else out) == before
+    assert not [p for p in os.listdir(out.parent) if ".bundlewise-" in p]
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("delay", TEN)
+def test_sigint_at_ten_points_of_the_pipelines_spark_work_exits_130_with_one_line(
+    earlier_pipeline: tuple[Path, Path], delay: float
+) -> None:
+    d, out = earlier_pipeline
+    before = digest(out)
+    argv = ["pipeline", "--input", str(d / "big.csv"), "--out", str(out), "--overwrite"]
+    code, err = interrupt_at(argv, "scanning", delay=delay)
+    assert_one_clean_line(code, err, out, before)
+
+
+@pytest.fixture(scope="module")
+def earlier_sweep(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    d = tmp_path_factory.mktemp("sweep")
+    (d / "small.toml").write_text(SMALL)
+    out = d / "earlier" / "sweep.parquet"
+    out.parent.mkdir()
+    argv = ["sweep", "--cluster", str(d / "small.toml"), "--grid", "strategy=OverloadShedder", "--out", str(out)]
+    done = bundlewise(*argv, "--master", "local[1]")
+    assert done.returncode == 0, done.stderr
+    return out
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("delay", TEN)
+def test_sigint_at_ten_points_of_the_sweeps_spark_work_exits_130_with_one_line(
+    earlier_sweep: Path, delay: float
+) -> None:
+    """The default scenario's default grid: 30 simulations as Spark tasks on two cores, tens of seconds of
+    work after the ``sweep:`` line."""
+    before = digest(earlier_sweep.parent)
+    argv = ["sweep", "--master", "local[2]", "--out", str(earlier_sweep), "--overwrite"]
+    code, err = interrupt_at(argv, "sweep: ", delay=delay)
+    assert_one_clean_line(code, err, earlier_sweep, before)

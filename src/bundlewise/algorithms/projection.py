@@ -15,7 +15,8 @@ brokers of different sizes compare right:
   broker owns (placing it) costs its destination what that broker's own traffic costs it, pro rata;
 * load is the weighted max usage of the configuration (``LocalBrokerData#getMaxResourceUsageWithWeight``).
 
-An estimate for people, never an input to a decision.
+An estimate for people, never an input to a decision; ``algorithms.advice`` checks each planned move against
+it (``Projection.load_of`` after each move) to warn when a destination would end overloaded.
 """
 
 from __future__ import annotations
@@ -64,21 +65,30 @@ def _moved(u: ResourceUsage, amount: float) -> ResourceUsage:
     return replace(u, usage=max(0.0, u.usage + amount))
 
 
-def project(load: LoadData, unloads: Sequence[Unload], config: Config) -> list[Projected]:
-    """Every broker of ``load`` (input order) before and after ``unloads``."""
-    weights = config.weights()
-    now = {
-        name: _Broker(
-            d.localData.resources, d.localData.total_rate, d.localData.msgThroughputIn, d.localData.msgThroughputOut
-        )
-        for name, d in load.brokers.items()
-    }
-    after = {name: _Broker(b.resources, b.rate, b.tput_in, b.tput_out) for name, b in now.items()}
-    for u in unloads:
-        t = _traffic(load, u.broker, u.bundle)
-        base = now.get(u.broker) or (now.get(u.destination) if u.destination is not None else None)
+class Projection:
+    """The brokers of ``load`` as the moves apply one by one (module docstring); ``load_of`` reads a broker's
+    projected load between moves, so a plan can be checked move by move with the figures the table prints."""
+
+    def __init__(self, load: LoadData, config: Config) -> None:
+        self._load = load
+        self._weights = config.weights()
+        self.now = {
+            name: _Broker(
+                d.localData.resources,
+                d.localData.total_rate,
+                d.localData.msgThroughputIn,
+                d.localData.msgThroughputOut,
+            )
+            for name, d in load.brokers.items()
+        }
+        self.after = {name: _Broker(b.resources, b.rate, b.tput_in, b.tput_out) for name, b in self.now.items()}
+
+    def apply(self, u: Unload) -> None:
+        """Take ``u``'s bundle off its owner and onto its destination (if any)."""
+        t = _traffic(self._load, u.broker, u.bundle)
+        base = self.now.get(u.broker) or (self.now.get(u.destination) if u.destination is not None else None)
         if base is None:
-            continue
+            return
         share_in = t.msgThroughputIn / base.tput_in if base.tput_in > 0 else 0.0
         share_out = t.msgThroughputOut / base.tput_out if base.tput_out > 0 else 0.0
         total = base.tput_in + base.tput_out
@@ -86,7 +96,7 @@ def project(load: LoadData, unloads: Sequence[Unload], config: Config) -> list[P
         r = base.resources
         delta = (r.cpu.usage * share, r.bandwidth_in.usage * share_in, r.bandwidth_out.usage * share_out)
         for name, sign in ((u.broker, -1.0), (u.destination, 1.0)):
-            b = after.get(name) if name is not None else None
+            b = self.after.get(name) if name is not None else None
             if b is None:
                 continue
             b.resources = replace(
@@ -98,15 +108,35 @@ def project(load: LoadData, unloads: Sequence[Unload], config: Config) -> list[P
             b.rate = max(0.0, b.rate + sign * t.total_rate)
             b.tput_in = max(0.0, b.tput_in + sign * t.msgThroughputIn)
             b.tput_out = max(0.0, b.tput_out + sign * t.msgThroughputOut)
-    return [
-        Projected(
-            name,
-            b.resources.weighted_max_usage(weights),
-            after[name].resources.weighted_max_usage(weights),
-            b.rate,
-            after[name].rate,
-            b.tput_in + b.tput_out,
-            after[name].tput_in + after[name].tput_out,
-        )
-        for name, b in now.items()
-    ]
+
+    def load_before(self, broker: str) -> float | None:
+        b = self.now.get(broker)
+        return None if b is None else b.resources.weighted_max_usage(self._weights)
+
+    def load_of(self, broker: str) -> float | None:
+        """The broker's load after the moves applied so far (``None`` for a broker without load data)."""
+        b = self.after.get(broker)
+        return None if b is None else b.resources.weighted_max_usage(self._weights)
+
+    def table(self) -> list[Projected]:
+        w = self._weights
+        return [
+            Projected(
+                name,
+                b.resources.weighted_max_usage(w),
+                self.after[name].resources.weighted_max_usage(w),
+                b.rate,
+                self.after[name].rate,
+                b.tput_in + b.tput_out,
+                self.after[name].tput_in + self.after[name].tput_out,
+            )
+            for name, b in self.now.items()
+        ]
+
+
+def project(load: LoadData, unloads: Sequence[Unload], config: Config) -> list[Projected]:
+    """Every broker of ``load`` (input order) before and after ``unloads``."""
+    p = Projection(load, config)
+    for u in unloads:
+        p.apply(u)
+    return p.table()

@@ -99,6 +99,7 @@ def run(args: argparse.Namespace) -> int:
             stream=sys.stderr,
             level=args.log_level,
             format=f"%(asctime)s {args.web} %(levelname)s %(name)s: %(message)s",
+            force=True,  # a broker's log is its stderr (the harness keeps it), not the commands' log file
         )
         for noisy in ("httpx", "httpcore", "kazoo"):
             logging.getLogger(noisy).setLevel(logging.WARNING)

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import UTC, datetime
 
+from bundlewise.algorithms.advice import MoveAdvice
 from bundlewise.algorithms.projection import Projected
 from bundlewise.model.admin import unload_command
 from bundlewise.model.decisions import Unload
@@ -66,12 +67,16 @@ PROJECTION_NOTE = (
 )
 
 
-def admin_unload_lines(unloads: Sequence[Unload]) -> list[str]:
-    """One commented reason and one ``pulsar-admin namespaces unload`` per unload."""
+def admin_unload_lines(unloads: Sequence[Unload], advice: Sequence[MoveAdvice] = ()) -> list[str]:
+    """One commented reason, the advisor's warnings and notes (``algorithms.advice``) and one
+    ``pulsar-admin namespaces unload`` per unload."""
     lines = []
+    said = {id(a.unload): a for a in advice}
     for u in unloads:
         move = f"{u.broker} -> {u.destination}" if u.destination else f"{u.broker} (the next lookup places it)"
         lines.append(f"# {u.bundle}: {move}: {u.reason}")
+        if id(u) in said:
+            lines += [f"#   {line}" for line in said[id(u)].lines()]
         command = unload_command(u.bundle, u.destination)
         lines.append(command if command is not None else f"# (no command: {u.bundle!r} is not a bundle name)")
     return lines

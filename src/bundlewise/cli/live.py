@@ -38,6 +38,7 @@ from bundlewise.config.config import short_class_name
 from bundlewise.config.keys_extensible import EXTENSIBLE_LOAD_MANAGER
 from bundlewise.config.keys_modular import IMPL
 from bundlewise.files import atomic
+from bundlewise.live.inspect.reader import DEFAULT_TIMEOUT
 from bundlewise.model.durations import parse_duration
 from bundlewise.model.errors import InputError
 from bundlewise.results.catalogue import comparison_table
@@ -80,6 +81,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     status = cmds.add_parser("status", help="brokers, leader, load and bundles read from a store (read-only)")
     status.add_argument("--store", required=True, metavar="URL")
     status.add_argument("--format", choices=("json", "table"), default="table")
+    _add_timeout(status)
     status.set_defaults(func=run_status)
     advise = cmds.add_parser("advise", help="what a shedding strategy would unload, on a store's load data")
     advise.add_argument("--store", required=True, metavar="URL")
@@ -91,8 +93,29 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="as shed prints it: a table (default), JSON Lines, or the pulsar-admin commands to run",
     )
     advise.add_argument("--seed", type=int, default=0, help="seed of the destinations' random tie-breaks (0)")
+    _add_timeout(advise)
     add_config_options(advise)
     advise.set_defaults(func=run_advise, plan_only=False)
+
+
+def _add_timeout(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--timeout",
+        type=_seconds,
+        default=DEFAULT_TIMEOUT,
+        metavar="SECONDS",
+        help=f"give up on a store that does not answer within this long (default {DEFAULT_TIMEOUT:g})",
+    )
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0 < value <= 3600:  # also refuses nan
+        raise argparse.ArgumentTypeError(f"expected seconds in (0, 3600], got {text!r}")
+    return value
 
 
 # -- live up ----------------------------------------------------------------------------------------
@@ -252,7 +275,7 @@ def run_status(args: argparse.Namespace) -> int:
     with needs_extra("live", "bundlewise live status"):
         from bundlewise.live.inspect.status import read_status, status_table
 
-        status = read_status(args.store)
+        status = read_status(args.store, args.timeout)
     if args.format == "table":
         sys.stdout.write(status_table(status))
     else:
@@ -270,5 +293,5 @@ def run_advise(args: argparse.Namespace) -> int:
     with needs_extra("live", "bundlewise live advise"):
         from bundlewise.live.inspect.advise import read_snapshot
 
-        snapshot = read_snapshot(args.store)
+        snapshot = read_snapshot(args.store, args.timeout)
     return shed_documents(args, config, [Document(snapshot, args.store, "snapshot")])

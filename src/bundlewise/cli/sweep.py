@@ -70,20 +70,19 @@ def run(args: argparse.Namespace) -> int:
     staging = atomic.stage(args.out, args.overwrite, directory=False) if args.out else None
     with staging if staging is not None else contextlib.nullcontext():
         spark = spark_session(args.master)  # the session of --master, also for a trace Spark reads
-        trace, layout = None, None
-        if args.workload:
-            workload = load_workload(args.workload, spark=spark, use_spark=args.spark)
-            workload.report(args.workload)
-            trace, layout = workload.trace, workload.layout
-            if layout is not None:
-                scenario = replay_scenario(scenario, layout)
-        master = spark.sparkContext.master
-        sys.stderr.write(f"sweep: {len(points)} simulations of {scenario.name} as Spark tasks on {master}\n")
         with needs_extra("spark", "sweeping on Spark"):
             from bundlewise.pipeline.interrupts import quiet_interrupts
-
-            with quiet_interrupts(spark):
-                rows = run_sweep(spark, scenario, points, trace, layout)
+        with quiet_interrupts(spark):  # Ctrl-C from here on: the jobs cancelled, one line, exit 130
+            trace, layout = None, None
+            if args.workload:
+                workload = load_workload(args.workload, spark=spark, use_spark=args.spark)
+                workload.report(args.workload)
+                trace, layout = workload.trace, workload.layout
+                if layout is not None:
+                    scenario = replay_scenario(scenario, layout)
+            master = spark.sparkContext.master
+            sys.stderr.write(f"sweep: {len(points)} simulations of {scenario.name} as Spark tasks on {master}\n")
+            rows = run_sweep(spark, scenario, points, trace, layout)
         if staging is not None:
             import pyarrow.parquet as pq
 

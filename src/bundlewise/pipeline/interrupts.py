@@ -7,8 +7,10 @@ replaces it for the duration of a command: Spark's logging is turned off (a cont
 errors with Java stack traces) and the jobs are cancelled from a thread of their own (its own Py4J
 connection), ``KeyboardInterrupt`` is raised in the main thread, and the root logger gets a handler that
 drops records, so Py4J's ``logging.exception`` prints nothing (bundlewise itself never logs through it).
-The command's own cleanup then runs (``files.atomic`` discards the staging folder) and ``cli.main`` prints
-one line.
+An error that reaches the end of the block after Ctrl-C -- the job it cancelled failing with
+``SPARK_JOB_CANCELLED``, or its Python workers (which get the terminal's SIGINT too) dying -- is the
+interrupt too: ``KeyboardInterrupt``, never a ``Py4JJavaError`` and exit 1.  The command's own cleanup
+then runs (``files.atomic`` discards the staging folder) and ``cli.main`` prints one line.
 """
 
 from __future__ import annotations
@@ -41,14 +43,24 @@ def quiet_interrupts(spark: Any | None = None) -> Iterator[None]:
                 spark.sparkContext.setLogLevel("OFF")  # stopping half-way logs errors nobody needs to read
                 spark.sparkContext.cancelAllJobs()
 
+    fired = threading.Event()
+
     def interrupted(signum: int, frame: FrameType | None) -> None:
-        if spark is not None:
+        first = not fired.is_set()
+        fired.set()
+        if spark is not None and first:
             threading.Thread(target=cancel, name="bundlewise-cancel", daemon=True).start()
         raise KeyboardInterrupt
 
     previous = signal.signal(signal.SIGINT, interrupted)
     try:
         yield
+    except KeyboardInterrupt:
+        raise
+    except BaseException:
+        if fired.is_set():  # the job failed because Ctrl-C cancelled it (or killed its workers): an interrupt
+            raise KeyboardInterrupt from None
+        raise
     finally:
         signal.signal(signal.SIGINT, previous)
         root.removeHandler(drop)

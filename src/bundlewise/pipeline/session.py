@@ -12,7 +12,9 @@ with a class-data-sharing archive of the classes Spark loads (Java's AppCDS): th
 into ``$BUNDLEWISE_CACHE_DIR`` (default ``~/.cache/bundlewise``), later runs map it instead of loading and
 verifying thousands of classes — the session starts in about half the time.  (The JIT's quick compiler alone,
 ``-XX:TieredStopAtLevel=1``, would start the first job sooner still, but halves the speed of Spark's own
-readers and writers on the general path.)  JVM messages go to stderr (stdout is the command's JSON).
+readers and writers on the general path.)  Spark's own log (log4j) goes to the command's log file when
+``BUNDLEWISE_LOG_FILE`` names one (``cli.logs``: the default), else errors only to stderr (``--verbose``);
+the JVM's own warnings go to stderr (stdout is the command's JSON).
 """
 
 from __future__ import annotations
@@ -28,6 +30,18 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+_LOG4J2_FILE = """status = error
+rootLogger.level = warn
+rootLogger.appenderRef.file.ref = file
+appender.file.type = File
+appender.file.name = file
+appender.file.fileName = ${sys:bundlewise.logFile}
+appender.file.append = true
+appender.file.createOnDemand = true
+appender.file.layout.type = PatternLayout
+appender.file.layout.pattern = %d{HH:mm:ss} %p %c{1}: %m%n
+"""
+
 _LOG4J2 = """status = error
 rootLogger.level = error
 rootLogger.appenderRef.stderr.ref = console
@@ -39,13 +53,17 @@ appender.console.layout.pattern = %d{HH:mm:ss} %p %c{1}: %m%n
 """
 
 
-def _log_config() -> str:
-    """A log4j2 configuration that only lets errors through (written once to the temp dir)."""
-    path = os.path.join(tempfile.gettempdir(), "bundlewise-log4j2.properties")
+def _log_config(to_file: bool) -> str:
+    """A log4j2 configuration (written once to the temp dir): to the file of ``-Dbundlewise.logFile``
+    (warnings and errors), or to stderr (errors only)."""
+    name, text = (
+        ("bundlewise-log4j2-file.properties", _LOG4J2_FILE) if to_file else ("bundlewise-log4j2.properties", _LOG4J2)
+    )
+    path = os.path.join(tempfile.gettempdir(), name)
     if not os.path.exists(path):
         temp = f"{path}.{os.getpid()}"
         with open(temp, "w", encoding="utf-8") as fh:
-            fh.write(_LOG4J2)
+            fh.write(text)
         os.replace(temp, path)
     return path
 
@@ -103,7 +121,11 @@ def class_archive_option(spark_home: str) -> str | None:
 
 
 def _java_options() -> str:
-    options = [f"-Dlog4j2.configurationFile=file:{_log_config()}", "-Xlog:disable", "-Xlog:all=warning:stderr"]
+    log_file = os.environ.get("BUNDLEWISE_LOG_FILE")
+    options = [f"-Dlog4j2.configurationFile=file:{_log_config(bool(log_file))}"]
+    if log_file:
+        options.append(f"-Dbundlewise.logFile={log_file}")
+    options += ["-Xlog:disable", "-Xlog:all=warning:stderr"]
     if os.environ.get("BUNDLEWISE_FAST_JVM", "1") != "0":
         from pyspark.find_spark_home import _find_spark_home
 

@@ -5,12 +5,17 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
+import time
+from pathlib import Path
 
 import pytest
 from live_support import SESSION_TIMEOUT, run
 
+from bundlewise.cli.main import main
+from bundlewise.live.harness.servers import EtcdServer, free_port
 from bundlewise.live.store import connect
 
 
@@ -56,3 +61,89 @@ def test_store_start_rejects_bad_auth_with_one_line() -> None:
     )
     assert result.returncode == 2
     assert result.stderr == "error: --auth: expected USER:PASSWORD, got 'nopassword'\n"
+
+
+def _bundlewise(*argv: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "bundlewise.cli.main", *argv], capture_output=True, text=True, timeout=timeout
+    )
+
+
+@pytest.mark.parametrize("flags", [[], ["--zookeeper"]], ids=["etcd", "zookeeper"])
+def test_store_start_on_a_port_in_use_says_so_at_once(flags: list[str]) -> None:
+    """Issue 28: it printed "ready" (another server answered on the port) and then failed pointing at a log it had
+    deleted.  Now nothing starts: one line naming the port, exit 2."""
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = _bundlewise("store", "start", "--port", str(port), *flags)
+    assert (result.returncode, result.stdout) == (2, "")
+    assert result.stderr == (
+        f"error: --port: port {port} on 127.0.0.1 is in use (Address already in use); choose another\n"
+    )
+
+
+def test_store_start_on_a_data_directory_in_use_says_so_at_once(etcd_server: EtcdServer, tmp_path: Path) -> None:
+    """Issue 28: 60 s of silence (etcd waiting for its database's lock), then a message naming the wrong cause.
+    Another ``store start`` holding the directory, and an etcd of its own holding its database, are each named
+    within seconds."""
+    data = tmp_path / "data"
+    first = subprocess.Popen(
+        [sys.executable, "-m", "bundlewise.cli.main", "store", "start", "--data", str(data)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert first.stdout is not None
+        json.loads(first.stdout.readline())  # running
+        started = time.monotonic()
+        result = _bundlewise("store", "start", "--data", str(data))
+        assert time.monotonic() - started < 20  # the interpreter's start-up; the check itself is immediate
+        assert (result.returncode, result.stdout) == (2, "")
+        assert result.stderr == (
+            f"error: --data: data directory {data} is in use by another store (bundlewise store start); stop it or "
+            "choose another --data\n"
+        )
+        (data / ".bundlewise-store.lock").unlink()  # as if an etcd not started by bundlewise held the directory
+        result = _bundlewise("store", "start", "--data", str(data))
+        assert result.returncode == 2
+        assert result.stderr == (
+            f"error: --data: data directory {data} is in use by another etcd (its files are locked); stop it or "
+            "choose another --data\n"
+        )
+    finally:
+        first.send_signal(signal.SIGINT)
+        first.communicate(timeout=30)
+
+
+@pytest.mark.parametrize("scheme", ["zk", "etcd"])
+@pytest.mark.parametrize("command", ["status", "advise"])
+def test_a_store_that_does_not_answer_fails_within_3_s_with_one_line(
+    scheme: str, command: str, capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A port nothing listens on: one ``error:`` line (the client library's log lines go to the log file), exit
+    2, within 3 s (the command run in this process, its modules already imported: the interpreter's start-up
+    is not the store's)."""
+    import kazoo.client  # noqa: F401 - imported before the clock starts, as the CLI imports it before connecting
+
+    monkeypatch.setenv("BUNDLEWISE_CACHE_DIR", str(tmp_path))
+    port = free_port()
+    main(["live", command, "--store", f"{scheme}://127.0.0.1:{port}/pulsar"])  # imports the command's modules
+    capsys.readouterr()
+    t0 = time.monotonic()
+    code = main(["live", command, "--store", f"{scheme}://127.0.0.1:{port}/pulsar"])
+    took = time.monotonic() - t0
+    out, err = capsys.readouterr()
+    assert (code, out) == (2, "")
+    [line] = err.splitlines()
+    assert line.startswith(
+        f"error: --store: no ZooKeeper answers at 127.0.0.1:{port}"
+        if scheme == "zk"
+        else f"error: --store: no etcd answers at http://127.0.0.1:{port}"
+    ), line
+    assert took <= 3.0, took
+    if scheme == "zk":  # kazoo's retries were logged, to the file
+        [log] = (tmp_path / "logs").glob("bundlewise-*.log")
+        assert "Connection dropped" in log.read_text() or "Failed connecting" in log.read_text()

@@ -35,6 +35,10 @@ is judged by its effect on the whole fleet:
   than that bundle -- no gap fits it, and moving it only moves the hot spot.  For the stop line it is
   within the margin when it is within it of that bundle, and the other brokers are judged against the level
   they can reach, the mean of the rest; so the plan does not shave small bundles off such a broker for ever.
+* **ceiling**: no move takes its destination above ``ceiling`` (the shedder passes
+  ``loadBalancerBrokerOverloadedThresholdPercentage``): a move that relieves one broker by overloading another
+  is never planned, whatever its gain (Pulsar's leader can send a bundle to a broker it then overloads,
+  because its placement's overload re-check reads the destination's load before the move).
 * Ties (equal gains) go to the first candidate in (source, bundle, destination) order: brokers by load
   (then name), bundles as the caller lists them, so a plan is deterministic.
 """
@@ -82,6 +86,7 @@ class PlanLimits:
     cost_per_move: float = 0.0
     safe_line: float = float("inf")  # the plan goes on while a broker is above it, whatever the margin
     refill_margin: float = float("inf")  # a broker this far below the mean is refilled, large-first
+    ceiling: float = float("inf")  # no move may take its destination above this (the overload threshold)
 
 
 def settled(loads: Mapping[str, float], lim: PlanLimits, held: Mapping[str, float] | None = None) -> bool:
@@ -152,6 +157,8 @@ def _best_move(
                 if d == s:
                     continue
                 new_d = load_of(add(usage[d], c.vector), limits[d], weights)
+                if new_d > lim.ceiling:
+                    continue
                 gain = (
                     k[s] * (loads[s] ** 2 - new_s**2)
                     + k[d] * (loads[d] ** 2 - new_d**2)

@@ -37,7 +37,8 @@ namespace, so it does not narrow this strategy's choice.  Each cycle (``ModularL
    once every broker is within ``targetMargin`` of the mean -- or, when an overloaded or underloaded broker
    triggered the cycle, within the looser ``eventMargin``: the event is dealt with there, and the polishing
    beyond it (moves of a few points each after a refill or a relief) is left to a later cycle that the
-   spread alone triggers.
+   spread alone triggers.  No move takes its destination above the overload threshold (``PlanLimits.ceiling``):
+   a relief that overloads another broker is never planned.
 6. Each move is remembered: its destination (for the placement half), its time (cool-down), its load (in
    flight, so the next cycles do not pile onto a destination whose report is not yet rewritten) and, for the
    trend, a known step on both brokers.
@@ -212,6 +213,7 @@ class BalancedPlanShedder:
             s.cost_per_move,
             s.overload_threshold - SAFE_HEADROOM,
             low_trigger,
+            s.overload_threshold,
         )
         moves = plan_moves(usage, limits, candidates, weights, lim, held)
         cause = (
@@ -224,7 +226,8 @@ class BalancedPlanShedder:
         if not moves:
             self.idle_reason = (
                 f"{figures}: no movable bundle gains bundlewiseBalancedMinGain {s.min_gain:g} (bundles cooling "
-                "down, recently unloaded, or each larger than the gap it would close)"
+                "down, recently unloaded, each larger than the gap it would close, or one that would take its "
+                f"destination over the overload threshold {s.overload_threshold:.0%})"
             )
         out = []
         for m in moves:

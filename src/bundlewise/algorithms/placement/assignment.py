@@ -7,7 +7,8 @@
 3. candidates: brokers accepting the bundle's topic type (isolation policies are not in the snapshot);
 4. max-topics filter; 5. anti-affinity (identity); 6. distribute bundles evenly (if enabled);
 7. load-manager-class then version filter; a filter error, or an empty result, resets the
-   candidates to the step-3 set;
+   candidates to the step-3 set (``candidate_trace`` keeps what each filter removed and why, for
+   ``shed``'s advice);
 8. bundles of ``loadBalancerSheddingExcludedNamespaces`` are placed by a round-robin selector
    owned by this object, all others by the configured strategy;
 9. overload re-check: if the chosen broker's weighted max usage is above the overload threshold,
@@ -25,6 +26,8 @@ The selection returned is the strategy's (``best`` included); a shortcut or roun
 from __future__ import annotations
 
 import random
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 from bundlewise.algorithms.placement import filters
 from bundlewise.algorithms.placement.base import PlacementStrategy, Selection
@@ -43,19 +46,91 @@ def preallocated_owner(bundle: str, load: LoadData) -> str | None:
     return None
 
 
-def candidate_brokers(bundle: str, load: LoadData, config: Config, *, non_persistent: bool = False) -> list[str]:
-    """Steps 3-7: the filtered candidates, reset to the step-3 set on a filter error or when empty."""
+@dataclass(frozen=True, slots=True)
+class FilterStep:
+    """What one candidate filter removed: the filter's name, the setting behind it, and per broker why."""
+
+    name: str
+    setting: str
+    removed: tuple[tuple[str, str], ...]  # (broker, why), in candidate order
+
+
+@dataclass(frozen=True, slots=True)
+class CandidateTrace:
+    """Steps 3-7 with their reasons: the final candidates, every filter that removed someone, and why the
+    candidates were reset to the step-3 set, if they were."""
+
+    candidates: list[str]
+    steps: tuple[FilterStep, ...] = ()
+    reset: str = ""
+
+
+def _step(
+    name: str, setting: str, before: Sequence[str], after: Sequence[str], why: Callable[[str], str]
+) -> list[FilterStep]:
+    kept = set(after)
+    removed = tuple((b, why(b)) for b in before if b not in kept)
+    return [FilterStep(name, setting, removed)] if removed else []
+
+
+def candidate_trace(bundle: str, load: LoadData, config: Config, *, non_persistent: bool = False) -> CandidateTrace:
+    """Steps 3-7 (module docstring), saying what each filter removed and why."""
+    settings = config.view(PlacementSettings)
+    kind = "non-persistent" if non_persistent else "persistent"
     base = filters.topic_type_candidates(load, non_persistent=non_persistent)
-    cands = filters.filter_max_topics(base, load, config.view(PlacementSettings).max_topics)
+    steps = _step(
+        "topic type", f"{kind}TopicsEnabled", list(load.brokers), base, lambda b: f"does not serve {kind} topics"
+    )
+    cands = filters.filter_max_topics(base, load, settings.max_topics)
+    steps += _step(
+        "max topics",
+        "loadBalancerBrokerMaxTopics",
+        base,
+        cands,
+        lambda b: f"{filters.broker_topics(b, load):,} topics > {settings.max_topics:,}",
+    )
     cands = filters.filter_anti_affinity(cands, bundle, load)
     if filters.distribute_evenly_applies(bundle, config):
-        cands = filters.filter_distribute_evenly(cands, bundle, load)
+        ns = bundle_namespace(bundle)
+        counts = filters.namespace_bundle_counts(cands, load, ns)
+        least = min(counts.values(), default=0)
+        before, cands = cands, filters.filter_distribute_evenly(cands, bundle, load)
+        steps += _step(
+            "distribute bundles evenly",
+            "loadBalancerDistributeBundlesEvenlyEnabled",
+            before,
+            cands,
+            lambda b: f"owns {counts[b]} bundle{'s' if counts[b] != 1 else ''} of {ns}, the fewest is {least}",
+        )
     try:
-        cands = filters.filter_load_manager_class(cands, load, config)
-        cands = filters.filter_broker_version(cands, load, config)
-    except filters.BrokerFilterError:
-        cands = base
-    return cands if cands else list(base)
+        before, cands = cands, filters.filter_load_manager_class(cands, load, config)
+        steps += _step(
+            "load manager class",
+            "loadManagerClassName",
+            before,
+            cands,
+            lambda b: f"runs {load.brokers[b].localData.loadManagerClassName}",
+        )
+        before, cands = cands, filters.filter_broker_version(cands, load, config)
+        steps += _step(
+            "broker version",
+            "preferLaterVersions",
+            before,
+            cands,
+            lambda b: f"runs {load.brokers[b].localData.brokerVersionString}, not the newest",
+        )
+    except filters.BrokerFilterError as e:
+        return CandidateTrace(list(base), tuple(steps), f"{e}: candidates reset to every broker")
+    if not cands:
+        return CandidateTrace(
+            list(base), tuple(steps), "every candidate was filtered out: candidates reset to every broker"
+        )
+    return CandidateTrace(cands, tuple(steps))
+
+
+def candidate_brokers(bundle: str, load: LoadData, config: Config, *, non_persistent: bool = False) -> list[str]:
+    """Steps 3-7: the filtered candidates, reset to the step-3 set on a filter error or when empty."""
+    return candidate_trace(bundle, load, config, non_persistent=non_persistent).candidates
 
 
 class ModularPlacement:

@@ -57,15 +57,16 @@ def filter_max_topics(candidates: Sequence[str], load: LoadData, max_topics: int
     If every broker is above the limit, the original candidates are kept.  A broker without load
     data counts 0 topics, as in Pulsar.
     """
-    kept = []
-    for name in candidates:
-        broker = load.brokers.get(name)
-        total = 0
-        if broker is not None:
-            total = broker.localData.numTopics + sum(d.topics for d in broker.preallocatedBundleData.values())
-        if total <= max_topics:
-            kept.append(name)
+    kept = [name for name in candidates if broker_topics(name, load) <= max_topics]
     return kept if kept else list(candidates)
+
+
+def broker_topics(name: str, load: LoadData) -> int:
+    """A broker's topics as step 4 counts them: its own plus its preallocated bundles' (0 without data)."""
+    broker = load.brokers.get(name)
+    if broker is None:
+        return 0
+    return broker.localData.numTopics + sum(d.topics for d in broker.preallocatedBundleData.values())
 
 
 def filter_anti_affinity(candidates: Sequence[str], bundle: str, load: LoadData) -> list[str]:

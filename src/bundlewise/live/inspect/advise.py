@@ -22,7 +22,7 @@ import time
 from typing import Any
 
 from bundlewise.live.broker.modular.aggregate import bundle_data_from_quota
-from bundlewise.live.inspect.reader import StoreReader
+from bundlewise.live.inspect.reader import DEFAULT_TIMEOUT, StoreReader
 from bundlewise.live.store import layout
 from bundlewise.model.errors import InputError
 from bundlewise.model.load import BundleData, NamespaceBundleStats
@@ -50,10 +50,10 @@ def _bundle_data(reader: StoreReader, bundle: str, stats: NamespaceBundleStats |
     return data.to_json()
 
 
-def read_snapshot(url: str) -> dict[str, Any]:
+def read_snapshot(url: str, timeout: float = DEFAULT_TIMEOUT) -> dict[str, Any]:
     brokers: dict[str, Any] = {}
     bundle_data: dict[str, Any] = {}
-    with StoreReader(url) as reader:
+    with StoreReader(url, timeout) as reader:
         for broker_id in reader.children(layout.BROKERS_ROOT):
             report = _json(reader.get(layout.broker(broker_id)))
             if not isinstance(report, dict) or "cpu" not in report:

@@ -36,8 +36,13 @@ def _prefix_end(prefix: bytes) -> bytes:
     return b"\x00"
 
 
+DEFAULT_TIMEOUT = 2.5  # seconds: a store that does not answer is reported within 3 s, start-up and clean-up included
+
+
 class StoreReader:
-    def __init__(self, url: str, timeout: float = 10.0) -> None:
+    """A read-only client; ``timeout`` bounds the connection and every request (default ``DEFAULT_TIMEOUT``)."""
+
+    def __init__(self, url: str, timeout: float = DEFAULT_TIMEOUT) -> None:
         self.url = StoreUrl.parse(url)
         self.timeout = timeout
         self._zk: Any = None
@@ -58,11 +63,15 @@ class StoreReader:
                 self._zk.start(timeout=self.timeout)
             except KazooTimeoutError:
                 self._zk.close()
-                raise InputError(f"no ZooKeeper answers at {hosts}", field="--store") from None
+                raise InputError(
+                    f"no ZooKeeper answers at {hosts} within {self.timeout:g} s", field="--store"
+                ) from None
             return self
         import httpx
 
-        self._http = httpx.Client(base_url=f"http://{u.hosts[0][0]}:{u.hosts[0][1]}", timeout=self.timeout)
+        self._http = httpx.Client(
+            base_url=f"http://{u.hosts[0][0]}:{u.hosts[0][1]}", timeout=httpx.Timeout(self.timeout)
+        )
         if u.username:
             body = self._post("/v3/auth/authenticate", {"name": u.username, "password": u.password})
             self._token = body.get("token")
@@ -93,9 +102,11 @@ class StoreReader:
         try:
             r = self._http.post(path, json=body, headers=headers)
         except httpx.HTTPError as e:
-            raise InputError(f"no etcd answers at {self._http.base_url}: {e}", field="--store") from None
+            why = f"no answer within {self.timeout:g} s" if isinstance(e, httpx.TimeoutException) else str(e)
+            raise InputError(f"no etcd answers at {self._http.base_url}: {why}", field="--store") from None
         if r.status_code != 200:
-            raise InputError(f"etcd refused {path}: {r.text.strip()[:200]}", field="--store")
+            said = r.text.strip()[:200] or f"HTTP {r.status_code}"
+            raise InputError(f"etcd at {self._http.base_url} refused {path}: {said}", field="--store")
         result: dict[str, Any] = r.json()
         return result
 

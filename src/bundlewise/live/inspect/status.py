@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from bundlewise.live.inspect.reader import StoreReader
+from bundlewise.live.inspect.reader import DEFAULT_TIMEOUT, StoreReader
 from bundlewise.live.store import layout
 from bundlewise.model.errors import InputError
 from bundlewise.model.load import LocalBrokerData
@@ -87,8 +87,8 @@ def _broker(broker_id: str, value: Any, owned: dict[str, int]) -> dict[str, Any]
     return row
 
 
-def read_status(url: str) -> dict[str, Any]:
-    with StoreReader(url) as reader:
+def read_status(url: str, timeout: float = DEFAULT_TIMEOUT) -> dict[str, Any]:
+    with StoreReader(url, timeout) as reader:
         owned = ownership(reader)
         brokers = [_broker(b, _json(reader.get(layout.broker(b))), owned) for b in reader.children(layout.BROKERS_ROOT)]
         leader = leader_of(_json(reader.get(layout.LEADER)))

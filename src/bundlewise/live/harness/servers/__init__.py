@@ -7,11 +7,12 @@ stopped by PID — on ``stop()``, on leaving the ``with`` block, at interpreter 
 """
 
 from bundlewise.live.harness.servers.etcd import EtcdServer, etcd_binary
-from bundlewise.live.harness.servers.process import ServerProcess, ServerStartError, free_port
+from bundlewise.live.harness.servers.process import ServerInUseError, ServerProcess, ServerStartError, free_port
 from bundlewise.live.harness.servers.zookeeper import ZooKeeperServer, zookeeper_classpath
 
 __all__ = [
     "EtcdServer",
+    "ServerInUseError",
     "ServerProcess",
     "ServerStartError",
     "ZooKeeperServer",

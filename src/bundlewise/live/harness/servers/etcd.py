@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from bundlewise.live.harness.servers.process import ServerProcess, ServerStartError, free_port
+from bundlewise.live.harness.servers.process import ServerProcess, ServerStartError, free_port, locked_by_other
 
 
 def distro_dir() -> Path:
@@ -73,6 +73,10 @@ class EtcdServer(ServerProcess):
             f"--initial-cluster=default={peer}",
             "--log-level=warn",
         ]
+
+    def _data_in_use(self) -> bool:
+        """Another etcd holds this data directory's database (etcd would wait for its lock in silence)."""
+        return locked_by_other(self.data_dir / "member-data" / "member" / "snap" / "db")
 
     def _answers(self) -> bool:
         with urllib.request.urlopen(self.client_url + "/health", timeout=1.0) as resp:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import abc
 import atexit
 import contextlib
+import fcntl
 import os
 import shutil
 import signal
@@ -27,13 +28,51 @@ _HOOKS_INSTALLED = False
 
 
 class ServerStartError(RuntimeError):
-    """The server binary is missing or the server did not answer in time."""
+    """The server binary is missing, its port or data directory is taken, or it did not answer in time."""
+
+
+class ServerInUseError(ServerStartError):
+    """What the server needs is taken: ``what`` is ``"port"`` or ``"data"`` (the data directory)."""
+
+    def __init__(self, what: str, message: str) -> None:
+        super().__init__(message)
+        self.what = what
 
 
 def free_port(host: str = "127.0.0.1") -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind((host, 0))
         return int(s.getsockname()[1])
+
+
+def check_port_free(host: str, port: int, what: str = "port") -> None:
+    """``ServerStartError`` naming the port when something already listens on ``host:port`` (checked before
+    the server starts: a server answering there would pass for ours)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as servers bind: only a listener blocks it
+        try:
+            s.bind((host, port))
+        except OSError as e:
+            raise ServerInUseError(
+                "port", f"{what} {port} on {host} is in use ({e.strerror}); choose another"
+            ) from None
+
+
+def locked_by_other(path: Path) -> bool:
+    """Whether another process holds an ``flock`` on ``path`` (etcd's bbolt database, our lock file)."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+    return False
 
 
 def _stop_all() -> None:
@@ -77,6 +116,7 @@ class ServerProcess(abc.ABC):
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self._proc: subprocess.Popen[bytes] | None = None
         self._log: IO[bytes] | None = None
+        self._lock_fd: int | None = None
 
     # -- subclass hooks --------------------------------------------------------------------
     @abc.abstractmethod
@@ -89,6 +129,39 @@ class ServerProcess(abc.ABC):
 
     def _after_start(self) -> None:
         return None
+
+    def _data_in_use(self) -> bool:
+        """Whether a server this object did not start holds the data directory (subclasses add their own
+        lock, e.g. etcd's database)."""
+        return False
+
+    def _lock_data_dir(self) -> None:
+        """Hold ``.bundlewise-store.lock`` in the data directory while the server runs; refuse at once when
+        another ``store start`` holds it, or the server's own files are locked by a process of its own."""
+        lock = self.data_dir / ".bundlewise-store.lock"
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise ServerInUseError(
+                "data",
+                f"data directory {self.data_dir} is in use by another store (bundlewise store start); stop it or "
+                "choose another --data",
+            ) from None
+        self._lock_fd = fd
+        if self._data_in_use():
+            self._unlock_data_dir()
+            raise ServerInUseError(
+                "data",
+                f"data directory {self.data_dir} is in use by another {self.name} (its files are locked); stop it "
+                "or choose another --data",
+            )
+
+    def _unlock_data_dir(self) -> None:
+        fd, self._lock_fd = self._lock_fd, None
+        if fd is not None:
+            os.close(fd)
 
     # -- lifecycle -------------------------------------------------------------------------
     @property
@@ -109,7 +182,13 @@ class ServerProcess(abc.ABC):
         return self.data_dir / f"{self.name}.log"
 
     def start(self, timeout: float = 60.0) -> ServerProcess:
+        """Start the server and wait until it answers.  Refused at once, before anything starts, when the port
+        is taken or the data directory is in use; a server that exits while starting is reported with the
+        cause its log gives (``_cause``)."""
         _install_hooks()
+        check_port_free(self.host, self.port)
+        if self._lock_fd is None:
+            self._lock_data_dir()
         self._log = open(self.log_path, "ab")  # noqa: SIM115 - closed in stop()
         self._proc = subprocess.Popen(
             self._command(),
@@ -131,12 +210,20 @@ class ServerProcess(abc.ABC):
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self._proc is None or self._proc.poll() is not None:
-                raise ServerStartError(f"{self.name} exited during start-up; see {self.log_path}: {self._tail()}")
+                raise ServerStartError(f"{self.name} exited during start-up: {self._cause()} (log: {self.log_path})")
             with contextlib.suppress(OSError):
                 if self._answers():
                     return
             time.sleep(0.1)
         raise ServerStartError(f"{self.name} did not answer on {self.host}:{self.port} within {timeout:.0f} s")
+
+    def _cause(self) -> str:
+        """The reason the log gives for an exit: a port in use, else the log's last line."""
+        tail = self._tail()
+        if "address already in use" in tail.lower():
+            return "a port it listens on is in use by another process"
+        lines = [line for line in tail.splitlines() if line.strip()]
+        return lines[-1][-300:] if lines else "no message"
 
     def _tail(self) -> str:
         try:
@@ -162,6 +249,7 @@ class ServerProcess(abc.ABC):
         if self._log is not None:
             self._log.close()
             self._log = None
+        self._unlock_data_dir()
 
     def cleanup(self) -> None:
         """Stop, and remove the data directory when it was a temporary one."""
