@@ -1,7 +1,8 @@
 """The metadata-store layer of the live load manager.
 
 One asyncio protocol (``MetadataStore``, in ``api``) with two real backends in ``backends`` — ZooKeeper
-through kazoo and etcd v3 through its JSON gateway — opened by URL with ``connect``; Pulsar's session events
+through kazoo and etcd v3 through its JSON gateway — and an in-memory one for in-process tests
+(``memory``: fault hooks and a clock to step), opened by URL with ``connect``; Pulsar's session events
 and a fencing deadline (``session``); recipes built on the protocol only, in ``recipes``: ``LeaderElection``,
 ``LockManager`` / ``ResourceLock``, ``read_modify_write``, ``MetadataStoreTableView``; Pulsar's paths in
 ``layout``.  Local servers are the harness's (``live.harness.servers``).  See docs/live/.
