@@ -17,7 +17,11 @@ both sides); every table written as Parquet.  Spark does a little more (rejects,
   and ``python -m bench.bench_pipeline duckdb …`` — wall time from start to exit;
 * *warm*: in this process after one unmeasured run (JIT, Python workers, page cache);
 * *inputs* (warm, all outputs): the fast path on the Parquet, CSV and JSON Lines copies, and Spark's own reader
-  (``--spark-reader``, the general path) on the Parquet files — each against the Parquet fast path.
+  (``--spark-reader``, the general path) on the Parquet files — each against the Parquet fast path;
+* *resolution* (cold and warm, with and without ``topic_samples/``): whether ``keyed`` pays for itself — the
+  general path (Spark's Parquet reader) with ``keyed`` and with every row through ``transforms.resolve`` (its
+  alternative; ``keyed.uniform_bounds`` patched to say no), beside the fast path.  ``python -m
+  bench.bench_pipeline resolution`` runs it alone and prints it.
 
 Runs of a case are interleaved (Spark, DuckDB, Spark, …) so both see the same machine; figures are medians of
 ``BUNDLEWISE_BENCH_REPEATS`` (default 3).  Rows/s and ratios go to bench/results/pipeline.json.
@@ -464,6 +468,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="bundlewise-bench-") as tmp:
         for rows in SIZES:
             results[str(rows)] = bench_size(spark, rows, Path(tmp))
+            results[str(rows)]["resolution"] = bench_resolution(spark, rows, Path(tmp))
     write_result(
         "pipeline",
         {

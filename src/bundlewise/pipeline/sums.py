@@ -3,9 +3,10 @@
 * ``ArrowSums``: the partial sums, rejects and broker reports as Arrow tables on the driver (a driver finish);
 * ``SparkSums``: the same as Spark DataFrames (a Spark finish), ``collect``ed once for a driver finish;
 * ``resolved_sums``: samples Spark read (the whole input, or the fragments a scan handed over) resolved by
-  ``transforms.resolve`` (a bundle the input carries wins, else the topic's CRC-32 picks it), written to (or
-  appended to) ``topic_samples/``, summed per (timestamp, bundle, broker), with the rejects of both the reading
-  and the resolution.
+  ``transforms.resolve`` (a bundle the input carries wins, else the topic's CRC-32 picks it) — canonical names
+  by ``keyed``'s numeric bundle keys when the boundaries are uniform —, written to (or appended to)
+  ``topic_samples/``, summed per (timestamp, bundle, broker), with the rejects of both the reading and the
+  resolution.
 
 The partial sums are one row per (timestamp, bundle, broker) and scan task or Spark partition: ``frames``
 (driver) or ``transforms`` (Spark) add them up per (timestamp, bundle).
@@ -21,7 +22,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import to_arrow_schema
 
-from bundlewise.pipeline import frames, ingest, schemas, transforms
+from bundlewise.pipeline import frames, ingest, keyed, schemas, transforms
 from bundlewise.pipeline.boundaries import Boundaries
 from bundlewise.pipeline.columns import COUNT_FIELDS
 from bundlewise.pipeline.outputs import Outputs
@@ -77,13 +78,16 @@ class SparkSums:
         return None if self.rejects is None or self.clean() else self.rejects
 
     def collect(self) -> ArrowSums:
-        """Everything on the driver, each table collected once (Arrow)."""
+        """Everything on the driver, each table collected once (Arrow); the cached tables released."""
         rejects = self.known_rejects()
-        return ArrowSums(
+        collected = ArrowSums(
             arrow_partial(self.partial.select(*PARTIAL).toArrow()),
             REJECTS_ARROW.empty_table() if rejects is None else rejects.toArrow().cast(REJECTS_ARROW),
             None if self.reports is None else self.reports.toArrow().cast(REPORTS_ARROW),
         )
+        for df in self.cached:
+            df.unpersist()
+        return collected
 
     def add(self, other: SparkSums) -> SparkSums:
         found = [r for r in (self.rejects, other.rejects) if r is not None]
@@ -112,7 +116,12 @@ def resolved_sums(
 
     With ``topic_samples/``: the resolved rows are written first and, when they are the whole dataset, the sums
     read back from that Parquet (no second resolution); ``append`` adds them beside the files a scan wrote.
+    Canonical names take ``keyed``'s numeric bundle keys when the boundaries are uniform (not for ``append``:
+    the few fragments a scan hands over go through ``transforms.resolve`` alone).
     """
+    bounds = None if append else keyed.uniform_bounds(boundaries)
+    if bounds is not None:
+        return _keyed_sums(data, boundaries, name, samples, bounds)
     resolved, unresolved = transforms.resolve(data.samples, boundaries, name)
     rejects = data.rejects.unionByName(unresolved)
     if samples is None:
@@ -123,6 +132,33 @@ def resolved_sums(
     written = samples.write_frame("topic_samples", resolved)
     read_back = resolved.sparkSession.read.parquet(written.uri)
     return SparkSums(transforms.partial_bundle_sums(read_back), rejects, data.broker_reports, data.input_rows)
+
+
+def _keyed_sums(
+    data: ingest.Ingested, boundaries: Boundaries, name: str, samples: Outputs | None, bounds: tuple[int, ...]
+) -> SparkSums:
+    """``resolved_sums`` with ``keyed``'s fast path for canonical names (numeric bundle keys, names attached
+    after the aggregation); the other rows through ``transforms.resolve``, read only when there are some."""
+    tagged = keyed.tag(data.samples, bounds)
+    reports = data.broker_reports
+    if samples is None:
+        sums = keyed.keyed_sums(tagged).cache()
+        fast, other_rows = keyed.split_sums(sums, bounds)
+        if other_rows == 0:  # every row canonical: no second pass over the input
+            return SparkSums(fast, data.rejects, reports, data.input_rows, cached=[sums])
+        resolved, unresolved = transforms.resolve(keyed.others(tagged), boundaries, name)
+        partial = fast.select(*PARTIAL).unionByName(transforms.partial_bundle_sums(resolved).select(*PARTIAL))
+        return SparkSums(partial, data.rejects.unionByName(unresolved), reports, data.input_rows, cached=[sums])
+    fast_rows, others = keyed.rows_split(tagged, bounds)
+    written = samples.write_frame("topic_samples", fast_rows)
+    spark = fast_rows.sparkSession
+    partial = transforms.partial_bundle_sums(spark.read.parquet(written.uri))
+    if data.input_rows is not None and spark.read.parquet(written.uri).count() == data.input_rows.count():
+        return SparkSums(partial, None, reports)  # every row canonical and valid (Parquet metadata)
+    resolved, unresolved = transforms.resolve(others, boundaries, name)
+    samples.write_frame("topic_samples", resolved.select(*fast_rows.columns), mode="append")
+    partial = transforms.partial_bundle_sums(spark.read.parquet(written.uri))
+    return SparkSums(partial, data.rejects.unionByName(unresolved), reports, data.input_rows)
 
 
 def schema_only_samples(spark: Any, boundaries: Boundaries, samples: Outputs) -> None:
