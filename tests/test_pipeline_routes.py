@@ -95,7 +95,7 @@ def test_a_csv_with_one_piece_for_the_general_path_gives_the_same_outputs_on_eve
     path.write_text(HEADER + "\n" + "\n".join(lines) + "\n")
     results = _every_route(spark, tmp_path, path, UNEVEN)
     _assert_all_equal(spark, results)
-    for name, (summary, out, seen) in results.items():
+    for name, (summary, _, seen) in results.items():
         assert (summary.rows_in, summary.rows_rejected) == (len(rows) + 1, 0)
         assert _handed(seen) == (1 if name.startswith("fast") else 0)
     summary, out, _ = results["fast path, driver finish"]
@@ -105,9 +105,7 @@ def test_a_csv_with_one_piece_for_the_general_path_gives_the_same_outputs_on_eve
     assert samples.where("topic = 'persistent://t/ns/a'").first()["msgRateIn"] == 1000.0
 
 
-def test_a_parquet_trace_with_one_row_group_for_the_general_path_gives_the_same_outputs_on_every_route(
-    spark, tmp_path
-):
+def test_a_parquet_trace_with_one_row_group_for_the_general_path_gives_the_same_outputs_on_every_route(spark, tmp_path):
     rows = _clean_rows(random.Random(22))
     rows[40] = {**rows[40], "topic": "my-topic"}  # a short name: the general path names it
     rows[41] = {**rows[41], "msgRateIn": -1.0}  # rejected (the same row group)
@@ -168,7 +166,9 @@ def test_the_route_is_chosen_once_with_its_reason(spark, tmp_path, monkeypatch):
     monkeypatch.setattr(routes, "DRIVER_ROWS", 10)
     large = choose()
     assert (large.reading, large.finish) == ("fast", "spark")
-    assert large.reason.endswith(f"about {rows_known:,} rows (60 bytes a row), more than 10: the small tables are made in Spark tasks")
+    assert large.reason.endswith(
+        f"about {rows_known:,} rows (60 bytes a row), more than 10: the small tables are made in Spark tasks"
+    )
     with pytest.raises(ValueError, match="finish must be one of auto, driver, spark"):
         choose(finish="cluster")
 
