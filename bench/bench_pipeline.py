@@ -17,7 +17,11 @@ both sides); every table written as Parquet.  Spark does a little more (rejects,
   and ``python -m bench.bench_pipeline duckdb …`` — wall time from start to exit;
 * *warm*: in this process after one unmeasured run (JIT, Python workers, page cache);
 * *inputs* (warm, all outputs): the fast path on the Parquet, CSV and JSON Lines copies, and Spark's own reader
-  (``--spark-reader``, the general path) on the Parquet files — each against the Parquet fast path.
+  (``--spark-reader``, the general path) on the Parquet files — each against the Parquet fast path;
+* *resolution* (cold and warm, with and without ``topic_samples/``): whether ``keyed`` pays for itself — the
+  general path (Spark's Parquet reader) with ``keyed`` and with every row through ``transforms.resolve`` (its
+  alternative; ``keyed.uniform_bounds`` patched to say no), beside the fast path.  ``python -m
+  bench.bench_pipeline resolution`` runs it alone and prints it.
 
 Runs of a case are interleaved (Spark, DuckDB, Spark, …) so both see the same machine; figures are medians of
 ``BUNDLEWISE_BENCH_REPEATS`` (default 3).  Rows/s and ratios go to bench/results/pipeline.json.
@@ -26,6 +30,9 @@ Runs of a case are interleaved (Spark, DuckDB, Spark, …) so both see the same 
 
 from __future__ import annotations
 
+import contextlib
+import io
+import json
 import os
 import shutil
 import statistics
@@ -34,8 +41,10 @@ import sys
 import tempfile
 import time
 import zlib
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import numpy as np
 
@@ -371,6 +380,89 @@ def bench_size(spark: Any, rows: int, root: Path) -> dict[str, Any]:
     return entry
 
 
+RESOLUTION_CASES = {
+    "columnar": {"spark_reader": False, "keyed": True},
+    "general_keyed": {"spark_reader": True, "keyed": True},
+    "general_resolve": {"spark_reader": True, "keyed": False},
+}
+"""The resolution measurement: the fast path, and the general path (Spark's Parquet reader) with ``keyed``'s
+numeric bundle keys for canonical names or with every row through ``transforms.resolve``."""
+
+
+@contextlib.contextmanager
+def _keyed(enabled: bool) -> Iterator[None]:
+    """The general path with or without ``keyed`` (without: no boundaries count as uniform, so every row takes
+    ``transforms.resolve``, as with a bundles file)."""
+    from bundlewise.pipeline import keyed
+
+    if enabled:
+        yield
+        return
+    with mock.patch.object(keyed, "uniform_bounds", return_value=None):
+        yield
+
+
+def cold_case(trace: Path, out: Path, case: str, topic_samples: bool) -> float:
+    cmd = [sys.executable, "-m", "bench.bench_pipeline", "case", case, str(trace), str(out)]
+    return _process(cmd + ([] if topic_samples else ["--no-topic-samples"]), out)
+
+
+def _run_case(case: str, trace: Path, out: Path, topic_samples: bool) -> None:
+    """One cold run of a resolution case: the CLI in this fresh process."""
+    from bundlewise.cli.main import main as cli
+
+    args = ["pipeline", "--input", str(trace), "--out", str(out), "--bundles", str(BUNDLES)]
+    args += [] if topic_samples else ["--no-topic-samples"]
+    args += ["--spark-reader"] if RESOLUTION_CASES[case]["spark_reader"] else []
+    with _keyed(RESOLUTION_CASES[case]["keyed"]), contextlib.redirect_stdout(io.StringIO()):
+        code = cli(args)
+    if code:
+        raise SystemExit(code)
+
+
+def bench_resolution(spark: Any, rows: int, root: Path) -> dict[str, Any]:
+    """``keyed`` against the general path without it, beside the fast path: cold and warm medians."""
+    trace = root / f"trace-{rows}"
+    if not trace.exists():
+        generate(rows, trace)
+    entry: dict[str, Any] = {"rows": rows, "repeats": REPEATS}
+    phases = [(m, label) for label in ("all_outputs", "without_topic_samples") for m in ("warm", "cold")]
+    for mode, label in phases:
+        with_samples = label == "all_outputs"
+        times: dict[str, list[float]] = {case: [] for case in RESOLUTION_CASES}
+        for case, how in RESOLUTION_CASES.items():  # unmeasured: the class archive, the JIT, the page cache
+            if mode == "cold":
+                cold_case(trace, root / "warmup", case, with_samples)
+            else:
+                with _keyed(how["keyed"]):
+                    run_spark(spark, trace, root / "warmup", with_samples, how["spark_reader"])
+        for _ in range(REPEATS):
+            for case, how in RESOLUTION_CASES.items():
+                if mode == "cold":
+                    times[case].append(cold_case(trace, root / "spark", case, with_samples))
+                else:
+                    with _keyed(how["keyed"]):
+                        times[case].append(run_spark(spark, trace, root / "spark", with_samples, how["spark_reader"]))
+        medians = {case: statistics.median(runs) for case, runs in times.items()}
+        entry[f"{mode}_{label}"] = {
+            case: {
+                "seconds": round(medians[case], 3),
+                "runs": [round(x, 3) for x in runs],
+                "rows_per_second": round(rows / medians[case]),
+                "over_general_keyed": round(medians[case] / medians["general_keyed"], 3),
+            }
+            for case, runs in times.items()
+        }
+        print(
+            f"  {rows:,} rows, {mode}, {label}: "
+            + ", ".join(f"{case} {m:.2f} s" for case, m in medians.items())
+            + f"; resolve/keyed {medians['general_resolve'] / medians['general_keyed']:.2f}",
+            flush=True,
+        )
+        print(json.dumps({f"{mode}_{label}": entry[f"{mode}_{label}"]}), flush=True)
+    return entry
+
+
 def main() -> None:
     from bundlewise.pipeline.session import get_session
 
@@ -379,6 +471,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="bundlewise-bench-") as tmp:
         for rows in SIZES:
             results[str(rows)] = bench_size(spark, rows, Path(tmp))
+            results[str(rows)]["resolution"] = bench_resolution(spark, rows, Path(tmp))
     write_result(
         RESULT,
         {
@@ -393,7 +486,14 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    if sys.argv[1:2] == ["duckdb"]:  # one cold run of the yardstick: duckdb TRACE OUT [--no-topic-samples]
+    if sys.argv[1:2] == ["case"]:  # one cold run of a resolution case: case NAME TRACE OUT [--no-topic-samples]
+        _run_case(sys.argv[2], Path(sys.argv[3]), Path(sys.argv[4]), "--no-topic-samples" not in sys.argv)
+    elif sys.argv[1:2] == ["resolution"]:  # the resolution measurement alone, printed (not written)
+        from bundlewise.pipeline.session import get_session
+
+        with tempfile.TemporaryDirectory(prefix="bundlewise-bench-") as tmp:
+            print(json.dumps(bench_resolution(get_session(), SIZES[0], Path(tmp)), indent=2))
+    elif sys.argv[1:2] == ["duckdb"]:  # one cold run of the yardstick: duckdb TRACE OUT [--no-topic-samples]
         duckdb_pipeline(Path(sys.argv[2]), Path(sys.argv[3]), "--no-topic-samples" not in sys.argv)
     else:
         main()

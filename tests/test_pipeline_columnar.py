@@ -141,7 +141,7 @@ def test_a_clean_trace_gives_the_same_outputs_as_the_general_path(spark, tmp_pat
     assert (summary.rows_in, summary.rows_rejected) == (5 * len(CLEAN), 0)
     files = sorted(str(p) for p in (tmp_path / "trace").iterdir())
     plan = fragments.plan(Location.of(str(tmp_path / "trace")), "trace", files, 2)
-    assert plan is not None and plan.kind == "parquet"
+    assert isinstance(plan, fragments.Plan) and plan.kind == "parquet"
     assert {p.name for p in (out / "topic_samples").iterdir() if p.suffix == ".parquet"} == {
         f"part-{i:05d}-columnar.parquet" for i in range(len(plan.fragments))
     }
@@ -198,11 +198,14 @@ def test_plan_splits_files_by_row_groups_and_leaves_other_types_to_spark(tmp_pat
     plan = fragments.plan(
         Location.of(str(tmp_path)), "trace", [str(tmp_path / "a.parquet"), str(tmp_path / "b.parquet")], slots=2
     )
-    assert plan is not None
+    assert isinstance(plan, fragments.Plan)
     assert [f.row_groups for f in plan.fragments] == [(0, 1), (2, 3), (4, 5), (6, 7), (8, 9), None]  # ≤ 28 rows
     text_times = pa.table({"timestamp": ["2023-11-14T22:13:20Z"], "topic": ["persistent://t/ns/a"]})
     pq.write_table(text_times, tmp_path / "iso.parquet")
-    assert fragments.plan(Location.of(str(tmp_path)), "trace", [str(tmp_path / "iso.parquet")], slots=2) is None
+    iso = str(tmp_path / "iso.parquet")
+    assert fragments.plan(Location.of(str(tmp_path)), "trace", [iso], slots=2) == (
+        f"{iso} has column types the scan does not read as they are"
+    )
 
 
 def test_an_empty_trace_is_bad_input_and_writes_nothing(spark, tmp_path):

@@ -120,12 +120,20 @@ def small_fragments(monkeypatch):
     monkeypatch.setattr(fragments, "TEXT_BLOCK_BYTES", 300)
 
 
-def _both(spark, tmp_path, path, boundaries, fmt="trace", counts_known=False):
+def _both(spark, tmp_path, path, boundaries, fmt="trace", counts_known=False, finish="auto"):
     results = {}
     for label, flag in (("fast", True), ("general", False)):
         out = tmp_path / label
         summary = jobs.run_pipeline(
-            spark, str(path), fmt, boundaries, Config(), str(out), bundle_counts_known=counts_known, columnar=flag
+            spark,
+            str(path),
+            fmt,
+            boundaries,
+            Config(),
+            str(out),
+            bundle_counts_known=counts_known,
+            columnar=flag,
+            finish=finish,
         )
         results[label] = (summary, out)
     return results
@@ -168,11 +176,8 @@ def _assert_same(
     [(Boundaries.of_count(4), False), (UNEVEN, False), (UNEVEN, True)],
     ids=["equal", "uneven", "uneven-as-if-large"],
 )
-def test_a_csv_trace_gives_the_general_paths_outputs(spark, tmp_path, small_fragments, monkeypatch, boundaries, large):
-    """``large``: as a large input is run — the scan cached and counted, the small tables in Spark."""
-    if large:
-        monkeypatch.setattr(jobs, "DIRECT_ROWS", 0)
-        monkeypatch.setattr(jobs, "DRIVER_ROWS", 0)
+def test_a_csv_trace_gives_the_general_paths_outputs(spark, tmp_path, small_fragments, boundaries, large):
+    """``large``: as a large input is run (``routes.DRIVER_ROWS``) — the scan cached, the small tables in Spark."""
     rng = random.Random(14)
     d = tmp_path / "csv"
     d.mkdir()
@@ -181,9 +186,10 @@ def test_a_csv_trace_gives_the_general_paths_outputs(spark, tmp_path, small_frag
     half = len(lines) // 2
     (d / "a.csv").write_text(HEADER + "\n" + "\n".join(lines[:half]) + "\n")
     (d / "b.csv").write_bytes((HEADER + "\r\n" + "\r\n".join(lines[half:])).encode())  # CRLF, no final newline
-    results = _both(spark, tmp_path, d, boundaries)
+    results = _both(spark, tmp_path, d, boundaries, finish="spark" if large else "auto")
     _assert_same(spark, results)
     summary, out = results["fast"]
+    assert summary.route.startswith("fast path, spark finish" if large else "fast path, driver finish")
     assert summary.rows_in == len(clean) + len([x for x in ODD_CSV if x.strip()])
     reasons = spark.read.parquet(str(out / "rejects")).groupBy("reason").count().collect()
     assert {r["reason"]: r["count"] for r in reasons} == {

@@ -15,13 +15,16 @@ block, a dump file):
   (kind ``SUMS``), and with ``samples`` the task writes the clean rows to ``topic_samples/`` itself (one Parquet
   file per fragment through ``pyarrow.fs``, under a temporary name renamed when complete; names kept
   dictionary-encoded);
-* every other row leaves the task as it came — a typed row (``ROW``, Parquet and dumps) or its raw text line
-  (``LINE``) — and ``jobs`` sends it through the general path (Spark's reader, ``ingest.validate_trace``,
-  ``transforms.resolve``), which gives it its bundle or its reject reason: no row is judged by two
-  implementations, the conservative clean test only picks the route.  Dump parsers' rejects (``REJECT``) and
-  load reports' broker rows (``REPORT``, as JSON) leave the task too.
+* a piece with any other row (or one pyarrow could not read as Spark would) is not summed here: it leaves the
+  task as a fragment of its own (``FRAGMENT``: its path and byte range, row group or file, ``Fragment.encode``)
+  and the route reads it with Spark's readers and sends it through the general path (``reading.read_fragments``,
+  ``ingest.validate_trace``, ``transforms.resolve``), which gives each of its rows its bundle or its reject
+  reason: no row is judged by two implementations, the conservative clean test only picks the route, and no row
+  travels through the driver.  Dump parsers' rejects (``REJECT``) and load reports' broker rows (``REPORT``, a
+  JSON object each) leave the task too.
 
-``tests/test_pipeline_columnar.py`` runs whole jobs both ways and compares every output.
+``tests/test_pipeline_columnar.py``, ``tests/test_pipeline_text.py`` and ``tests/test_pipeline_routes.py`` run
+whole jobs on every route and compare every output.
 """
 
 from __future__ import annotations
@@ -46,13 +49,14 @@ from bundlewise.model.hashing import crc32_hash
 from bundlewise.model.names import TopicName
 from bundlewise.pipeline.boundaries import Boundaries
 from bundlewise.pipeline.columns import COUNT_FIELDS, NUMBER_FIELDS, RATE_FIELDS
-from bundlewise.pipeline.fragments import Fragment, Piece, Plan, pieces
+from bundlewise.pipeline.fragments import Fragment, Plan, pieces
 from bundlewise.pipeline.locations import Location
+from bundlewise.pipeline.schemas import BROKER_REPORTS
 
 EXACT_LIMIT = 2**53
 """Timestamps and counts below this convert between long and double exactly (the general path goes through
 double); anything at or above takes the general path."""
-SUMS, ROW, LINE, REJECT, REPORT = 0, 1, 2, 3, 4
+SUMS, FRAGMENT, REJECT, REPORT = 0, 1, 2, 3
 """The kinds of row a scan task returns."""
 _DECIMAL = r"^[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?$"
 _WHOLE = r"^[0-9]{1,15}$"
@@ -62,7 +66,6 @@ SCAN = T.StructType(
         T.StructField("kind", T.ByteType(), False),
         T.StructField("timestamp", T.LongType(), True),
         T.StructField("broker", T.StringType(), True),
-        T.StructField("topic", T.StringType(), True),
         T.StructField("bundle", T.StringType(), True),
         T.StructField("namespace", T.StringType(), True),
         *[T.StructField(f, T.DoubleType(), True) for f in NUMBER_FIELDS],
@@ -73,9 +76,10 @@ SCAN = T.StructType(
         T.StructField("reason", T.StringType(), True),
     ]
 )
-"""What a task returns, one ``kind`` per row: the sums per (timestamp, broker, bundle) with their ``rows``;
-typed rows and raw lines for the general path; rejects; broker reports."""
+"""What a task returns, one ``kind`` per row: the sums per (timestamp, broker, bundle) with their ``rows``; the
+fragments for the general path (``source`` the file, ``record`` the fragment); rejects; broker reports."""
 _SCAN_ARROW = to_arrow_schema(SCAN)
+_REPORTS_ARROW = to_arrow_schema(BROKER_REPORTS)
 
 
 class _Resolver:
@@ -360,7 +364,8 @@ class _SamplesWriter:
 def scan_fragment(
     plan: Plan, fragment: Fragment, boundaries: Boundaries, samples: Location | None, index: int
 ) -> pa.Table:
-    """One fragment → its ``SCAN`` rows (and its share of ``topic_samples/`` when ``samples``)."""
+    """One fragment → its ``SCAN`` rows (and its share of ``topic_samples/`` when ``samples``).  A piece the scan
+    does not take whole becomes one ``FRAGMENT`` row and nothing else: the general path reads all of it."""
     resolver = _Resolver.for_boundaries(boundaries)
     writer = _SamplesWriter(samples, index) if samples is not None else None
     sums: list[pa.Table] = []
@@ -368,13 +373,15 @@ def scan_fragment(
     for piece in pieces(plan, fragment):
         if piece.table is not None and piece.table.num_rows:
             piece_sums, clean, rest = _scan_piece(piece.table, resolver)
-            sums.append(piece_sums)
-            if writer is not None and clean.num_rows:
-                writer.add(clean, resolver)
             if len(rest):
-                extra.append(_others(piece, rest))
-        elif piece.lines:
-            extra.append(_texts(LINE, piece.source, list(piece.lines)))
+                extra.append(_texts(FRAGMENT, piece.source, [piece.where.encode()]))
+                continue
+            sums.append(piece_sums)
+            if writer is not None:
+                writer.add(clean, resolver)
+        elif piece.table is None:
+            extra.append(_texts(FRAGMENT, piece.source, [piece.where.encode()]))
+            continue
         if piece.rejects:
             extra.append(_rejects(piece.rejects))
         if piece.reports:
@@ -383,38 +390,6 @@ def scan_fragment(
         writer.close()
     total = _sum(pa.concat_tables(sums), "sum") if sums else None
     return _scan_rows(total, extra, resolver)
-
-
-def _others(piece: Piece, rest: np.ndarray) -> pa.Table:
-    """The rows at ``rest`` for the general path: their raw lines (text), else the rows themselves."""
-    if piece.lines is not None:
-        return _texts(LINE, piece.source, [piece.lines[i] for i in rest])
-    table = piece.table
-    assert table is not None
-    idx = pa.array(rest)
-    n = len(rest)
-
-    def column(name: str, kind: pa.DataType) -> pa.Array:
-        if name not in table.column_names:
-            return pa.nulls(n, kind)
-        return table.column(name).take(idx).cast(kind)
-
-    return pa.table(
-        {
-            "kind": pa.array(np.full(n, ROW, np.int8)),
-            "timestamp": column("timestamp", pa.int64()),
-            "broker": column("broker", pa.string()),
-            "topic": column("topic", pa.string()),
-            "bundle": column("bundle", pa.string()),
-            "namespace": pa.nulls(n, pa.string()),
-            **{name: column(name, pa.float64()) for name in NUMBER_FIELDS},
-            "topics": column("topics", pa.int64()),
-            "rows": pa.nulls(n, pa.int64()),
-            "source": pa.array([piece.source] * n, pa.string()),
-            "record": pa.nulls(n, pa.string()),
-            "reason": pa.nulls(n, pa.string()),
-        }
-    ).cast(_SCAN_ARROW)
 
 
 def _texts(kind: int, source: str, records: list[str]) -> pa.Table:
@@ -453,7 +428,6 @@ def _scan_rows(total: pa.Table | None, extra: list[pa.Table], resolver: _Resolve
                     "kind": pa.array(np.full(n, SUMS, np.int8)),
                     "timestamp": total.column("timestamp"),
                     "broker": total.column("broker").cast(pa.string()),
-                    "topic": pa.nulls(n, pa.string()),
                     "bundle": pc.take(resolver.bundles(), ids),
                     "namespace": pc.take(resolver.namespace_names(), pc.take(resolver.namespace_index(), ids)),
                     **{name: total.column(name).cast(pa.float64()) for name in NUMBER_FIELDS},
@@ -483,6 +457,18 @@ def scan(spark: Any, plan: Plan, boundaries: Boundaries, samples: Location | Non
     return scanned
 
 
-def broker_reports(records: list[str]) -> list[tuple[Any, ...]]:
-    """The ``REPORT`` rows' records → broker report rows (``schemas.BROKER_REPORTS`` order)."""
-    return [tuple(json.loads(r)) for r in records]
+def of_kind(scanned: DataFrame, k: int) -> DataFrame:
+    """The scan's rows of one kind."""
+    return scanned.where(F.col("kind") == k)
+
+
+def reports_frame(scanned: DataFrame) -> DataFrame:
+    """The ``REPORT`` rows as ``schemas.BROKER_REPORTS`` rows, in Spark (each record a JSON object)."""
+    parsed = of_kind(scanned, REPORT).select(F.from_json(F.col("record"), BROKER_REPORTS).alias("r"))
+    return parsed.select(*[F.col(f"r.{f.name}").alias(f.name) for f in BROKER_REPORTS.fields])
+
+
+def reports_table(scanned: pa.Table) -> pa.Table:
+    """The ``REPORT`` rows of a collected scan as ``schemas.BROKER_REPORTS`` rows, in Arrow."""
+    records = scanned.filter(pc.equal(scanned.column("kind"), REPORT)).column("record").to_pylist()
+    return pa.Table.from_pylist([json.loads(r) for r in records], _REPORTS_ARROW)

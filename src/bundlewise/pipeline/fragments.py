@@ -11,22 +11,21 @@ Planning (driver, ``plan``), through the input's ``pyarrow.fs`` file system:
 * **Dump files** (broker-stats/topics, load reports, Prometheus text): whole files, grouped.
 
 Reading (in the tasks, ``pieces``): Parquet one row group at a time; text in blocks of about ``TEXT_BLOCK_BYTES``
-cut at line ends, parsed by pyarrow's CSV/JSON readers (CSV all as strings; JSON with the trace's types);
-dumps by ``dumps``' parsers.  Each ``Piece`` carries the rows to scan and, for text, the raw line of each row:
-a row the scan does not take as clean goes to the general path as its raw line (Spark parses it), and a block
-pyarrow cannot parse at all (a malformed line, a type the explicit schema does not allow, a quoted newline)
-goes there whole — so the general path, not pyarrow, judges every line that is not plainly clean.
+cut at line ends (``traffic.readers.line_blocks``, the one block cutter, shared with the simulator's reader),
+parsed by pyarrow's CSV/JSON readers (CSV all as strings; JSON with the trace's types); dumps by ``dumps``'
+parsers.  Each ``Piece`` carries its rows and where it came from as a ``Fragment`` of its own (a row group, a
+block's byte range, a dump file): a piece the scan does not take whole — a row it does not take as clean, or a
+block pyarrow cannot parse at all (a malformed line, a type the explicit schema does not allow, a quoted
+newline) — goes to the general path as that fragment, which Spark's readers then read (``reading.
+read_fragments``): the general path, not pyarrow, judges every piece that is not plainly clean.
 """
 
 from __future__ import annotations
 
-import csv
 import json
 import math
-import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 import pyarrow as pa
 import pyarrow.csv as pacsv
@@ -36,9 +35,9 @@ import pyarrow.parquet as pq
 
 from bundlewise.model.errors import InputError
 from bundlewise.pipeline import dumps
-from bundlewise.pipeline.columns import COUNT_FIELDS, NUMBER_FIELDS, RATE_FIELDS, TRACE_COLUMNS
+from bundlewise.pipeline.columns import BROKER_REPORT_FIELDS, COUNT_FIELDS, NUMBER_FIELDS, RATE_FIELDS, TRACE_COLUMNS
 from bundlewise.pipeline.locations import Location, arrow_files
-from bundlewise.traffic.readers import sniff, trace_kind
+from bundlewise.traffic.readers import block_line_count, csv_header, line_blocks, sniff, trace_kind
 
 MAX_FRAGMENT_ROWS = 4_000_000
 TEXT_FRAGMENT_BYTES = 128 << 20
@@ -75,13 +74,24 @@ DUMP_ROWS = pa.schema(
 
 @dataclass(frozen=True)
 class Fragment:
-    """One task's share: ``files`` (paths inside the input's file system); for Parquet optionally some row
-    groups of one file; for text a byte range ``[start, end)`` of one file."""
+    """One task's share, or one piece of it: ``files`` (paths inside the input's file system); for Parquet
+    optionally some row groups of one file; for text a byte range ``[start, end)`` of one file."""
 
     files: tuple[str, ...]
     row_groups: tuple[int, ...] | None = None
     start: int = 0
     end: int | None = None
+
+    def encode(self) -> str:
+        """The fragment as one line of JSON (how a scan task hands it to the general path)."""
+        groups = None if self.row_groups is None else list(self.row_groups)
+        return json.dumps({"files": list(self.files), "rowGroups": groups, "start": self.start, "end": self.end})
+
+    @classmethod
+    def decode(cls, text: str) -> Fragment:
+        doc = json.loads(text)
+        groups = doc["rowGroups"]
+        return cls(tuple(doc["files"]), None if groups is None else tuple(groups), doc["start"], doc["end"])
 
 
 @dataclass(frozen=True)
@@ -102,12 +112,14 @@ class Plan:
 
 @dataclass
 class Piece:
-    """Rows read from a fragment: ``table`` (trace columns; ``bundle`` when the input carries it) and, for text,
-    ``lines[i]`` the raw line of row i; or, with ``table`` None, ``lines`` the general path reads whole."""
+    """Rows read from a fragment: ``table`` (trace columns; ``bundle`` when the input carries it), None when
+    pyarrow cannot read them as Spark would; ``where`` the piece as a fragment of its own (a row group, a text
+    block's byte range, a dump file), which the general path reads when the scan does not take the piece whole;
+    a dump's parser rejects and (load reports) broker rows as JSON objects."""
 
     source: str
+    where: Fragment
     table: pa.Table | None = None
-    lines: Sequence[str] | None = None
     rejects: list[tuple[str, str, str]] = field(default_factory=list)
     reports: list[str] = field(default_factory=list)
 
@@ -139,12 +151,13 @@ def detect_format(fs: pafs.FileSystem, files: Sequence[str]) -> str:
     return sniff(files[0], head)
 
 
-def plan(location: Location, fmt: str, files: Sequence[str], slots: int, timestamp: int | None = None) -> Plan | None:
-    """The fragments of ``files`` (already listed by ``input_files``), or None: the general path reads it.
-    ``timestamp``: the time of dump files that carry none (else their modification time)."""
+def plan(location: Location, fmt: str, files: Sequence[str], slots: int, timestamp: int | None = None) -> Plan | str:
+    """The fragments of ``files`` (already listed by ``input_files``), or why the fast path cannot read them (the
+    general path then reads the input).  ``timestamp``: the time of dump files that carry none (else their
+    modification time)."""
     fs, _ = location.arrow_fs() or (None, None)
     if fs is None:
-        return None
+        return "pyarrow cannot open the input here"
     if fmt in DUMP_FORMATS:
         per = max(1, min(DUMP_FILES_PER_FRAGMENT, math.ceil(len(files) / max(1, 2 * slots))))
         groups = [Fragment(tuple(files[i : i + per])) for i in range(0, len(files), per)]
@@ -152,17 +165,31 @@ def plan(location: Location, fmt: str, files: Sequence[str], slots: int, timesta
     kind = trace_kind(files, location.uri)
     if kind == "parquet":
         parquet = _parquet_fragments(fs, files, slots)
-        return None if parquet is None else Plan(kind, location, tuple(parquet[0]), rows=parquet[1])
+        return parquet if isinstance(parquet, str) else Plan(kind, location, tuple(parquet[0]), rows=parquet[1])
     header: tuple[str, ...] = ()
     if kind == "csv":
         headers = {_csv_header(fs, f) for f in files}
-        if len(headers) != 1:
-            return None  # Spark applies the first file's header to all: the general path decides
+        if len(headers) != 1:  # Spark applies the first file's header to all: the general path decides
+            return "the CSV files have different header lines"
         header = headers.pop()
         if len(set(header)) != len(header) or not {"timestamp", "topic"} <= set(header):
-            return None
+            return "the CSV header repeats a column or lacks timestamp or topic"
     text = _text_fragments(fs, files, slots)
     return Plan(kind, location, tuple(text), header, TEXT_BLOCK_BYTES, _bytes(fs, files) // BYTES_PER_ROW)
+
+
+def estimate_rows(fs: pafs.FileSystem, files: Sequence[str]) -> tuple[int, str]:
+    """``(rows, how they were counted)``: a Parquet input's rows from its metadata, else bytes / ``BYTES_PER_ROW``."""
+    if all(f.lower().endswith(".parquet") for f in files):
+        try:
+            rows = 0
+            for path in files:
+                with fs.open_input_file(path) as f:
+                    rows += pq.read_metadata(f).num_rows
+            return rows, "Parquet metadata"
+        except (OSError, pa.ArrowException):
+            pass
+    return _bytes(fs, files) // BYTES_PER_ROW, f"{BYTES_PER_ROW} bytes a row"
 
 
 def _bytes(fs: pafs.FileSystem, files: Sequence[str]) -> int:
@@ -191,7 +218,7 @@ def _usable(schema: pa.Schema) -> bool:
     return all(t is None or pa.types.is_integer(t) or pa.types.is_floating(t) for t in numeric)
 
 
-def _parquet_fragments(fs: pafs.FileSystem, files: Sequence[str], slots: int) -> tuple[list[Fragment], int] | None:
+def _parquet_fragments(fs: pafs.FileSystem, files: Sequence[str], slots: int) -> tuple[list[Fragment], int] | str:
     sizes: list[tuple[str, list[int]]] = []
     for path in files:
         try:
@@ -199,9 +226,9 @@ def _parquet_fragments(fs: pafs.FileSystem, files: Sequence[str], slots: int) ->
                 meta = pq.read_metadata(f)
             schema = meta.schema.to_arrow_schema()
         except (OSError, pa.ArrowException):
-            return None
+            return f"pyarrow cannot read the Parquet footer of {path}"
         if not _usable(schema):
-            return None
+            return f"{path} has column types the scan does not read as they are"
         sizes.append((path, [meta.row_group(i).num_rows for i in range(meta.num_row_groups)]))
     total = sum(sum(groups) for _p, groups in sizes)
     target = min(MAX_FRAGMENT_ROWS, max(1, math.ceil(total / max(1, 2 * slots))))
@@ -224,9 +251,8 @@ def _parquet_fragments(fs: pafs.FileSystem, files: Sequence[str], slots: int) ->
 
 
 def _csv_header(fs: pafs.FileSystem, path: str) -> tuple[str, ...]:
-    with fs.open_input_stream(path) as f:
-        first = f.read(1 << 16).split(b"\n", 1)[0].rstrip(b"\r")
-    return tuple(next(csv.reader([first.decode("utf-8", errors="replace")]), []))
+    with fs.open_input_file(path) as f:
+        return tuple(csv_header(f))
 
 
 def _text_fragments(fs: pafs.FileSystem, files: Sequence[str], slots: int) -> list[Fragment]:
@@ -250,18 +276,21 @@ def pieces(plan_: Plan, fragment: Fragment) -> Iterator[Piece]:
         path = fragment.files[0]
         with fs.open_input_file(path) as f:
             blocks = line_blocks(f, fragment.start, fragment.end, plan_.kind == "csv", plan_.block_bytes)
-            for block in blocks:
-                yield _text_piece(plan_, path, block)
+            for offset, block in blocks:
+                where = Fragment((path,), start=offset, end=offset + len(block))
+                yield Piece(path, where, _text_table(plan_, block))
     else:
         for path in fragment.files:
             with fs.open_input_stream(path) as f:
                 text = f.read().decode("utf-8", errors="replace")
-            fallback = plan_.timestamp if plan_.timestamp is not None else file_time(fs, path)
-            yield _dump_piece(plan_.kind, path, text, fallback)
+            yield _dump_piece(plan_.kind, path, text, dump_time(plan_, fs, path))
 
 
-def file_time(fs: pafs.FileSystem, path: str) -> int | None:
-    """A file's modification time in ms (None when the file system does not say)."""
+def dump_time(plan_: Plan, fs: pafs.FileSystem, path: str) -> int | None:
+    """The time of a dump file that carries none: ``--timestamp``, else the file's modification time in ms (None
+    when the file system does not say)."""
+    if plan_.timestamp is not None:
+        return plan_.timestamp
     mtime = fs.get_file_info(path).mtime_ns
     return None if mtime is None else mtime // 1_000_000
 
@@ -274,79 +303,16 @@ def _parquet_pieces(fs: pafs.FileSystem, fragment: Fragment) -> Iterator[Piece]:
         f = pq.ParquetFile(handle, read_dictionary=["broker"] if "broker" in columns else None)
         groups = fragment.row_groups if fragment.row_groups is not None else tuple(range(f.num_row_groups))
         for group in groups:
-            yield Piece(path, f.read_row_group(group, columns=columns, use_threads=False))
+            table = f.read_row_group(group, columns=columns, use_threads=False)
+            yield Piece(path, Fragment((path,), (group,)), table)
 
 
-def line_blocks(
-    f: Any, start: int, end: int | None, skip_header: bool = False, block: int = TEXT_BLOCK_BYTES
-) -> Iterator[bytes]:
-    """Blocks of whole lines: the lines whose first byte lies in ``[start, end)`` (Hadoop's split rule), in
-    blocks of about ``block`` bytes, each ending at a line end (or the end of the file)."""
-    size = f.size()
-    end = size if end is None else min(end, size)
-    pos = start
-    if start > 0:  # the line that starts before ``start`` belongs to the previous range
-        f.seek(start - 1)
-        pos = start - 1 + _through_newline(f, start - 1, size)
-    elif skip_header:
-        f.seek(0)
-        pos = _through_newline(f, 0, size)
-    while pos < end:
-        f.seek(pos)
-        data: bytes = f.read(block)
-        if not data:
-            return
-        if pos + len(data) < size:  # cut at the last line end, reading on when one line is longer than a block
-            cut = data.rfind(b"\n")
-            while cut < 0 and pos + len(data) < size:
-                more = f.read(block)
-                data += more
-                cut = data.rfind(b"\n")
-            data = data[: cut + 1] if cut >= 0 else data
-        if pos + len(data) > end:  # keep only the lines starting before ``end``
-            stop = data.find(b"\n", max(0, end - 1 - pos))
-            data = data if stop < 0 else data[: stop + 1]
-        yield data
-        pos += len(data)
-
-
-def _through_newline(f: Any, at: int, size: int) -> int:
-    """How many bytes from ``at`` (the stream's position) through the next ``\\n`` (to the end when none)."""
-    n = 0
-    while at + n < size:
-        chunk: bytes = f.read(1 << 16)
-        if not chunk:
-            break
-        i = chunk.find(b"\n")
-        if i >= 0:
-            return n + i + 1
-        n += len(chunk)
-    return n
-
-
-def _lines(block: bytes) -> list[str]:
-    """The block's lines that are not blank (Spark's readers skip those), decoded as Spark decodes them (UTF-8,
-    bad bytes replaced)."""
-    return [x.decode("utf-8", errors="replace") for x in (y.rstrip(b"\r") for y in block.split(b"\n")) if x.strip()]
-
-
-def _line_count(block: bytes) -> int | None:
-    """The number of lines of a block without blank lines; None when it has some (count them one by one)."""
-    if block[:1] in _BLANK_STARTS or _BLANK_AFTER_NEWLINE.search(block) is not None:
-        return None  # maybe a blank line: the caller counts the lines one by one
-    return block.count(b"\n") + (0 if block.endswith(b"\n") else 1)
-
-
-_BLANK_STARTS = (b"", b"\n", b"\r", b" ", b"\t")
-_BLANK_AFTER_NEWLINE = re.compile(rb"\n[\n\r \t]")
-
-
-def _text_piece(plan_: Plan, path: str, block: bytes) -> Piece:
-    """A CSV/JSON block → its rows with their lines; or the block's lines alone when pyarrow cannot read it."""
+def _text_table(plan_: Plan, block: bytes) -> pa.Table | None:
+    """A CSV/JSON block → its rows, or None when pyarrow cannot read it as Spark's reader would."""
     try:
         if plan_.kind == "csv":
             if b"\\" in block or b'""' in block:
-                raise ValueError("escapes: Spark's CSV reader decides")  # Spark escapes with \, pyarrow doubles "
+                return None  # escapes: Spark's CSV reader escapes with \, pyarrow doubles "
             table = pacsv.read_csv(
                 pa.py_buffer(block),
                 read_options=pacsv.ReadOptions(
@@ -366,35 +332,8 @@ def _text_piece(plan_: Plan, path: str, block: bytes) -> Piece:
                 parse_options=pajson.ParseOptions(explicit_schema=JSON_SCHEMA, unexpected_field_behavior="ignore"),
             )
     except (pa.ArrowException, ValueError):
-        return Piece(path, None, _lines(block))
-    count = _line_count(block)
-    lines: Sequence[str] | None = None
-    if count is None:
-        lines = _lines(block)
-        count = len(lines)
-    if table.num_rows != count:
-        return Piece(path, None, lines if lines is not None else _lines(block))
-    return Piece(path, table, lines if lines is not None else _LazyLines(block))
-
-
-class _LazyLines(Sequence[str]):
-    """A block's lines, split only when some row needs its raw line."""
-
-    def __init__(self, block: bytes) -> None:
-        self.block = block
-        self._lines: list[str] | None = None
-
-    def _all(self) -> list[str]:
-        if self._lines is None:
-            self._lines = _lines(self.block)
-        return self._lines
-
-    def __getitem__(self, i: Any) -> Any:
-        return self._all()[i]
-
-    def __len__(self) -> int:
-        lines: list[str] = self._all()
-        return len(lines)
+        return None
+    return table if table.num_rows == block_line_count(block) else None  # blank lines pyarrow read as rows
 
 
 _TEXT_TYPES = {"topic": pa.dictionary(pa.int32(), pa.string()), "broker": pa.dictionary(pa.int32(), pa.string())}
@@ -406,10 +345,10 @@ def _dump_piece(fmt: str, path: str, text: str, fallback: int | None = None) -> 
     reports: list[str] = []
     if fmt == "load-report":
         brows, brejects = dumps.parse_load_report_broker(path, text, fallback)
-        reports = [json.dumps(list(r)) for r in brows]
+        reports = [json.dumps(dict(zip(BROKER_REPORT_FIELDS, r, strict=True))) for r in brows]
         rejects += brejects
-    table = None
+    table = DUMP_ROWS.empty_table()
     if rows:
         columns = list(zip(*rows, strict=True))
         table = pa.table({f.name: pa.array(c, f.type) for f, c in zip(DUMP_ROWS, columns, strict=True)})
-    return Piece(path, table, None, rejects, reports)
+    return Piece(path, Fragment((path,)), table, rejects, reports)

@@ -8,7 +8,7 @@
 * ``samples_from_dumps(spark, files, fmt)``: ``(name, text, fallback time)`` items of dump files (broker-stats/topics,
   load reports, Prometheus text) parsed by ``dumps`` on the executors.
 
-Each reject is ``(source, record, reason)``.  Reading paths is ``jobs``' business: functions here
+Each reject is ``(source, record, reason)``.  Reading paths is ``reading``'s business: functions here
 take DataFrames or RDDs.
 """
 

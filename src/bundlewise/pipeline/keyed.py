@@ -16,7 +16,7 @@ reduces to a few native expressions per row:
   other rows.
 
 Rows that are not canonical (short or V1 names, invalid names, bundles carried by the input) take the
-general path (``others``; ``jobs`` reads them only when ``split_sums`` counted some).  ``rows_split`` is the
+general path (``others``; ``sums`` reads them only when ``split_sums`` counted some).  ``rows_split`` is the
 per-row variant for writing ``topic_samples/``.  ``tests/test_pipeline_keyed.py`` proves both paths give the
 same rows, sums and rejects.
 """
@@ -143,7 +143,7 @@ def others(tagged: DataFrame) -> DataFrame:
 def rows_split(tagged: DataFrame, bounds: tuple[int, ...]) -> tuple[DataFrame, DataFrame]:
     """Per row: (canonical rows in the resolved shape, bundle named per row; the other rows as samples).
 
-    Two filters of one input: ``jobs`` writes the first, and runs the second only when the input may hold
+    Two filters of one input: ``sums`` writes the first, and runs the second only when the input may hold
     other rows (its Parquet row count differs from the rows written, or is not known).  Routing the
     canonical rows through ``transforms.resolve`` instead (one pass) measured 50 s vs 27 s for 10M rows.
     """

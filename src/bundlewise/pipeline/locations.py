@@ -157,6 +157,15 @@ def hadoop_files(spark: Any, location: Location) -> list[str] | None:
         raise InputError(f"cannot read: {first_line(e)}", source=location.uri) from None
 
 
+def hadoop_bytes(spark: Any, location: Location) -> int:
+    """The bytes of every file at the location, through Hadoop's ``FileSystem`` (0 when it cannot say)."""
+    try:
+        fs, path = _hadoop(spark, location)
+        return int(fs.getContentSummary(path).getLength())
+    except Exception:  # Py4J errors: the estimate is then unknown
+        return 0
+
+
 def hadoop_mkdirs(spark: Any, location: Location) -> None:
     try:
         fs, path = _hadoop(spark, location)

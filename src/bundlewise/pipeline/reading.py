@@ -4,28 +4,35 @@ Used when the fast path cannot read an input (a file system pyarrow does not ope
 other column types, a CSV trace whose files have different headers, ``--spark-reader``), and by the simulator
 to read a workload.  A trace is read by Spark's Parquet reader, its CSV reader (header, every column a string)
 or its JSON reader on the file's lines (every trace field as text; permissive: a malformed line becomes a
-``_corrupt_record``) — the same reader that parses the lines the fast path hands over (``read_lines``).  Dump
-files are read whole — local ones by plain Python on the executors (Hadoop paths cannot hold the ``:`` of
-``host:port``), others with ``wholeTextFiles`` — and parsed by ``dumps`` there.
+``_corrupt_record``).  Dump files are read whole — local ones by plain Python on the executors (Hadoop paths
+cannot hold the ``:`` of ``host:port``), others with ``wholeTextFiles`` — and parsed by ``dumps`` there.
+
+``read_fragments`` reads the fragments the fast path's scan hands over (``columnar.FRAGMENT``: a text block's
+byte range, a Parquet row group, a dump file) in Spark tasks of their own, through the plan's ``pyarrow.fs``:
+a block's lines go to the same Spark CSV/JSON reader whole files are read with (``read_lines``), a row group's
+rows are read with the column types Spark's Parquet reader gives the input, a dump file goes to ``dumps`` as
+above.  Nothing passes through the driver but the fragments' names.
 """
 
 from __future__ import annotations
 
 import functools
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 from pyspark.errors import AnalysisException
+from pyspark.sql.pandas.types import to_arrow_schema
+from pyspark.sql.types import StructType
 
 from bundlewise.model.errors import InputError
 from bundlewise.pipeline import fragments, ingest, locations
 from bundlewise.pipeline.columns import TRACE_COLUMNS
 from bundlewise.pipeline.locations import Location
-from bundlewise.traffic.readers import sniff, trace_kind
+from bundlewise.traffic.readers import block_lines, line_blocks, sniff, trace_kind
 
 FORMATS = ("trace", "topics-stats", "load-report", "prometheus")
 
@@ -94,7 +101,7 @@ def read_input(spark: Any, path: str | Location, fmt: str | None, timestamp: int
     try:
         if fmt == "trace":
             kind = trace_kind(files, source)
-            raw = _read_trace(spark, location.uri, kind)
+            raw = read_trace(spark, location.uri, kind)
             samples, rejects = ingest.validate_trace(raw, source)
             return ingest.Ingested(samples, rejects, input_rows=raw if kind == "parquet" else None)
         sc = spark.sparkContext
@@ -119,7 +126,8 @@ def _json_schema() -> Any:
     return StructType([StructField(c, StringType(), True) for c in (*TRACE_COLUMNS, ingest.CORRUPT)])
 
 
-def _read_trace(spark: Any, uri: str, kind: str) -> Any:
+def read_trace(spark: Any, uri: str, kind: str) -> Any:
+    """A trace's files read by Spark's reader of ``kind`` (``parquet``, ``csv``, ``json``), not yet validated."""
     reader = spark.read
     if kind == "parquet":
         return reader.parquet(uri)
@@ -131,7 +139,7 @@ def _read_trace(spark: Any, uri: str, kind: str) -> Any:
 
 def read_lines(spark: Any, lines: Any, kind: str, header: Sequence[str]) -> Any:
     """Raw lines of a CSV/JSON trace (a one-column DataFrame) parsed by Spark's own reader, with the options
-    ``_read_trace`` reads whole files with (the CSV header given, every column a string)."""
+    ``read_trace`` reads whole files with (the CSV header given, every column a string)."""
     from pyspark.sql import DataFrame
     from pyspark.sql.types import StringType, StructField, StructType
 
@@ -143,6 +151,70 @@ def read_lines(spark: Any, lines: Any, kind: str, header: Sequence[str]) -> Any:
     else:
         jdf = spark.read.schema(_json_schema()).option("mode", "PERMISSIVE")._jreader.json(text)
     return DataFrame(jdf, spark)
+
+
+def read_fragments(spark: Any, plan: fragments.Plan, handed: Sequence[fragments.Fragment]) -> ingest.Ingested:
+    """The fragments a scan handed over, read by Spark's readers as the whole input would be: validated samples
+    and rejects (and, for load reports, the broker rows).  Rejects name the input, as ``read_input``'s do."""
+    source = plan.location.path or plan.location.uri
+    parts = max(1, min(len(handed), spark.sparkContext.defaultParallelism * 4))
+    if plan.kind in fragments.DUMP_FORMATS:
+        read = functools.partial(_read_dump, plan)
+        texts = spark.sparkContext.parallelize([f.files[0] for f in handed], parts).map(read)
+        return ingest.samples_from_dumps(spark, texts, plan.kind)
+    tasks = spark.range(0, len(handed), 1, numPartitions=parts)
+    if plan.kind == "parquet":
+        raw = read_trace(spark, plan.location.uri, "parquet").schema
+        typed = StructType([f for f in raw.fields if f.name in TRACE_COLUMNS])
+        rows = tasks.mapInArrow(functools.partial(_row_groups, plan, list(handed), to_arrow_schema(typed)), typed)
+        samples, rejects = ingest.validate_trace(rows, source)
+        return ingest.Ingested(samples, rejects)
+    lines = tasks.mapInArrow(functools.partial(_block_lines, plan, list(handed)), "value string")
+    samples, rejects = ingest.validate_trace(read_lines(spark, lines, plan.kind, plan.header), source)
+    return ingest.Ingested(samples, rejects)
+
+
+def _row_groups(
+    plan: fragments.Plan, handed: list[fragments.Fragment], schema: pa.Schema, batches: Iterator[pa.RecordBatch]
+) -> Iterator[pa.RecordBatch]:
+    """The task's row groups, with the column types Spark's Parquet reader reads the input with."""
+    fs, _ = plan.location.arrow_fs() or (pafs.LocalFileSystem(), "")
+    for batch in batches:
+        for i in batch.column(0).to_pylist():
+            fragment = handed[i]
+            with fs.open_input_file(fragment.files[0]) as handle:
+                f = pq.ParquetFile(handle)
+                present = [c for c in schema.names if c in f.schema_arrow.names]
+                table = f.read_row_groups(list(fragment.row_groups or ()), columns=present, use_threads=False)
+            n = table.num_rows
+            columns = [
+                table.column(c).cast(t) if c in present else pa.nulls(n, t)
+                for c, t in zip(schema.names, schema.types, strict=True)
+            ]
+            yield from pa.Table.from_arrays(columns, schema=schema).to_batches()
+
+
+def _block_lines(
+    plan: fragments.Plan, handed: list[fragments.Fragment], batches: Iterator[pa.RecordBatch]
+) -> Iterator[pa.RecordBatch]:
+    """The task's text blocks as lines (blank lines dropped, as Spark's readers drop them)."""
+    fs, _ = plan.location.arrow_fs() or (pafs.LocalFileSystem(), "")
+    for batch in batches:
+        for i in batch.column(0).to_pylist():
+            fragment = handed[i]
+            with fs.open_input_file(fragment.files[0]) as f:
+                blocks = line_blocks(f, fragment.start, fragment.end, plan.kind == "csv", plan.block_bytes)
+                lines = [line for _offset, block in blocks for line in block_lines(block)]
+            yield pa.record_batch([pa.array(lines, pa.string())], names=["value"])
+
+
+def _read_dump(plan: fragments.Plan, path: str) -> tuple[str, str, int | None]:
+    """A dump file of a plan (through its ``pyarrow.fs``): its name, text and the time it takes when it carries
+    none."""
+    fs, _ = plan.location.arrow_fs() or (pafs.LocalFileSystem(), "")
+    with fs.open_input_stream(path) as f:
+        text = f.read().decode("utf-8", errors="replace")
+    return path, text, fragments.dump_time(plan, fs, path)
 
 
 def _read_text(name: str, timestamp: int | None = None) -> tuple[str, str, int | None]:

@@ -22,7 +22,7 @@ from pyspark.sql.types import (
     StructType,
 )
 
-from bundlewise.pipeline.columns import AVERAGE_FIELDS, RATE_FIELDS
+from bundlewise.pipeline.columns import AVERAGE_FIELDS, BROKER_REPORT_FIELDS, RATE_FIELDS
 
 TOPIC_SAMPLES = StructType(
     [
@@ -48,19 +48,9 @@ REJECTS = StructType(
     ]
 )
 
-RESOURCES = ("cpu", "memory", "directMemory", "bandwidthIn", "bandwidthOut")
-
-BROKER_REPORTS = StructType(
-    [
-        StructField("timestamp", LongType(), False),
-        StructField("broker", StringType(), False),
-        *[StructField(f"{r}{part}", DoubleType(), False) for r in RESOURCES for part in ("Usage", "Limit")],
-        StructField("maxResourceUsage", DoubleType(), False),
-        *[StructField(f, DoubleType(), False) for f in RATE_FIELDS],
-        StructField("numTopics", LongType(), False),
-        StructField("numBundles", LongType(), False),
-    ]
-)
+_REPORT_TYPES = {"timestamp": LongType(), "broker": StringType(), "numTopics": LongType(), "numBundles": LongType()}
+BROKER_REPORTS = StructType([StructField(f, _REPORT_TYPES.get(f, DoubleType()), False) for f in BROKER_REPORT_FIELDS])
+"""Resources (usage, limit), ``maxResourceUsage`` and the reported totals: doubles; the rest as typed here."""
 
 BUNDLE_LOAD = StructType(
     [

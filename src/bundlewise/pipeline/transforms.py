@@ -16,7 +16,7 @@
    ``BundleSplitterTask#findBundlesToSplit``, proven equal to ``algorithms.splitting.conditions.split_reasons``.
 5. ``broker_load``, ``split_candidates``, ``bundle_overview``: ``frames``' functions of the same names in
    Spark tasks, after one shuffle that puts every row of a broker / namespace / bundle in one task (the
-   driver runs the same functions on the whole table when it is small, ``jobs``).
+   driver runs the same functions on the whole table on a driver-finish route, ``finish``).
 """
 
 from __future__ import annotations

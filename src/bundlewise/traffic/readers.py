@@ -27,6 +27,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
@@ -184,40 +185,95 @@ def _csv(files: list[str], source: str) -> list[Part]:
 
 
 def _csv_header(path: str) -> list[str]:
-    with open(path, "rb") as fh:
-        first = fh.readline().rstrip(b"\r\n").decode("utf-8", errors="replace")
-    return next(csv.reader([first]), [])
+    with pafs.LocalFileSystem().open_input_file(path) as fh:
+        return csv_header(fh)
 
 
 def _blocks(path: str, skip_first_line: bool) -> Iterator[bytes]:
-    """The file in blocks of about ``BLOCK_BYTES`` cut at line ends."""
-    with open(path, "rb") as fh:
-        if skip_first_line:
-            fh.readline()
-        rest = b""
-        while True:
-            data = fh.read(BLOCK_BYTES)
-            if not data:
-                if rest:
-                    yield rest
-                return
-            data = rest + data
+    """The file in blocks of about ``BLOCK_BYTES`` cut at line ends (``line_blocks``)."""
+    with pafs.LocalFileSystem().open_input_file(path) as fh:
+        for _offset, block in line_blocks(fh, 0, None, skip_first_line, BLOCK_BYTES):
+            yield block
+
+
+# -- lines and blocks (shared with the pipeline's fast path, ``pipeline.fragments``) ---------------------------
+
+
+def csv_header(f: pa.NativeFile) -> list[str]:
+    """The column names of a CSV file's first line (``f`` an open pyarrow file, read from its start)."""
+    f.seek(0)
+    length = _through_newline(f, 0, f.size())
+    f.seek(0)
+    first = f.read(length)
+    return next(csv.reader([first.rstrip(b"\r\n").decode("utf-8", errors="replace")]), [])
+
+
+def line_blocks(
+    f: pa.NativeFile, start: int, end: int | None, skip_header: bool = False, block: int = BLOCK_BYTES
+) -> Iterator[tuple[int, bytes]]:
+    """``(offset, block)``: blocks of whole lines of ``f`` (an open pyarrow file) and where each starts — the
+    lines whose first byte lies in ``[start, end)`` (Hadoop's ``LineRecordReader`` split rule: a range that does
+    not start the file skips the line it starts in; the line it ends in is read to its end), in blocks of about
+    ``block`` bytes, each ending at a line end (or the end of the file).  ``skip_header``: a range starting the
+    file skips its first line.  A block's own range ``[offset, offset + len(block))`` reads it again."""
+    size = f.size()
+    end = size if end is None else min(end, size)
+    pos = start
+    if start > 0:  # the line that starts before ``start`` belongs to the previous range
+        f.seek(start - 1)
+        pos = start - 1 + _through_newline(f, start - 1, size)
+    elif skip_header:
+        f.seek(0)
+        pos = _through_newline(f, 0, size)
+    while pos < end:
+        f.seek(pos)
+        data: bytes = f.read(block)
+        if not data:
+            return
+        if pos + len(data) < size:  # cut at the last line end, reading on when one line is longer than a block
             cut = data.rfind(b"\n")
-            if cut < 0:
-                rest = data
-                continue
-            yield data[: cut + 1]
-            rest = data[cut + 1 :]
+            while cut < 0 and pos + len(data) < size:
+                data += f.read(block)
+                cut = data.rfind(b"\n")
+            data = data[: cut + 1] if cut >= 0 else data
+        if pos + len(data) > end:  # keep only the lines starting before ``end``
+            stop = data.find(b"\n", max(0, end - 1 - pos))
+            data = data if stop < 0 else data[: stop + 1]
+        yield pos, data
+        pos += len(data)
 
 
-def _lines(block: bytes) -> list[str]:
-    """A block's lines that are not blank, decoded as Spark decodes them (UTF-8, bad bytes replaced)."""
-    out = []
-    for raw in block.split(b"\n"):
-        line = raw.rstrip(b"\r")
-        if line.strip():
-            out.append(line.decode("utf-8", errors="replace"))
-    return out
+def _through_newline(f: pa.NativeFile, at: int, size: int) -> int:
+    """How many bytes from ``at`` (the file's position) through the next ``\\n`` (to the end when none)."""
+    n = 0
+    while at + n < size:
+        chunk: bytes = f.read(1 << 16)
+        if not chunk:
+            break
+        i = chunk.find(b"\n")
+        if i >= 0:
+            return n + i + 1
+        n += len(chunk)
+    return n
+
+
+def block_lines(block: bytes) -> list[str]:
+    """A block's lines that are not blank (Spark's readers skip those), decoded as Spark decodes them (UTF-8, bad
+    bytes replaced)."""
+    return [x.decode("utf-8", errors="replace") for x in (y.rstrip(b"\r") for y in block.split(b"\n")) if x.strip()]
+
+
+def block_line_count(block: bytes) -> int:
+    """The number of lines of ``block`` that are not blank (``len(block_lines(block))``), without decoding them
+    when the block has no blank line."""
+    if block[:1] in _BLANK_STARTS or _BLANK_AFTER_NEWLINE.search(block) is not None:
+        return len(block_lines(block))  # maybe a blank line: count them one by one
+    return block.count(b"\n") + (0 if block.endswith(b"\n") else 1)
+
+
+_BLANK_STARTS = (b"", b"\n", b"\r", b" ", b"\t", b"\x0b", b"\x0c")
+_BLANK_AFTER_NEWLINE = re.compile(rb"\n[\n\r \t\x0b\x0c]")
+"""A blank line starts with one of these (``bytes.strip`` whitespace): a block without one counts its line ends."""
 
 
 # -- CSV ---------------------------------------------------------------------------------------------------
@@ -237,11 +293,11 @@ def _csv_block(block: bytes, names: list[str]) -> pa.Table:
                     null_values=[""],
                 ),
             )
-            if table.num_rows == len(_lines(block)):
+            if table.num_rows == block_line_count(block):
                 return table
         except pa.ArrowInvalid:
             pass
-    rows = [_csv_line(line, len(names)) for line in _lines(block)]
+    rows = [_csv_line(line, len(names)) for line in block_lines(block)]
     return pa.table({c: pa.array([r[i] for r in rows], pa.string()) for i, c in enumerate(names)})
 
 
@@ -298,11 +354,11 @@ def _json_block(block: bytes) -> Part:
                 read_options=pajson.ReadOptions(use_threads=True, block_size=max(1 << 20, len(block) + 1)),
                 parse_options=pajson.ParseOptions(explicit_schema=JSON_SCHEMA, unexpected_field_behavior="ignore"),
             )
-            if table.num_rows == len(_lines(block)):
+            if table.num_rows == block_line_count(block):
                 return Part(table)
         except pa.ArrowInvalid:
             pass
-    return _json_lines(_lines(block))
+    return _json_lines(block_lines(block))
 
 
 def _json_lines(lines: list[str]) -> Part:
