@@ -2,7 +2,7 @@
 
 The rules it shares with ZooKeeper and etcd are the contract suite's (``tests/live/contract``); these
 tests show the hooks keep those rules: a disconnected client's fencing deadline passes before the
-server can expire its session and hand its ephemeral to another client (docs/live.md, fencing).
+server can expire its session and hand its ephemeral to another client (docs/live/store.md, §1.4).
 """
 
 from __future__ import annotations
