@@ -93,6 +93,14 @@ class NamespaceService:
         """The bundles this broker serves right now (fencing applied)."""
         return self.ownership.served()
 
+    def serving(self, bundle: str) -> bool:
+        """This broker serves ``bundle`` right now (fencing applied)."""
+        return self.ownership.serving(bundle)
+
+    def moving_to(self, bundle: str) -> str | None:
+        """The broker a bundle of this broker is being transferred to, when one is named (None here)."""
+        return None
+
     # -- lookup ------------------------------------------------------------------------------
     async def bundle_of_topic(self, namespace: str, topic: str) -> Bundle:
         known = await self.bundles.get(namespace)

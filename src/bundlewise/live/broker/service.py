@@ -30,10 +30,11 @@ from typing import IO, Any
 
 from bundlewise.algorithms.extensible.channel import ChannelSettings
 from bundlewise.config import Config, short_class_name
-from bundlewise.config.views import AuthSettings, BrokerSettings, SplitSettings
+from bundlewise.config.views import AuthSettings, BrokerSettings, SplitSettings, TopicSettings
 from bundlewise.live.broker import values
 from bundlewise.live.broker.admin_client import AdminClient
 from bundlewise.live.broker.auth import Authority, client_token
+from bundlewise.live.broker.binary import BinaryService, start_binary
 from bundlewise.live.broker.clock import PulsarClock
 from bundlewise.live.broker.extensible import ExtensibleLoadManager, ExtensibleNamespaceService
 from bundlewise.live.broker.manager import BrokerContext, LoadManager
@@ -41,6 +42,7 @@ from bundlewise.live.broker.modular import ModularLoadManager
 from bundlewise.live.broker.namespace import NamespaceService
 from bundlewise.live.broker.ownership import OwnershipCache
 from bundlewise.live.broker.policies import BundlesCache
+from bundlewise.live.broker.topic_resources import TopicResources
 from bundlewise.live.broker.traffic import EmulatedTraffic
 from bundlewise.live.store import AuthError, ConnectionLossError, MetadataStore, connect
 from bundlewise.model.errors import InputError
@@ -113,10 +115,14 @@ class Broker:
     manager: LoadManager
     namespace: NamespaceService
     admin: AdminClient
+    topic_resources: TopicResources
+    binary: BinaryService | None = None
 
     def sample_load(self) -> LocalBrokerData:
-        """The broker's load now: the cost model over the traffic of the bundles it serves."""
+        """The broker's load now: the cost model over the emulated and the real traffic of the bundles it serves."""
         stats = self.traffic.bundle_stats(self.namespace.served())
+        if self.binary is not None:
+            stats = self.traffic.with_real(stats, self.binary.traffic())
         settings = self.config.view(BrokerSettings)
         report = LocalBrokerData.of_stats(
             self.traffic.resources(stats),
@@ -152,6 +158,7 @@ class Broker:
         except (ConnectionLossError, AuthError) as e:
             raise InputError(f"cannot open the metadata store: {e}", field="--store") from None
         self.ownership = OwnershipCache(self.store, values.namespace_ephemeral_data(self.identity))
+        self.topic_resources = TopicResources(self.store, self.config.view(TopicSettings))
         self.bundles = BundlesCache(self.store, self.config.view(SplitSettings).default_bundles)
         auth = self.config.view(AuthSettings)
         self.admin = AdminClient(self.identity.web_url, client_token(auth), settings.unload_timeout_ms / 1000.0 + 5)
@@ -180,6 +187,7 @@ class Broker:
                 self.identity, self.config, self.ownership, self.bundles, self.manager, self.traffic
             )
         await self._start_web()
+        self.binary = await start_binary(self, self.store)
         await self.manager.start()
         self.started = True
         line = {"brokerId": self.identity.broker_id, "webServiceUrl": self.identity.web_url, "pid": os.getpid()}
@@ -235,6 +243,9 @@ class Broker:
                     await self.namespace.unload_owned(bundle)
             with contextlib.suppress(Exception):
                 await self.ownership.close()
+        if self.binary is not None:
+            with contextlib.suppress(Exception):
+                await self.binary.stop()
         if self._server is not None:
             self._server.should_exit = True
             if self._serve_task is not None:

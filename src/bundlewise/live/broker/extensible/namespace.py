@@ -37,6 +37,7 @@ from bundlewise.live.broker.policies import BundlesCache
 from bundlewise.live.broker.traffic import EmulatedTraffic
 from bundlewise.live.broker.values import BrokerIdentity
 from bundlewise.model.bundles import Bundle
+from bundlewise.model.channel import ServiceUnitState
 from bundlewise.model.decisions import SplitDecision, SplitReason
 from bundlewise.model.errors import InputError
 
@@ -56,6 +57,17 @@ class ExtensibleNamespaceService(NamespaceService):
 
     def served(self) -> list[str]:
         return self.ext.channel.served()
+
+    def serving(self, bundle: str) -> bool:
+        return self.ext.channel.serving(bundle)
+
+    def moving_to(self, bundle: str) -> str | None:
+        """The destination of a transfer of ``bundle`` away from this broker (``Releasing``/``Assigning``)."""
+        record = self.ext.channel.get(bundle)
+        if record is None or record.state not in (ServiceUnitState.Releasing, ServiceUnitState.Assigning):
+            return None
+        dst = record.dst_broker
+        return dst if dst and dst != self.identity.broker_id else None
 
     # -- lookup ------------------------------------------------------------------------------
     async def find(self, bundle: str, *, authoritative: bool, read_only: bool = False) -> LookupAnswer | None:
