@@ -97,8 +97,9 @@ class NamespaceService:
         """This broker serves ``bundle`` right now (fencing applied)."""
         return self.ownership.serving(bundle)
 
-    def moving_to(self, bundle: str) -> str | None:
-        """The broker a bundle of this broker is being transferred to, when one is named (None here)."""
+    def moving_to(self, bundle: str) -> tuple[str, bool] | None:
+        """A transfer of ``bundle`` away from this broker: (destination, whether the destination owns it now);
+        None when no destination is named (always here: clients look the topic up again)."""
         return None
 
     # -- lookup ------------------------------------------------------------------------------

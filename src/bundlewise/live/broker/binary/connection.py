@@ -296,8 +296,7 @@ class ServerConnection(asyncio.Protocol):
             self.write(command(T.SEND_ERROR, send_error=e))
             return
         if topic.closed or not self.service.still_served(topic):
-            self.service.close_topic(topic)  # not acknowledged: the client re-sends to the new owner
-            return
+            return  # neither stored nor acknowledged: the sweeper closes the topic, the client re-sends
         body = frame.body
         key = ""
         if c.num_messages <= 1:

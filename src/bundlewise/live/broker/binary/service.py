@@ -10,11 +10,12 @@ topics loaded here, lookups, and closing what the broker no longer serves.
 * **Serving follows ownership.**  Every ``sweep_s`` the service checks each loaded topic: when its
   namespace's bundles changed (a split), the topic moves to the child bundle holding its hash; when
   this broker no longer serves that bundle (unload, transfer, lost lock, fencing deadline passed),
-  the topic is closed: its producers get ``CLOSE_PRODUCER`` and its consumers ``CLOSE_CONSUMER`` --
-  naming the destination's ``pulsar://`` URL when the extensible manager transfers the bundle to a
-  named broker, so the client goes there without a lookup.  A ``SEND`` is checked the same way before
-  it is stored, so no send is acknowledged once the bundle is not served: the topic is closed instead
-  and the client re-sends its unacknowledged messages to the new owner.
+  the topic is closed: its producers get ``CLOSE_PRODUCER`` and its consumers ``CLOSE_CONSUMER``.  When
+  the extensible manager transfers the bundle to a named broker, the clients stay connected until the
+  destination owns it (at most ``TRANSFER_HOLD_S``) and the close names the destination's ``pulsar://``
+  URL, so they reconnect there without a lookup (PIP-307).  A ``SEND`` is checked the same way before
+  it is stored, so no send is acknowledged once the bundle is not served: it is neither stored nor
+  acknowledged, and the client re-sends its unacknowledged messages to the new owner.
 * **Load.**  ``traffic()`` gives each bundle's real traffic since the last call (rates over the
   interval, producer/consumer/topic counts), which the broker adds to its emulated traffic.
 """
@@ -53,6 +54,7 @@ SERVICE_NOT_READY = 6
 TOPIC_NOT_FOUND = 11
 INVALID_TOPIC_NAME = 17
 AUTHORIZATION_ERROR = 4
+TRANSFER_HOLD_S = 5.0
 
 
 class BinaryError(Exception):
@@ -104,7 +106,7 @@ class BinaryService:
     def __init__(self, host: Host, storage: MessageStorage | None = None, sweep_s: float = 0.02) -> None:
         self.host = host
         self.settings = host.config.view(TopicSettings)
-        self.storage: MessageStorage = storage or MemoryStorage()
+        self.storage: MessageStorage = storage or MemoryStorage(tag=host.identity.broker_port)
         self.sweep_s = sweep_s
         self.topics: dict[str, Topic] = {}
         self.connections: set[Connection] = set()
@@ -113,6 +115,7 @@ class BinaryService:
         self._loading: dict[str, asyncio.Future[Topic]] = {}
         self._last_sample: tuple[float, dict[str, tuple[int, int, int, int]]] = (time.monotonic(), {})
         self._rates: dict[str, tuple[float, float, float, float]] = {}
+        self._held: dict[str, float] = {}  # topics of a transfer in progress: since when
 
     # -- the listener ----------------------------------------------------------------------
     async def start(self, protocol: Callable[[], asyncio.Protocol]) -> None:
@@ -245,12 +248,20 @@ class BinaryService:
         log.info("closed topic %s (%s)", topic.name, assigned_url or "unloaded")
 
     async def _close_moved(self, topics: list[Topic]) -> None:
+        """Close topics this broker stopped serving; a transfer's topics once the destination owns the bundle
+        (``TRANSFER_HOLD_S`` at most), then with its URL (PIP-307: clients reconnect there without a lookup)."""
+        now = time.monotonic()
         for topic in topics:
-            dst = self.host.namespace.moving_to(topic.bundle)
+            moving = self.host.namespace.moving_to(topic.bundle)
             url = None
-            if dst is not None:
+            if moving is not None:
+                dst, arrived = moving
+                held = self._held.setdefault(topic.name, now)
+                if not arrived and now - held < TRANSFER_HOLD_S:
+                    continue  # not acknowledging sends meanwhile (``still_served`` is false)
                 with contextlib.suppress(Exception):
                     url = await self.url_of(dst)
+            self._held.pop(topic.name, None)
             if self.topics.get(topic.name) is topic and not self.still_served(topic):
                 self.close_topic(topic, url)
 

@@ -9,7 +9,10 @@ a producer finds recent messages, as a Pulsar ledger keeps them until it rolls o
 
 ``MemoryStorage`` keeps the logs in the broker's memory: they survive the topic being unloaded and
 loaded again on this broker, not the broker process, and a topic that moves to another broker starts
-a new log there (a new ``ledger_id``).  A shared store of the messages implements the same protocol.
+a new log there (a new ``ledger_id``).  Its ledger ids name the broker that wrote them: the broker's
+binary port in the bits above 41, a millisecond-clock counter below (unique and increasing within the
+process), so a message id tells which broker stored -- and acknowledged -- the message.  A shared store
+of the messages implements the same protocol.
 """
 
 from __future__ import annotations
@@ -22,7 +25,13 @@ from typing import Protocol
 
 NO_ENTRY = -1
 DEFAULT_RETAIN_BYTES = 64 * 1024 * 1024
+LEDGER_TAG_SHIFT = 41
 _ledgers = itertools.count(int(time.time() * 1000))  # increasing across the logs a process creates
+
+
+def ledger_tag(ledger_id: int) -> int:
+    """The tag (the writing broker's binary port) of a ``MemoryStorage`` ledger id."""
+    return ledger_id >> LEDGER_TAG_SHIFT
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,8 +73,8 @@ class MessageStorage(Protocol):
 
 
 class MemoryLog:
-    def __init__(self, retain_bytes: int = DEFAULT_RETAIN_BYTES) -> None:
-        self.ledger_id = next(_ledgers)
+    def __init__(self, tag: int = 0, retain_bytes: int = DEFAULT_RETAIN_BYTES) -> None:
+        self.ledger_id = (tag << LEDGER_TAG_SHIFT) | (next(_ledgers) & ((1 << LEDGER_TAG_SHIFT) - 1))
         self.cursors: dict[str, int] = {}
         self.retain_bytes = retain_bytes
         self._entries: deque[Entry] = deque()
@@ -111,14 +120,15 @@ class MemoryLog:
 
 
 class MemoryStorage:
-    def __init__(self, retain_bytes: int = DEFAULT_RETAIN_BYTES) -> None:
+    def __init__(self, tag: int = 0, retain_bytes: int = DEFAULT_RETAIN_BYTES) -> None:
+        self.tag = tag
         self.retain_bytes = retain_bytes
         self._logs: dict[str, MemoryLog] = {}
 
     def open(self, topic: str) -> MemoryLog:
         log = self._logs.get(topic)
         if log is None:
-            log = self._logs[topic] = MemoryLog(self.retain_bytes)
+            log = self._logs[topic] = MemoryLog(self.tag, self.retain_bytes)
         return log
 
     def topics(self) -> list[str]:

@@ -61,13 +61,16 @@ class ExtensibleNamespaceService(NamespaceService):
     def serving(self, bundle: str) -> bool:
         return self.ext.channel.serving(bundle)
 
-    def moving_to(self, bundle: str) -> str | None:
-        """The destination of a transfer of ``bundle`` away from this broker (``Releasing``/``Assigning``)."""
+    def moving_to(self, bundle: str) -> tuple[str, bool] | None:
+        """A transfer of ``bundle`` away from this broker: (destination, whether the destination owns it now)."""
         record = self.ext.channel.get(bundle)
-        if record is None or record.state not in (ServiceUnitState.Releasing, ServiceUnitState.Assigning):
+        if record is None or not record.dst_broker or record.dst_broker == self.identity.broker_id:
             return None
-        dst = record.dst_broker
-        return dst if dst and dst != self.identity.broker_id else None
+        if record.state in (ServiceUnitState.Releasing, ServiceUnitState.Assigning):
+            return record.dst_broker, False
+        if record.state is ServiceUnitState.Owned and record.source_broker == self.identity.broker_id:
+            return record.dst_broker, True
+        return None
 
     # -- lookup ------------------------------------------------------------------------------
     async def find(self, bundle: str, *, authoritative: bool, read_only: bool = False) -> LookupAnswer | None:
