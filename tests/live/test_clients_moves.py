@@ -146,7 +146,7 @@ def test_sigkill_of_the_owner_the_producer_continues_on_another_broker(
         time.sleep(0.5)
         killed = time.monotonic()
         owner.kill()
-        survivor = wait_for_ack_from(p, c, killed, SESSION_MS / 1000 + 30)
+        survivor = wait_for_ack_from(p, c, killed + IN_FLIGHT, SESSION_MS / 1000 + 30)
         recovered = time.monotonic() - killed
         assert survivor.broker_id != owner.broker_id
         time.sleep(0.5)

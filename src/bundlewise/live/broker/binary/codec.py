@@ -38,6 +38,7 @@ class Frame:
     command: pb.BaseCommand
     body: bytes | None = None  # ``[metadata size][metadata][payload]``, when the frame carries messages
     checksum_ok: bool = True
+    checksum: int | None = None  # CRC32-C of body, when computed
 
 
 def encode(command: pb.BaseCommand) -> bytes:
@@ -114,4 +115,5 @@ class FrameReader:
             return Frame(command, data[rest:])
         (crc,) = _U32.unpack_from(data, rest + 2)
         body = data[rest + 6 :]
-        return Frame(command, body, crc32c.crc32c(body) == crc)
+        actual = crc32c.crc32c(body)
+        return Frame(command, body, actual == crc, actual)

@@ -298,11 +298,8 @@ class ServerConnection(asyncio.Protocol):
         if topic.closed or not self.service.still_served(topic):
             return  # neither stored nor acknowledged: the sweeper closes the topic, the client re-sends
         body = frame.body
-        key = ""
-        if c.num_messages <= 1:
-            meta, _ = codec.split_body(body)
-            key = meta.ordering_key.decode("utf-8", "replace") if meta.HasField("ordering_key") else meta.partition_key
-        entry_id = topic.publish(body, crc32c.crc32c(body), max(1, c.num_messages), key)
+        checksum = crc32c.crc32c(body) if frame.checksum is None else frame.checksum
+        entry_id = topic.publish(body, checksum, max(1, c.num_messages))
         receipt = pb.CommandSendReceipt(
             producer_id=c.producer_id,
             sequence_id=c.sequence_id,

@@ -40,7 +40,6 @@ class Entry:
     body: bytes  # [metadata size][metadata][payload], as the producer sent it
     checksum: int  # CRC32-C of body
     messages: int  # messages in the entry (a batch holds several)
-    key: str  # the ordering or partition key (Key_Shared routing); "" without one
 
 
 class MessageLog(Protocol):
@@ -57,7 +56,7 @@ class MessageLog(Protocol):
         """The oldest id still readable."""
         ...
 
-    def append(self, body: bytes, checksum: int, messages: int, key: str) -> int: ...
+    def append(self, body: bytes, checksum: int, messages: int) -> int: ...
 
     def get(self, entry_id: int) -> Entry | None: ...
 
@@ -90,8 +89,8 @@ class MemoryLog:
     def first(self) -> int:
         return self._first
 
-    def append(self, body: bytes, checksum: int, messages: int, key: str) -> int:
-        entry = Entry(self._next, body, checksum, messages, key)
+    def append(self, body: bytes, checksum: int, messages: int) -> int:
+        entry = Entry(self._next, body, checksum, messages)
         self._entries.append(entry)
         self._next += 1
         self._bytes += len(body)

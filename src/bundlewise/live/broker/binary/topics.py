@@ -24,10 +24,19 @@ import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from bundlewise.live.broker.binary.codec import split_body
 from bundlewise.live.broker.binary.storage import NO_ENTRY, Entry, MessageLog
 
 EXCLUSIVE, SHARED, FAILOVER, KEY_SHARED = 0, 1, 2, 3
 TYPE_NAMES = {EXCLUSIVE: "Exclusive", SHARED: "Shared", FAILOVER: "Failover", KEY_SHARED: "Key_Shared"}
+
+
+def key_of(entry: Entry) -> str:
+    """An entry's routing key (Key_Shared): the ordering key, else the partition key, else ""."""
+    meta, _ = split_body(entry.body)
+    if meta.HasField("ordering_key"):
+        return bytes(meta.ordering_key).decode("utf-8", "replace")
+    return str(meta.partition_key)
 
 
 class SubscribeError(Exception):
@@ -166,7 +175,7 @@ class Subscription:
         elif self.type == FAILOVER:
             c = self._active or self.consumers[0]
         elif self.type == KEY_SHARED:
-            c = self.consumers[zlib.crc32(entry.key.encode()) % len(self.consumers)]
+            c = self.consumers[zlib.crc32(key_of(entry).encode()) % len(self.consumers)]
         else:
             n = len(self.consumers)
             for i in range(n):
@@ -229,8 +238,8 @@ class Topic:
         self.counters = Counters()
         self.closed = False
 
-    def publish(self, body: bytes, checksum: int, messages: int, key: str) -> int:
-        entry_id = self.log.append(body, checksum, messages, key)
+    def publish(self, body: bytes, checksum: int, messages: int) -> int:
+        entry_id = self.log.append(body, checksum, messages)
         self.counters.msg_in += messages
         self.counters.bytes_in += len(body)
         for sub in self.subscriptions.values():
