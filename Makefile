@@ -64,9 +64,9 @@ proto: $(STAMP)
 test: $(STAMP) zookeeper chromium
 	$(PY) -m pytest -q
 
-# everything but the Spark tests (seconds, not minutes)
+# everything but the Spark and the integration tests: starts no server and no broker process (under 3 minutes)
 test-fast: $(STAMP)
-	$(PY) -m pytest -q -m "not spark"
+	$(PY) -m pytest -q -m "not spark and not integration"
 
 bench: $(STAMP)
 	$(PY) -m bench

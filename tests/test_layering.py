@@ -4,6 +4,10 @@ Every ``import`` counts, also one inside a function or under a condition:
 
 * imports point down the layers ``model -> config | files -> algorithms | traffic -> pipeline | sim | live ->
   report -> cli`` (``demo`` above ``cli``); packages of one layer never import each other;
+* inside ``live``, imports point down the rooms ``store -> broker -> harness | inspect``: the store never
+  imports the broker, the broker never imports the harness or inspection, harness and inspection never
+  import each other; the two load managers ``live.broker.modular`` and ``live.broker.extensible`` never
+  import each other, and of the rest of the broker only ``live.broker.service`` (the composition) imports them;
 * no import cycle between modules;
 * no dynamic import (``importlib``, ``__import__``) anywhere;
 * PySpark only inside ``pipeline``; the metadata-store clients, the web framework and server and the JWT
@@ -34,6 +38,9 @@ LAYERS = {
     "cli": 5,
     "demo": 6,
 }
+LIVE_ROOMS = {"store": 0, "broker": 1, "harness": 2, "inspect": 2}
+LOAD_MANAGERS = ("modular", "extensible")
+BROKER_COMPOSITION = "bundlewise.live.broker.service"
 HEAVY = {
     "pyspark": "pipeline",
     "kazoo": "live",
@@ -128,12 +135,50 @@ def layering_violations(all_edges: list[Edge]) -> list[str]:
             if src is None and dst is not None:
                 bad.append(f"{e.source}:{e.line} imports {e.target}: the package root imports nothing")
             continue
-        if src not in LAYERS or dst not in LAYERS:
-            bad.append(f"{e.source}:{e.line} imports {e.target}: a package outside the layer table")
-        elif LAYERS[dst] >= LAYERS[src]:
-            kind = "a sibling" if LAYERS[dst] == LAYERS[src] else "upward"
-            bad.append(f"{e.source}:{e.line} imports {e.target}: {kind} import ({src} -> {dst})")
+        bad += _ranked(e, src, dst, LAYERS, "package", "")
     return bad
+
+
+def _ranked(e: Edge, src: str | None, dst: str, table: dict[str, int], what: str, where: str) -> list[str]:
+    """The edge ``src -> dst`` must point down ``table`` (a lower rank); a message when it does not."""
+    if src not in table or dst not in table:
+        return [f"{e.source}:{e.line} imports {e.target}: a {what} outside the {what} table"]
+    if table[dst] >= table[src]:
+        kind = "a sibling" if table[dst] == table[src] else "upward"
+        return [f"{e.source}:{e.line} imports {e.target}: {kind} import{where} ({src} -> {dst})"]
+    return []
+
+
+def _live_part(module: str, depth: int) -> str | None:
+    """Part ``depth`` below ``bundlewise.live`` of a module name (None when it has none)."""
+    parts = module.split(".")
+    if parts[:2] != ["bundlewise", "live"] or len(parts) <= 2 + depth:
+        return None
+    return parts[2 + depth]
+
+
+def room_violations(all_edges: list[Edge]) -> list[str]:
+    """The rules inside ``live`` (module docstring)."""
+    bad = []
+    for e in all_edges:
+        src, dst = _live_part(e.source, 0), _live_part(e.target, 0)
+        if src is None or dst is None or src == dst:
+            if src == dst == "broker":
+                bad += _broker_violations(e)
+            continue
+        bad += _ranked(e, src, dst, LIVE_ROOMS, "room", " inside live")
+    return bad
+
+
+def _broker_violations(e: Edge) -> list[str]:
+    src, dst = _live_part(e.source, 1), _live_part(e.target, 1)
+    if dst not in LOAD_MANAGERS or src == dst:
+        return []
+    if src in LOAD_MANAGERS:
+        return [f"{e.source}:{e.line} imports {e.target}: one load manager imports the other ({src} -> {dst})"]
+    if e.source != BROKER_COMPOSITION:
+        return [f"{e.source}:{e.line} imports {e.target}: only {BROKER_COMPOSITION} imports a load manager"]
+    return []
 
 
 def cycles(all_edges: list[Edge]) -> list[list[str]]:
@@ -188,6 +233,12 @@ def test_imports_point_down_the_layers() -> None:
     assert layering_violations(edges()) == []
 
 
+def test_imports_inside_live_point_down_its_rooms() -> None:
+    assert {m.split(".")[2] for m in modules() if _live_part(m, 0) is not None} == set(LIVE_ROOMS)
+    bad = room_violations(edges())
+    assert bad == [], "\n".join(bad)
+
+
 def test_no_import_cycles() -> None:
     assert cycles(edges()) == []
 
@@ -221,6 +272,58 @@ def test_heavy_dependencies_stay_in_their_subpackage() -> None:
 def test_the_layer_check_rejects_bad_edges(source: str, target: str, message: str) -> None:
     (found,) = layering_violations([Edge(source, target, 1)])
     assert message in found
+
+
+@pytest.mark.parametrize(
+    ("source", "target", "message"),
+    [
+        (
+            "bundlewise.live.broker.service",
+            "bundlewise.live.harness.up",
+            "upward import inside live (broker -> harness)",
+        ),
+        (
+            "bundlewise.live.broker.http.app",
+            "bundlewise.live.inspect.status",
+            "upward import inside live (broker -> inspect)",
+        ),
+        ("bundlewise.live.store.api", "bundlewise.live.broker.values", "upward import inside live (store -> broker)"),
+        (
+            "bundlewise.live.harness.up",
+            "bundlewise.live.inspect.reader",
+            "a sibling import inside live (harness -> inspect)",
+        ),
+        (
+            "bundlewise.live.broker.modular.leader",
+            "bundlewise.live.broker.extensible.records",
+            "one load manager imports the other (modular -> extensible)",
+        ),
+        (
+            "bundlewise.live.broker.extensible.manager",
+            "bundlewise.live.broker.modular.aggregate",
+            "one load manager imports the other (extensible -> modular)",
+        ),
+        (
+            "bundlewise.live.broker.manager",
+            "bundlewise.live.broker.modular",
+            "only bundlewise.live.broker.service imports",
+        ),
+    ],
+)
+def test_the_room_check_rejects_bad_edges(source: str, target: str, message: str) -> None:
+    (found,) = room_violations([Edge(source, target, 1)])
+    assert message in found
+
+
+def test_the_room_check_allows_the_downward_edges() -> None:
+    allowed = [
+        Edge("bundlewise.live.harness.up", "bundlewise.live.broker.clock", 1),
+        Edge("bundlewise.live.inspect.advise", "bundlewise.live.broker.modular.aggregate", 1),
+        Edge("bundlewise.live.broker.service", "bundlewise.live.broker.modular", 1),
+        Edge("bundlewise.live.broker.modular.manager", "bundlewise.live.broker.namespace", 1),
+        Edge("bundlewise.live.broker.extensible.channel", "bundlewise.live.store.layout", 1),
+    ]
+    assert room_violations(allowed) == []
 
 
 def test_the_cycle_check_finds_a_cycle_through_a_function_level_import(tmp_path: Path) -> None:

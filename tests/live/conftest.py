@@ -1,23 +1,38 @@
-"""Real stores for the live tests: ONE etcd and ONE ZooKeeper per test session (started here,
-stopped by PID even when tests fail), each test under its own unique root, as kazoo's tests do.
-Fault tests that pause or kill a server get their own server (``fresh_server``)."""
+"""The live tests, in three tiers:
+
+* ``unit/``: in process, on the in-memory store (``bundlewise.live.store.backends.memory``) -- no server, no
+  process; brokers in this process through ``unit/inproc.py``;
+* ``contract/``: the store contract suite, on the in-memory store (unit tier) and on a real ZooKeeper and
+  etcd (integration tier);
+* ``integration/``: real stores, broker processes, CLI runs.
+
+Every test that starts a server or a process is marked ``integration`` (``make test-fast`` leaves them
+out): every test under ``integration/``, the contract suite's ZooKeeper and etcd runs, and any test that
+asks for a server fixture.  Real stores: ONE etcd and ONE ZooKeeper per test session (started here,
+stopped by PID even when tests fail), each test under its own unique root, as kazoo's tests do.  Fault
+tests that pause or kill a server get their own server (``fresh_server``)."""
 
 from __future__ import annotations
 
-import asyncio
-import time
 import uuid
-from collections.abc import Awaitable, Callable, Coroutine, Iterator
-from typing import Any, TypeVar
+from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 from bundlewise.live.harness.servers import EtcdServer, ServerProcess, ZooKeeperServer
-from bundlewise.live.store.errors import MetadataStoreError
 
 BACKENDS = ("zk", "etcd")
-SESSION_TIMEOUT = 4.0  # seconds: small, so expiry tests are quick
-T = TypeVar("T")
+INTEGRATION_DIR = Path(__file__).resolve().parent / "integration"
+SERVER_FIXTURES = {"zk_server", "etcd_server", "server", "fresh_server"}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark what starts a server or a process ``integration`` (module docstring)."""
+    for item in items:
+        under = INTEGRATION_DIR in Path(str(item.path)).resolve().parents
+        if under or SERVER_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.integration)
 
 
 @pytest.fixture(scope="session")
@@ -58,29 +73,3 @@ def fresh_server(backend: str) -> Iterator[ServerProcess]:
     server: ServerProcess = ZooKeeperServer() if backend == "zk" else EtcdServer()
     with server:
         yield server
-
-
-def run(coro: Coroutine[Any, Any, T], timeout: float = 120.0) -> T:
-    """Run one test body on a fresh event loop, with an overall deadline."""
-
-    async def bounded() -> T:
-        return await asyncio.wait_for(coro, timeout)
-
-    return asyncio.run(bounded())
-
-
-async def eventually(predicate: Callable[[], bool | Awaitable[bool]], timeout: float, what: str) -> None:
-    """Wait until ``predicate`` holds; fail with ``what`` after ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            value = predicate()
-            if isinstance(value, Awaitable):
-                value = await value
-        except MetadataStoreError:  # e.g. a read during the instant a session is being replaced
-            value = False
-        if value:
-            return
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout:.0f} s waiting for: {what}")
-        await asyncio.sleep(0.05)

@@ -6,7 +6,8 @@ owner) as Pulsar's admin client does, with at most 20 hops, presenting the crede
 (``brokerClientAuthenticationParameters``) every request carries ``Authorization: Bearer <token>``.
 ``unload`` is ``namespaces().unloadNamespaceBundle(ns, range, destination)``; ``split`` is
 ``splitNamespaceBundle(ns, range, unload, null)``; ``healthcheck`` is ``brokers().healthcheckAsync`` (the
-extensible orphan cleanup's).  Each answers whether the request succeeded; failures are logged, as
+extensible orphan cleanup's).  ``transport`` replaces the network (an in-process cluster's brokers reached
+through their ASGI apps, ``httpx.ASGITransport``).  Each answers whether the request succeeded; failures are logged, as
 ``#doLoadShedding`` and ``#checkNamespaceBundleSplit`` log and go on.
 """
 
@@ -24,11 +25,13 @@ MAX_REDIRECTS = 20
 
 
 class AdminClient:
-    def __init__(self, base_url: str, token: str | None, timeout: float) -> None:
+    def __init__(
+        self, base_url: str, token: str | None, timeout: float, transport: httpx.AsyncBaseTransport | None = None
+    ) -> None:
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         self.base_url = base_url.rstrip("/")
         self.headers = {**headers, "Content-Type": "application/json"}
-        self.client = httpx.AsyncClient(timeout=timeout, follow_redirects=False)
+        self.client = httpx.AsyncClient(timeout=timeout, follow_redirects=False, transport=transport)
 
     @staticmethod
     def _path(bundle: str, action: str) -> str:

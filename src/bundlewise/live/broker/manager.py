@@ -1,10 +1,11 @@
 """The one interface between a broker and its load manager (Pulsar's ``LoadManager``).
 
-A broker (``live.broker.service``) owns the store session, ownership, traffic, the namespace service and the
-HTTP surface; everything that decides *where* bundles go sits behind ``LoadManager``, chosen by
-``loadManagerClassName``: ``live.broker.modular.ModularLoadManager`` (``ModularLoadManagerImpl``, the
-default) or ``live.broker.extensible.ExtensibleLoadManager`` (``ExtensibleLoadManagerImpl``).  ``BrokerContext``
-is what a load manager may use of its broker.
+A broker (``live.broker.service``) owns the store session, traffic and the HTTP surface; everything that
+decides *where* bundles go sits behind ``LoadManager``, chosen by ``loadManagerClassName``:
+``live.broker.modular.ModularLoadManager`` (``ModularLoadManagerImpl``, the default) or
+``live.broker.extensible.ExtensibleLoadManager`` (``ExtensibleLoadManagerImpl``).  Each builds its own
+ownership and its own namespace service (``namespace``, a ``live.broker.namespace.NamespaceService``).
+``BrokerContext`` is what a load manager may use of its broker.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Any, Protocol
 
 from bundlewise.config import Config
 from bundlewise.live.broker.clock import PulsarClock
-from bundlewise.live.broker.ownership import OwnershipCache
+from bundlewise.live.broker.namespace import NamespaceService
 from bundlewise.live.broker.policies import BundlesCache
 from bundlewise.live.broker.values import BrokerIdentity
 from bundlewise.live.store import MetadataStore
@@ -57,7 +58,6 @@ class BrokerContext:
     store: MetadataStore
     config: Config
     clock: PulsarClock
-    ownership: OwnershipCache
     bundles: BundlesCache
     sample_load: Callable[[], LocalBrokerData]  # the broker's load right now (traffic on served bundles)
     admin: Any  # live.broker.admin_client.AdminClient: the broker's own HTTP client to other brokers
@@ -69,11 +69,16 @@ class BrokerContext:
 class LoadManager(Protocol):
     name: str
 
+    @property
+    def namespace(self) -> NamespaceService:
+        """Lookups, unload and split on this broker (built by the manager)."""
+
     async def start(self) -> None:
         """Register the broker, start reporting and, where the manager has one, run for leader."""
 
     async def stop(self) -> None:
-        """Stop the tasks and release the registration (ephemeral nodes go with the session)."""
+        """Stop the tasks, release the registration and hand over or unload the bundles this broker owns
+        (ephemeral nodes go with the session)."""
 
     def is_leader(self) -> bool: ...
 

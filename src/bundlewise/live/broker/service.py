@@ -1,17 +1,22 @@
 """One broker process (``PulsarService``): the composition of everything a broker runs.
 
 ``Broker.start`` follows ``PulsarService#start``: open the metadata store (the session every ephemeral
-node of this broker belongs to; credentials from the store URL), build the ownership cache, the
-namespace bundles cache, the emulated traffic and the namespace service, start the web service
-(uvicorn, so the broker id's port is bound), then start the load manager chosen by
-``loadManagerClassName`` -- ``ModularLoadManagerImpl`` (``live.broker.modular``: ephemeral ownership locks) or
-``ExtensibleLoadManagerImpl`` (``live.broker.extensible``: the service-unit state channel, with its own
-namespace service) -- which runs for leader, registers the broker and starts its tasks.
+node of this broker belongs to; credentials from the store URL), build the namespace bundles cache and the
+load manager chosen by ``loadManagerClassName`` -- ``ModularLoadManagerImpl`` (``live.broker.modular``:
+ephemeral ownership locks) or ``ExtensibleLoadManagerImpl`` (``live.broker.extensible``: the service-unit
+state channel), each with its own ownership and namespace service -- start the web service (uvicorn, so the
+broker id's port is bound), then start the load manager, which runs for leader, registers the broker and
+starts its tasks.
 When it is ready the process prints one JSON line ``{"brokerId", "webServiceUrl", "pid"}`` on stdout.
 
+In process (``admin_transport`` given: tests on the in-memory store) nothing is bound and nothing printed:
+the broker's HTTP surface is ``create_app(broker)`` and its admin client reaches the other brokers
+through ``admin_transport``.
+
 ``Broker.stop`` is the graceful shutdown (``BrokerService#unloadNamespaceBundlesGracefully``): the
-load manager stops (registration and leadership released), every owned bundle is unloaded, the web
-server stops and the session ends.  A SIGKILL leaves the nodes to expire with the session.
+load manager stops (registration and leadership released, every owned bundle unloaded or handed over), the
+web server stops and the session ends: what ``start`` opened is closed in reverse order, each part only if it
+was opened.  A SIGKILL leaves the nodes to expire with the session.
 """
 
 from __future__ import annotations
@@ -24,9 +29,12 @@ import os
 import socket
 import sys
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
+
+import httpx
 
 from bundlewise.algorithms.extensible.channel import ChannelSettings
 from bundlewise.config import Config, short_class_name
@@ -36,11 +44,10 @@ from bundlewise.live.broker.admin_client import AdminClient
 from bundlewise.live.broker.auth import Authority, client_token
 from bundlewise.live.broker.binary import BinaryService, start_binary
 from bundlewise.live.broker.clock import PulsarClock
-from bundlewise.live.broker.extensible import ExtensibleLoadManager, ExtensibleNamespaceService
+from bundlewise.live.broker.extensible import ExtensibleLoadManager
 from bundlewise.live.broker.manager import BrokerContext, LoadManager
 from bundlewise.live.broker.modular import ModularLoadManager
 from bundlewise.live.broker.namespace import NamespaceService
-from bundlewise.live.broker.ownership import OwnershipCache
 from bundlewise.live.broker.policies import BundlesCache
 from bundlewise.live.broker.topic_resources import TopicResources
 from bundlewise.live.broker.traffic import EmulatedTraffic
@@ -90,8 +97,9 @@ class JsonLines:
 
 
 class Broker:
-    def __init__(self, options: BrokerOptions) -> None:
+    def __init__(self, options: BrokerOptions, admin_transport: httpx.AsyncBaseTransport | None = None) -> None:
         self.options = options
+        self.admin_transport = admin_transport
         self.config = options.config
         settings = self.config.view(BrokerSettings)
         self.identity = values.BrokerIdentity(
@@ -107,16 +115,30 @@ class Broker:
         self.closing = False
         self._server: Any = None
         self._serve_task: asyncio.Task[None] | None = None
+        self._opened = contextlib.AsyncExitStack()  # what start() opened, closed in reverse by stop()
 
     # -- the parts, created in start() ----------------------------------------------------
     store: MetadataStore
-    ownership: OwnershipCache
     bundles: BundlesCache
     manager: LoadManager
-    namespace: NamespaceService
     admin: AdminClient
     topic_resources: TopicResources
     binary: BinaryService | None = None
+
+    @property
+    def namespace(self) -> NamespaceService:
+        return self.manager.namespace
+
+    def _on_stop(self, close: Callable[[], Awaitable[object] | None]) -> None:
+        """Close this part on ``stop`` (errors ignored: the rest still closes)."""
+
+        async def quietly() -> None:
+            with contextlib.suppress(Exception):
+                result = close()
+                if result is not None:
+                    await result
+
+        self._opened.push_async_callback(quietly)
 
     def sample_load(self) -> LocalBrokerData:
         """The broker's load now: the cost model over the emulated and the real traffic of the bundles it serves."""
@@ -157,17 +179,20 @@ class Broker:
             )
         except (ConnectionLossError, AuthError) as e:
             raise InputError(f"cannot open the metadata store: {e}", field="--store") from None
-        self.ownership = OwnershipCache(self.store, values.namespace_ephemeral_data(self.identity))
+        self._on_stop(self.store.close)
         self.topic_resources = TopicResources(self.store, self.config.view(TopicSettings))
         self.bundles = BundlesCache(self.store, self.config.view(SplitSettings).default_bundles)
+        self._on_stop(self.bundles.close)
         auth = self.config.view(AuthSettings)
-        self.admin = AdminClient(self.identity.web_url, client_token(auth), settings.unload_timeout_ms / 1000.0 + 5)
+        self.admin = AdminClient(
+            self.identity.web_url, client_token(auth), settings.unload_timeout_ms / 1000.0 + 5, self.admin_transport
+        )
+        self._on_stop(self.admin.close)
         ctx = BrokerContext(
             identity=self.identity,
             store=self.store,
             config=self.config,
             clock=self.clock,
-            ownership=self.ownership,
             bundles=self.bundles,
             sample_load=self.sample_load,
             admin=self.admin,
@@ -175,21 +200,16 @@ class Broker:
             log_load_data=self.load_data_log.write,
             topic_names=self.traffic.topic_names,
         )
-        if kind == EXTENSIBLE:
-            extensible = ExtensibleLoadManager(ctx)
-            self.manager = extensible
-            self.namespace = ExtensibleNamespaceService(
-                self.identity, self.config, self.ownership, self.bundles, extensible, self.traffic
-            )
-        else:
-            self.manager = ModularLoadManager(ctx)
-            self.namespace = NamespaceService(
-                self.identity, self.config, self.ownership, self.bundles, self.manager, self.traffic
-            )
-        await self._start_web()
-        self.binary = await start_binary(self, self.store)
+        self.manager = ExtensibleLoadManager(ctx) if kind == EXTENSIBLE else ModularLoadManager(ctx)
+        if self.admin_transport is None:
+            await self._start_web()
+            self.binary = await start_binary(self, self.store)
+            self._on_stop(self.binary.stop)  # after the manager's stop (LIFO): its unloads close the topics first
+        self._on_stop(self.manager.stop)
         await self.manager.start()
         self.started = True
+        if self.admin_transport is not None:
+            return
         line = {"brokerId": self.identity.broker_id, "webServiceUrl": self.identity.web_url, "pid": os.getpid()}
         sys.stdout.write(json.dumps(line) + "\n")
         sys.stdout.flush()
@@ -221,6 +241,7 @@ class Broker:
         self._server = uvicorn.Server(config)
         self._server.capture_signals = contextlib.nullcontext  # the broker owns the signals
         self._serve_task = asyncio.get_running_loop().create_task(self._server.serve([sock]), name="web-service")
+        self._on_stop(self._stop_web)
         deadline = time.monotonic() + 30
         while not self._server.started:
             if self._serve_task.done():
@@ -229,36 +250,17 @@ class Broker:
                 raise InputError(f"the web service did not start on {self.identity.web_url}", field="--web")
             await asyncio.sleep(0.02)
 
+    async def _stop_web(self) -> None:
+        self._server.should_exit = True
+        if self._serve_task is not None:
+            await asyncio.wait_for(self._serve_task, 5)
+
     async def stop(self) -> None:
         """Graceful shutdown (module docstring)."""
         if self.closing:
             return
         self.closing = True
-        if hasattr(self, "manager"):
-            with contextlib.suppress(Exception):
-                await self.manager.stop()
-        if hasattr(self, "ownership"):
-            for bundle in list(self.ownership.owned()):
-                with contextlib.suppress(Exception):
-                    await self.namespace.unload_owned(bundle)
-            with contextlib.suppress(Exception):
-                await self.ownership.close()
-        if self.binary is not None:
-            with contextlib.suppress(Exception):
-                await self.binary.stop()
-        if self._server is not None:
-            self._server.should_exit = True
-            if self._serve_task is not None:
-                with contextlib.suppress(Exception):
-                    await asyncio.wait_for(self._serve_task, 5)
-        if hasattr(self, "admin"):
-            with contextlib.suppress(Exception):
-                await self.admin.close()
-        if hasattr(self, "bundles"):
-            self.bundles.close()
-        if hasattr(self, "store"):
-            with contextlib.suppress(Exception):
-                await self.store.close()
+        await self._opened.aclose()
         self.decisions.close()
         self.load_data_log.close()
 

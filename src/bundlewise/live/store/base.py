@@ -60,7 +60,10 @@ def under(path: str, prefix: str) -> bool:
 
 
 class BaseStore(MetadataStore):
-    def __init__(self, session_timeout: float, fencing_margin: float | None) -> None:
+    def __init__(
+        self, session_timeout: float, fencing_margin: float | None, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self._clock = clock  # what probes are timed on (the fencing deadline is on this clock)
         self._timeout = session_timeout
         self._fencing = FencingClock(session_timeout / 10 if fencing_margin is None else fencing_margin)
         self._machine = SessionStateMachine(session_timeout)
@@ -121,7 +124,7 @@ class BaseStore(MetadataStore):
         while not self._closed:
             await asyncio.sleep(max(0.0, next_at - loop.time()))
             next_at = max(next_at + tick, loop.time())
-            sent_at = time.monotonic()
+            sent_at = self._clock()
             try:
                 probe = await asyncio.wait_for(self._probe(sent_at), tick)
             except (TimeoutError, Exception) as e:  # a probe slower than one tick counts as disconnected
@@ -139,7 +142,7 @@ class BaseStore(MetadataStore):
                 self._fencing.confirm(probe.session_id, probe.sent_at, probe.ttl)
             elif probe.status is ProbeStatus.EXPIRED:
                 self._fencing.invalidate()
-            for event in self._machine.observe(probe.status, time.monotonic()):
+            for event in self._machine.observe(probe.status, self._clock()):
                 if event is SessionEvent.SessionLost:
                     self._fencing.invalidate()
                 log.info("metadata store session event: %s", event.value)

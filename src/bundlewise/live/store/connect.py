@@ -2,6 +2,8 @@
 
 ``await connect("zk://127.0.0.1:2181/pulsar")`` or ``connect("etcd://127.0.0.1:2379/pulsar")``
 returns a started store: connected, session open, notifications flowing, session watcher running.
+``connect("memory://NAME/ROOT")`` opens a client of the in-process server ``NAME`` (``backends.memory``;
+not a ``StoreUrl``: it names nothing outside this process).
 Credentials come from the URL or the ``username``/``password`` arguments (the arguments win).
 The drivers (kazoo, httpx) are imported here, only when a backend is chosen.
 """
@@ -29,6 +31,11 @@ async def connect(
     ``fencing_margin`` (seconds, default a tenth of the timeout) is subtracted from the fencing
     deadline.  Raises ``ConnectionLossError`` when no server answers, ``AuthError`` when the
     credentials are refused, ``InputError`` for a malformed URL."""
+    if isinstance(url, str) and url.startswith("memory://"):
+        from bundlewise.live.store.backends.memory import MemoryServer
+
+        server, root = MemoryServer.parse_url(url)
+        return await server.connect(root, session_timeout=session_timeout, fencing_margin=fencing_margin)
     parsed = url if isinstance(url, StoreUrl) else StoreUrl.parse(url)
     if username is not None:
         parsed = parsed.with_credentials(username, password)

@@ -261,13 +261,19 @@ class ServerConnection(asyncio.Protocol):
         r = pb.CommandGetTopicsOfNamespaceResponse(request_id=c.request_id, topics=topics)
         self.write(command(T.GET_TOPICS_OF_NAMESPACE_RESPONSE, getTopicsOfNamespaceResponse=r))
 
+    async def _load(self, name: str, request_id: int) -> Topic | None:
+        """The topic loaded for a producer or consumer; None after answering ``ERROR``."""
+        try:
+            await self._authorize_lookup(name)
+            return await self.service.load(name)
+        except BinaryError as e:
+            self.error(request_id, e.code, e.message)
+            return None
+
     # -- producers -------------------------------------------------------------------------
     async def on_producer(self, c: pb.CommandProducer) -> None:
-        try:
-            await self._authorize_lookup(c.topic)
-            topic = await self.service.load(c.topic)
-        except BinaryError as e:
-            self.error(c.request_id, e.code, e.message)
+        topic = await self._load(c.topic, c.request_id)
+        if topic is None:
             return
         existing = self.producers.get(c.producer_id)
         if existing is not None:  # a retried PRODUCER for a producer already created
@@ -325,11 +331,8 @@ class ServerConnection(asyncio.Protocol):
 
     # -- consumers -------------------------------------------------------------------------
     async def on_subscribe(self, c: pb.CommandSubscribe) -> None:
-        try:
-            await self._authorize_lookup(c.topic)
-            topic = await self.service.load(c.topic)
-        except BinaryError as e:
-            self.error(c.request_id, e.code, e.message)
+        topic = await self._load(c.topic, c.request_id)
+        if topic is None:
             return
         if c.consumer_id in self.consumers:
             self.success(c.request_id)

@@ -79,7 +79,10 @@ class Host(Protocol):
     identity: values.BrokerIdentity
     authority: Authority
     config: Config
-    namespace: NamespaceService
+
+    @property
+    def namespace(self) -> NamespaceService: ...
+
     manager: LoadManager
     bundles: BundlesCache
     topic_resources: TopicResources

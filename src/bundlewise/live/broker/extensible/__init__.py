@@ -11,12 +11,12 @@ It wires the channel's pure decisions (``algorithms.extensible.channel``) and th
 * ``assign``: owner lookups, any-broker assignment, the initiators' waits;
 * ``split``: the source broker's split; ``split_scheduler``: every broker's split scheduler;
 * ``cleanup``: orphan cleanup and the ownership monitor; ``leader``: the leader's unload cycle and monitor;
-* ``manager``: the composition behind ``live.broker.manager.LoadManager``; ``namespace``: lookups, unload, split.
+* ``manager``: the composition behind ``live.broker.manager.LoadManager``; ``namespace``: lookups, unload, split
+  (the ``live.broker.namespace.NamespaceService`` the manager builds).
 
 See docs/live.md and docs/extensible-channel.md.
 """
 
 from bundlewise.live.broker.extensible.manager import ExtensibleLoadManager
-from bundlewise.live.broker.extensible.namespace import ExtensibleNamespaceService
 
-__all__ = ["ExtensibleLoadManager", "ExtensibleNamespaceService"]
+__all__ = ["ExtensibleLoadManager"]

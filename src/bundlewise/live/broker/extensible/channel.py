@@ -54,6 +54,7 @@ from bundlewise.algorithms.extensible.channel import (
 from bundlewise.live.broker.extensible.records import RECORDS
 from bundlewise.live.broker.extensible.registry import BrokerRegistry
 from bundlewise.live.broker.manager import Sample
+from bundlewise.live.broker.tasks import Tasks
 from bundlewise.live.store import MetadataStore, MetadataStoreTableView, layout
 from bundlewise.live.store import SessionEvent as StoreSessionEvent
 from bundlewise.live.store.errors import ConflictError, MetadataStoreError
@@ -80,9 +81,15 @@ def _keep_left(existing: ServiceUnitStateData | None, proposed: ServiceUnitState
 
 class ServiceUnitStateChannel:
     def __init__(
-        self, store: MetadataStore, broker_id: str, registry: BrokerRegistry, settings: ChannelSettings
+        self,
+        store: MetadataStore,
+        broker_id: str,
+        registry: BrokerRegistry,
+        settings: ChannelSettings,
+        tasks: Tasks,
     ) -> None:
         self.store = store
+        self.scope = tasks.scope()
         self.me = broker_id
         self.registry = registry
         self.settings = settings
@@ -104,7 +111,6 @@ class ServiceUnitStateChannel:
         self._synced = 0  # the session id whose re-sync completed
         self._sync_task: asyncio.Task[None] | None = None
         self._splits: dict[str, asyncio.Task[None]] = {}
-        self._tasks: set[asyncio.Task[Any]] = set()
         self._unregister: Callable[[], None] | None = None
         self._closed = False
 
@@ -121,9 +127,7 @@ class ServiceUnitStateChannel:
         self._closed = True
         if self._unregister is not None:
             self._unregister()
-        for task in [self._sync_task, *self._splits.values(), *self._tasks]:
-            if task is not None:
-                task.cancel()
+        self.scope.cancel()
         for key, fut in list(self._waiters.items()):
             if not fut.done():
                 fut.set_result(LookupCompletion(LookupOutcome.FAILED, error=f"the channel closed ({key})"))
@@ -195,17 +199,7 @@ class ServiceUnitStateChannel:
         return await self.table.delete(key, only_if=record)
 
     def spawn(self, coro: Coroutine[Any, Any, Any], what: str) -> None:
-        async def guarded() -> None:
-            try:
-                await coro
-            except asyncio.CancelledError:
-                raise
-            except Exception as e:
-                log.warning("%s failed: %r", what, e)
-
-        task = asyncio.get_running_loop().create_task(guarded())
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        self.scope.spawn(coro, what)
 
     # -- reactions -------------------------------------------------------------------------
     def _on_record(self, key: str, record: ServiceUnitStateData | None) -> None:
@@ -249,7 +243,9 @@ class ServiceUnitStateChannel:
         running = self._splits.get(key)
         if self.split_handler is None or (running is not None and not running.done()):
             return
-        task = asyncio.get_running_loop().create_task(self.split_handler(key, record))
+        task = self.scope.spawn(self.split_handler(key, record), f"split of {key}")
+        if task is None:
+            return
         self._splits[key] = task
         task.add_done_callback(lambda t: self._splits.pop(key, None) if self._splits.get(key) is t else None)
 
@@ -265,7 +261,7 @@ class ServiceUnitStateChannel:
         sid = self.store.session_id
         if sid != 0 and sid == self._synced:
             return
-        self._sync_task = asyncio.get_running_loop().create_task(self._sync())
+        self._sync_task = self.scope.spawn(self._sync(), "re-sync of the channel")
 
     async def _sync(self) -> None:
         """Re-read everything in the current session, then re-assert what this broker still owns."""

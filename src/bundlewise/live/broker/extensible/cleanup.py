@@ -46,6 +46,7 @@ from bundlewise.algorithms.extensible.channel.settings import (
     OWNERSHIP_CLEAN_UP_WAIT_RETRY_DELAY_MS,
 )
 from bundlewise.live.broker.extensible.channel import ServiceUnitStateChannel, wall_ms
+from bundlewise.live.broker.tasks import Tasks
 from bundlewise.live.store.errors import MetadataStoreError
 
 log = logging.getLogger(__name__)
@@ -63,8 +64,10 @@ class OrphanCleanup:
         select: Selector,
         health_check: Callable[[str, float], Awaitable[bool]],
         remove_load_data: Callable[[str], Awaitable[None]],
+        tasks: Tasks,
     ) -> None:
         self.channel = channel
+        self.scope = tasks.scope()
         self.me = channel.me
         self.is_leader = is_leader
         self.leader_known = leader_known
@@ -73,7 +76,6 @@ class OrphanCleanup:
         self.remove_load_data = remove_load_data
         self.pending: dict[str, asyncio.Task[None]] = {}
         self.counters = {"scheduled": 0, "skipped": 0, "cancelled": 0, "cleanups": 0, "overrides": 0, "tombstones": 0}
-        self._tasks: set[asyncio.Task[None]] = set()
 
     # -- registration events ---------------------------------------------------------------
     def on_registration(self, broker: str, created: bool) -> None:
@@ -81,7 +83,7 @@ class OrphanCleanup:
             return
         if created:
             if should_health_check_on_creation(broker, frozenset(self.pending)):
-                self._spawn(self._cancel_if_healthy(broker))
+                self.scope.spawn(self._cancel_if_healthy(broker), f"health check of {broker}")
             return
         decision = on_broker_deleted(
             broker,
@@ -97,7 +99,9 @@ class OrphanCleanup:
             return
         self.counters["scheduled"] += 1
         log.info("broker %s is gone: %s", broker, decision.reason)
-        self.pending[broker] = asyncio.get_running_loop().create_task(self._job(broker, decision.delay_s or 0))
+        job = self.scope.spawn(self._job(broker, decision.delay_s or 0), f"cleanup of {broker}")
+        if job is not None:
+            self.pending[broker] = job
 
     async def _cancel_if_healthy(self, broker: str) -> None:
         if await self.healthy(broker):
@@ -112,10 +116,6 @@ class OrphanCleanup:
             if delay_s:
                 await asyncio.sleep(delay_s)
             await self.cleanup(broker, graceful=False)
-        except asyncio.CancelledError:
-            raise
-        except Exception as e:
-            log.warning("cleanup of %s failed: %r", broker, e)
         finally:
             if self.pending.get(broker) is asyncio.current_task():
                 del self.pending[broker]
@@ -224,15 +224,6 @@ class OrphanCleanup:
                 self.counters["tombstones"] += 1
         return plan
 
-    def _spawn(self, coro: Awaitable[None]) -> None:
-        async def run() -> None:
-            await coro
-
-        task = asyncio.get_running_loop().create_task(run())
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-
     def close(self) -> None:
-        for task in [*self.pending.values(), *self._tasks]:
-            task.cancel()
+        self.scope.cancel()
         self.pending.clear()

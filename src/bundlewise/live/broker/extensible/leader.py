@@ -35,6 +35,7 @@ from bundlewise.algorithms.families import ExtensibleFamily
 from bundlewise.config.views import LeaderSettings
 from bundlewise.live.broker.extensible.cleanup import OrphanCleanup
 from bundlewise.live.broker.manager import BrokerContext, Sample
+from bundlewise.live.broker.tasks import Tasks
 from bundlewise.model.decisions import Label, Logged, Unload, UnloadReason, counter_key
 from bundlewise.model.extensible import ExtensibleSnapshot
 
@@ -57,8 +58,10 @@ class LeaderWork:
         unload: Unloader,
         is_leader: Callable[[], bool],
         monitor_interval_s: float,
+        tasks: Tasks,
     ) -> None:
         self.ctx = ctx
+        self.scope = tasks.scope()
         self.make_family = make_family
         self.family = make_family()
         self.cleanup = cleanup
@@ -73,47 +76,24 @@ class LeaderWork:
         self.breakdown: dict[str, int] = {}
         self.load_avg = 0.0
         self.load_std = 0.0
-        self._tasks: list[asyncio.Task[None]] = []
 
     # -- lifecycle ---------------------------------------------------------------------------
     @property
     def running(self) -> bool:
-        return any(not t.done() for t in self._tasks)
+        return self.scope.running
 
     def start(self) -> None:
         self.stop()
         self.family = self.make_family()
-        loop = asyncio.get_running_loop()
-        self._tasks = [
-            loop.create_task(self._unload_loop(), name="unload-scheduler"),
-            loop.create_task(self._monitor_loop(), name="ownership-monitor"),
-        ]
+        period = self.ctx.clock.real_seconds(self.ctx.config.view(LeaderSettings).shedding_interval_ms)
+        self.scope.every(period, self.shed, "unload cycle")
+        self.scope.every(self.monitor_interval_s, self._monitor, "ownership monitor", at_start=True)
 
     def stop(self) -> None:
-        for task in self._tasks:
-            task.cancel()
-        self._tasks = []
+        self.scope.cancel()
 
-    async def _unload_loop(self) -> None:
-        period = self.ctx.clock.real_seconds(self.ctx.config.view(LeaderSettings).shedding_interval_ms)
-        while True:
-            await asyncio.sleep(period)
-            try:
-                await self.shed()
-            except asyncio.CancelledError:
-                raise
-            except Exception as e:
-                log.warning("unload cycle failed: %r", e)
-
-    async def _monitor_loop(self) -> None:
-        while True:
-            try:
-                await self.cleanup.monitor()
-            except asyncio.CancelledError:
-                raise
-            except Exception as e:
-                log.warning("ownership monitor failed: %r", e)
-            await asyncio.sleep(self.monitor_interval_s)
+    async def _monitor(self) -> None:
+        await self.cleanup.monitor()
 
     # -- the unload cycle --------------------------------------------------------------------
     async def shed(self) -> None:

@@ -27,7 +27,6 @@ import contextlib
 import logging
 import random
 import zlib
-from collections.abc import Coroutine
 from typing import Any
 
 from bundlewise.algorithms.extensible.channel import ChannelSettings, split_record, unload_record
@@ -43,6 +42,7 @@ from bundlewise.live.broker.extensible.channel import ServiceUnitStateChannel, w
 from bundlewise.live.broker.extensible.cleanup import OrphanCleanup
 from bundlewise.live.broker.extensible.leader import LeaderWork
 from bundlewise.live.broker.extensible.load_store import LoadDataStore
+from bundlewise.live.broker.extensible.namespace import ExtensibleNamespaceService
 from bundlewise.live.broker.extensible.records import BROKER_LOAD, TOP_BUNDLES, broker_lookup_data
 from bundlewise.live.broker.extensible.registry import BrokerRegistry
 from bundlewise.live.broker.extensible.reporters import LoadReporters
@@ -50,6 +50,7 @@ from bundlewise.live.broker.extensible.split import SplitExecutor
 from bundlewise.live.broker.extensible.split_scheduler import SplitScheduler
 from bundlewise.live.broker.manager import BrokerContext, Sample
 from bundlewise.live.broker.outcomes import ServerError
+from bundlewise.live.broker.tasks import Tasks
 from bundlewise.live.store import JSON, LeaderElection, LeaderElectionState, Notification, layout
 from bundlewise.live.store.errors import MetadataStoreError
 from bundlewise.model.bundles import Bundle
@@ -92,11 +93,12 @@ class ExtensibleLoadManager:
             non_persistent=bs.non_persistent_topics,
         )
         store = ctx.store
+        self.tasks = Tasks()
         self.registry = BrokerRegistry(store, self.me, value)
-        self.channel = ServiceUnitStateChannel(store, self.me, self.registry, self.settings)
+        self.channel = ServiceUnitStateChannel(store, self.me, self.registry, self.settings, self.tasks)
         self.broker_load = LoadDataStore(store, layout.EXTENSION_BROKER_LOAD_ROOT, BROKER_LOAD)
         self.top_bundles = LoadDataStore(store, layout.EXTENSION_TOP_BUNDLES_ROOT, TOP_BUNDLES)
-        self.reporters = LoadReporters(ctx, self.broker_load, self.top_bundles)
+        self.reporters = LoadReporters(ctx, self.broker_load, self.top_bundles, self.tasks)
         self.splits = SplitExecutor(self.channel, ctx.bundles)
         self.channel.split_handler = self.splits.run
         self.resolver = OwnerResolver(self.channel, ctx.bundles, self.select)
@@ -110,6 +112,7 @@ class ExtensibleLoadManager:
             select=self.select_excluding,
             health_check=ctx.admin.healthcheck,
             remove_load_data=self._remove_load_data,
+            tasks=self.tasks,
         )
         self.registry.listeners.append(self.cleanup.on_registration)
         self.leader_work = LeaderWork(
@@ -120,14 +123,15 @@ class ExtensibleLoadManager:
             self.carry_out,
             self.is_leader,
             float(self.settings.monitor_interval_s),
+            self.tasks,
         )
-        self.split_scheduler = SplitScheduler(ctx, self.family, self.channel, self.split)
+        self.split_scheduler = SplitScheduler(ctx, self.family, self.channel, self.split, self.tasks)
         self.election: LeaderElection[Any] = LeaderElection(
             store, layout.EXTENSION_LEADER, on_state_change=self._on_state
         )
         self._leader_value: dict[str, Any] | None = None
-        self._tasks: list[asyncio.Task[None]] = []
-        self._background: set[asyncio.Task[None]] = set()
+        self._own = self.tasks.scope()  # the report and self-monitor loops
+        self.namespace = ExtensibleNamespaceService(self)
         self._unregister = store.register_listener(self._on_leader_node, layout.EXTENSION_LEADER)
 
     def _family(self) -> ExtensibleFamily:
@@ -137,43 +141,28 @@ class ExtensibleLoadManager:
 
     # -- lifecycle ---------------------------------------------------------------------------
     async def start(self) -> None:
+        await self.tasks.open()
         await self.registry.start()
         await self.broker_load.start()
         await self.top_bundles.start()
         await self.channel.start()
         await self.election.elect(values.leader_broker(self.ctx.identity))
         await self._refresh_leader()
-        loop = asyncio.get_running_loop()
-        self._tasks = [
-            loop.create_task(self._report_loop(), name="load-reporters"),
-            loop.create_task(self._monitor_loop(), name="load-manager-monitor"),
-        ]
+        period = self.ctx.clock.real_seconds(self.ctx.config.view(BrokerSettings).report_interval_ms)
+        self._own.every(period, self.reporters.report, "reporting the load")
+        self._own.every(MONITOR_INTERVAL_S, self._monitor, "the load manager's monitor")
         self.split_scheduler.start()
 
-    async def _report_loop(self) -> None:
-        period = self.ctx.clock.real_seconds(self.ctx.config.view(BrokerSettings).report_interval_ms)
-        while True:
-            await asyncio.sleep(period)
-            try:
-                await self.reporters.report()
-            except asyncio.CancelledError:
-                raise
-            except Exception as e:
-                log.warning("error reporting the load: %r", e)
-
-    async def _monitor_loop(self) -> None:
+    async def _monitor(self) -> None:
         """``#monitor``: registration and role."""
-        while True:
-            await asyncio.sleep(MONITOR_INTERVAL_S)
-            with contextlib.suppress(MetadataStoreError):
-                await self.registry.ensure_registered()
-                self._on_state(self.election.state)
+        with contextlib.suppress(MetadataStoreError):
+            await self.registry.ensure_registered()
+            self._on_state(self.election.state)
 
     async def stop(self) -> None:
         """``#disableBroker`` then ``#close``."""
         self.split_scheduler.stop()
-        for task in self._tasks:
-            task.cancel()
+        self._own.cancel()
         self.leader_work.stop()
         self.channel.disable()
         try:
@@ -190,6 +179,7 @@ class ExtensibleLoadManager:
         for part in (self.channel, self.broker_load, self.top_bundles, self.registry):
             with contextlib.suppress(Exception):
                 await part.close()
+        await self.tasks.close()
 
     # -- leadership --------------------------------------------------------------------------
     def _on_state(self, state: LeaderElectionState) -> None:
@@ -199,23 +189,12 @@ class ExtensibleLoadManager:
                 self.leader_work.start()
         else:
             self.leader_work.stop()
-        self._spawn(self._refresh_leader())
-        self._spawn(self._force_report())
-
-    async def _force_report(self) -> None:
-        try:
-            await self.reporters.report(force=True)
-        except Exception as e:
-            log.warning("error reporting the load: %r", e)
+        self.tasks.spawn(self._refresh_leader(), "reading the leader")
+        self.tasks.spawn(self.reporters.report(force=True), "reporting the load")
 
     def _on_leader_node(self, n: Notification) -> None:
         if n.path == layout.EXTENSION_LEADER:
-            self._spawn(self._refresh_leader())
-
-    def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
-        task = asyncio.get_running_loop().create_task(coro)
-        self._background.add(task)
-        task.add_done_callback(self._background.discard)
+            self.tasks.spawn(self._refresh_leader(), "reading the leader")
 
     async def _refresh_leader(self) -> None:
         with contextlib.suppress(Exception):

@@ -1,5 +1,6 @@
 """Lookups, unload and split on a broker of the extensible load manager (``NamespaceService`` with
-``ExtensibleLoadManagerWrapper#findBrokerServiceUrl``, ``NamespacesBase``, ``ExtensibleLoadManagerImpl``).
+``ExtensibleLoadManagerWrapper#findBrokerServiceUrl``, ``NamespacesBase``, ``ExtensibleLoadManagerImpl``);
+the shared rules and the protocol are ``live.broker.namespace``'s.
 
 **Lookup** -- any broker answers ``Connect`` with the owner's URLs from its registration; there is no
 redirect chain (``BrokerLookupData#toLookupResult``).  The owner comes from the channel
@@ -25,35 +26,48 @@ so ``unload`` has no effect in this mode.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any, Protocol
 
 from bundlewise.algorithms.extensible.channel import LookupAction
-from bundlewise.algorithms.splitting.algorithms import SplitRequest, TopicLoad, split_bundle
-from bundlewise.config import Config
-from bundlewise.live.broker.extensible.manager import ExtensibleLoadManager
-from bundlewise.live.broker.namespace import LookupAnswer, NamespaceService
+from bundlewise.live.broker import namespace as shared
+from bundlewise.live.broker.extensible.assign import OwnerResolver
+from bundlewise.live.broker.extensible.channel import ServiceUnitStateChannel
+from bundlewise.live.broker.extensible.registry import BrokerRegistry
+from bundlewise.live.broker.extensible.split_scheduler import SplitScheduler
+from bundlewise.live.broker.manager import BrokerContext
+from bundlewise.live.broker.namespace import LookupAnswer, Lookups
 from bundlewise.live.broker.outcomes import Connect, Redirect, RedirectError, RestError, ServerError
-from bundlewise.live.broker.ownership import OwnershipCache
-from bundlewise.live.broker.policies import BundlesCache
-from bundlewise.live.broker.traffic import EmulatedTraffic
-from bundlewise.live.broker.values import BrokerIdentity
 from bundlewise.model.bundles import Bundle
 from bundlewise.model.channel import ServiceUnitState
 from bundlewise.model.decisions import SplitDecision, SplitReason
-from bundlewise.model.errors import InputError
 
 
-class ExtensibleNamespaceService(NamespaceService):
-    def __init__(
-        self,
-        identity: BrokerIdentity,
-        config: Config,
-        ownership: OwnershipCache,
-        bundles: BundlesCache,
-        manager: ExtensibleLoadManager,
-        traffic: EmulatedTraffic,
-    ) -> None:
-        super().__init__(identity, config, ownership, bundles, manager, traffic)
+class ChannelManager(Protocol):
+    """What the namespace service uses of ``manager.ExtensibleLoadManager``."""
+
+    ctx: BrokerContext
+    channel: ServiceUnitStateChannel
+    resolver: OwnerResolver
+    registry: BrokerRegistry
+    split_scheduler: SplitScheduler
+
+    async def list_brokers(self) -> list[str]: ...
+
+    async def broker_data(self, broker_id: str) -> dict[str, Any] | None: ...
+
+    async def admin_unload(self, bundle: str, destination: str | None) -> None: ...
+
+    async def split(self, parent: Bundle, children: list[Bundle]) -> str | None: ...
+
+
+class ExtensibleNamespaceService:
+    def __init__(self, manager: ChannelManager) -> None:
         self.ext = manager
+        self.identity = manager.ctx.identity
+        self.config = manager.ctx.config
+        self.bundles = manager.ctx.bundles
+        self.lookups = Lookups(self._known_answer, self._find)
+        self.counters = self.lookups.counters
 
     def served(self) -> list[str]:
         return self.ext.channel.served()
@@ -73,9 +87,12 @@ class ExtensibleNamespaceService(NamespaceService):
         return None
 
     # -- lookup ------------------------------------------------------------------------------
+    async def bundle_of_topic(self, namespace: str, topic: str) -> Bundle:
+        return await shared.bundle_of_topic(self.bundles, namespace, topic)
+
     async def find(self, bundle: str, *, authoritative: bool, read_only: bool = False) -> LookupAnswer | None:
         """Any broker answers from its mirror; ``authoritative`` means nothing here (no redirect chain)."""
-        return await super().find(bundle, authoritative=False, read_only=read_only)
+        return await self.lookups.find(bundle, False, read_only)
 
     def _known_answer(self, bundle: str) -> LookupAnswer | None:
         decision = self.ext.channel.lookup_now(bundle)
@@ -109,7 +126,7 @@ class ExtensibleNamespaceService(NamespaceService):
 
     # -- admin: unload -----------------------------------------------------------------------
     async def unload(self, bundle: Bundle, destination: str | None, authoritative: bool) -> None:
-        await self._existing(bundle)
+        await shared.require_bundle(self.bundles, bundle)
         dest = (destination or "").removeprefix("http://").removeprefix("https://") or None
         if dest is not None and dest not in await self.ext.list_brokers():
             raise RestError(409, f"Destination broker {dest} is not active")
@@ -122,27 +139,18 @@ class ExtensibleNamespaceService(NamespaceService):
             raise ServerError(f"Namespace bundle: {bundle.name} own by {owner}, cannot be transfer to same broker.")
         await self.ext.admin_unload(bundle.name, dest)
 
-    async def unload_owned(self, bundle: str) -> None:
-        """Unload a bundle this broker owns (no destination)."""
-        await self.ext.admin_unload(bundle, None)
-
     # -- admin: split ------------------------------------------------------------------------
     async def split(
         self, bundle: Bundle, algorithm: str | None, boundaries: Sequence[int] | None, unload: bool, authoritative: bool
     ) -> None:
-        name = self.check_algorithm(algorithm, boundaries)
-        await self._existing(bundle)
+        name = shared.check_algorithm(self.config, algorithm, boundaries)
+        await shared.require_bundle(self.bundles, bundle)
         owner = await self.ext.resolver.get_or_select_owner(bundle.name)
         if owner != self.identity.broker_id:
             raise await self._redirect_to(owner)
-        topics = [TopicLoad(t) for t in self.traffic.topic_names(bundle)]
-        try:
-            result = split_bundle(name, SplitRequest(bundle, topics, boundaries), self.config)
-        except InputError as e:
-            raise RestError(412, f"Split bundle failed due to invalid request: {e}") from None
-        if result is None:
+        children = shared.split_children(self.config, name, bundle, self.ext.ctx.topic_names(bundle), boundaries)
+        if children is None:
             return
-        children = result[1]
         error = await self.ext.split(bundle, children)
         if error is not None:
             raise ServerError(f"Failed to split {bundle.name}: {error}")

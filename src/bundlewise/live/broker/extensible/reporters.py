@@ -26,6 +26,7 @@ from bundlewise.algorithms.extensible.reporting import BrokerLoadReporter, TopBu
 from bundlewise.config.views import BrokerSettings
 from bundlewise.live.broker.extensible.load_store import LoadDataStore
 from bundlewise.live.broker.manager import BrokerContext, Sample, usage_gauges
+from bundlewise.live.broker.tasks import Tasks
 from bundlewise.live.store.errors import MetadataStoreError
 from bundlewise.model.channel import ServiceUnitState, ServiceUnitStateData
 from bundlewise.model.extensible import BrokerLoadData, TopBundlesLoadData
@@ -40,8 +41,10 @@ class LoadReporters:
         ctx: BrokerContext,
         broker_store: LoadDataStore[BrokerLoadData],
         top_store: LoadDataStore[TopBundlesLoadData],
+        tasks: Tasks,
     ) -> None:
         self.ctx = ctx
+        self.scope = tasks.scope()
         self.me = ctx.identity.broker_id
         self.broker_store = broker_store
         self.top_store = top_store
@@ -51,7 +54,6 @@ class LoadReporters:
         self.pushes = 0
         self._tombstoned: dict[str, int] = {}  # reporter -> Pulsar time of its last tombstone
         self._lock = asyncio.Lock()
-        self._tasks: set[asyncio.Task[None]] = set()
 
     async def report(self, force: bool = False) -> None:
         """One tick of both reporters."""
@@ -107,7 +109,7 @@ class LoadReporters:
             self._tombstoned[which] = now
             if which == "broker":
                 self.broker.clear()
-            self._spawn(self._remove(store))
+            self.scope.spawn(self._remove(store), f"tombstoning the {which} load data")
 
     async def _remove(self, store: LoadDataStore[BrokerLoadData] | LoadDataStore[TopBundlesLoadData]) -> None:
         async with self._lock:
@@ -116,14 +118,8 @@ class LoadReporters:
             except MetadataStoreError as e:
                 log.info("could not tombstone the load data: %r", e)
 
-    def _spawn(self, coro: object) -> None:
-        task: asyncio.Task[None] = asyncio.get_running_loop().create_task(coro)  # type: ignore[arg-type]
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-
     def close(self) -> None:
-        for task in list(self._tasks):
-            task.cancel()
+        self.scope.cancel()
 
     def metrics(self) -> list[Sample]:
         """``BrokerLoadData#toMetrics``: the usage gauges of the latest local record."""

@@ -13,7 +13,6 @@ the ``decisions.jsonl`` row shape and counted (``brk_lb_bundles_split_total``).
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 
@@ -22,6 +21,7 @@ from bundlewise.algorithms.splitting.algorithms import SplitRequest, TopicLoad, 
 from bundlewise.config.views import LeaderSettings
 from bundlewise.live.broker.extensible.channel import ServiceUnitStateChannel
 from bundlewise.live.broker.manager import BrokerContext, Sample
+from bundlewise.live.broker.tasks import Tasks
 from bundlewise.model.bundles import Bundle
 from bundlewise.model.channel import ServiceUnitState
 from bundlewise.model.decisions import Label, Logged, SplitDecision
@@ -32,9 +32,15 @@ Splitter = Callable[[Bundle, list[Bundle]], Awaitable[str | None]]
 
 class SplitScheduler:
     def __init__(
-        self, ctx: BrokerContext, family: ExtensibleFamily, channel: ServiceUnitStateChannel, split: Splitter
+        self,
+        ctx: BrokerContext,
+        family: ExtensibleFamily,
+        channel: ServiceUnitStateChannel,
+        split: Splitter,
+        tasks: Tasks,
     ) -> None:
         self.ctx = ctx
+        self.scope = tasks.scope()
         self.family = family
         self.channel = channel
         self.split = split
@@ -42,25 +48,13 @@ class SplitScheduler:
         self.ran = False
         self.split_total = 0
         self.breakdown: dict[str, int] = {}
-        self._task: asyncio.Task[None] | None = None
 
     def start(self) -> None:
-        self._task = asyncio.get_running_loop().create_task(self._loop(), name="split-scheduler")
+        period = self.ctx.clock.real_seconds(self.ctx.config.view(LeaderSettings).split_interval_ms)
+        self.scope.every(period, self.execute, "split cycle")
 
     def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-
-    async def _loop(self) -> None:
-        period = self.ctx.clock.real_seconds(self.ctx.config.view(LeaderSettings).split_interval_ms)
-        while True:
-            await asyncio.sleep(period)
-            try:
-                await self.execute()
-            except asyncio.CancelledError:
-                raise
-            except Exception as e:
-                log.warning("split cycle failed: %r", e)
+        self.scope.cancel()
 
     async def execute(self) -> None:
         """One ``SplitScheduler#execute``."""

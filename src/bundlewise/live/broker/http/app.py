@@ -26,7 +26,6 @@ from bundlewise.live.broker.http import render, topics
 from bundlewise.live.broker.manager import LoadManager
 from bundlewise.live.broker.namespace import NamespaceService
 from bundlewise.live.broker.outcomes import Connect, Redirect, RedirectError, RestError, ServerError, Unavailable
-from bundlewise.live.broker.ownership import OwnershipCache
 from bundlewise.live.broker.policies import BundlesCache
 from bundlewise.live.store import JSON, MetadataStore, layout
 from bundlewise.model.bundles import Bundle
@@ -41,12 +40,13 @@ class Broker(topics.Host, Protocol):
 
     identity: values.BrokerIdentity
     authority: Authority
-    namespace: NamespaceService
     bundles: BundlesCache
     manager: LoadManager
     store: MetadataStore
-    ownership: OwnershipCache
     started: bool
+
+    @property
+    def namespace(self) -> NamespaceService: ...
 
     def healthy(self) -> bool: ...
 

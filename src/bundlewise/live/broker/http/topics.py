@@ -59,7 +59,10 @@ class Host(Protocol):
     identity: values.BrokerIdentity
     authority: Authority
     config: Config
-    namespace: NamespaceService
+
+    @property
+    def namespace(self) -> NamespaceService: ...
+
     bundles: BundlesCache
     store: MetadataStore
     admin: AdminClient

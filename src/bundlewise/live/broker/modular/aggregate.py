@@ -30,6 +30,8 @@ from collections.abc import Awaitable, Callable
 
 from bundlewise.algorithms.leader import LeaderBundleData
 from bundlewise.live.broker.manager import BrokerContext
+from bundlewise.live.broker.modular.ownership import OwnershipCache
+from bundlewise.live.broker.tasks import Tasks
 from bundlewise.live.store import JSON, Notification, layout
 from bundlewise.live.store.errors import MetadataStoreError, NotFoundError
 from bundlewise.model.load import NUM_LONG_SAMPLES, NUM_SHORT_SAMPLES, BrokerData, BundleData, LoadData, LocalBrokerData
@@ -52,8 +54,12 @@ def bundle_data_from_quota(value: object) -> BundleData | None:
 
 
 class LoadDataAggregator:
-    def __init__(self, ctx: BrokerContext, is_leader: Callable[[], bool]) -> None:
+    def __init__(
+        self, ctx: BrokerContext, ownership: OwnershipCache, is_leader: Callable[[], bool], tasks: Tasks
+    ) -> None:
         self.ctx = ctx
+        self.ownership = ownership
+        self.scope = tasks.scope()
         self.is_leader = is_leader
         self.load = LoadData()
         self.bookkeeping = LeaderBundleData()
@@ -63,13 +69,12 @@ class LoadDataAggregator:
         self.after_update: Callable[[], Awaitable[None]] | None = None
         self._dirty: set[str] = set()
         self._wanted = asyncio.Event()
-        self._task: asyncio.Task[None] | None = None
         self.lock = asyncio.Lock()  # the manager's executor: updateAll, assignment, shedding read LoadData
         self.updates = 0
         self._unregister = ctx.store.register_listener(self._on_notification, layout.BROKERS_ROOT)
 
     def start(self) -> None:
-        self._task = asyncio.get_running_loop().create_task(self._loop(), name="update-all")
+        self.scope.spawn(self._loop(), "update-all")
         self.request()
 
     def request(self) -> None:
@@ -87,8 +92,6 @@ class LoadDataAggregator:
             self._wanted.clear()
             try:
                 await self.update_all()
-            except asyncio.CancelledError:
-                raise
             except Exception as e:
                 log.warning("updateAll failed: %r", e)
                 await asyncio.sleep(0.2)
@@ -163,7 +166,7 @@ class LoadDataAggregator:
                     known[bundle] = await self.stored_bundle_data(bundle)
         before = set(known)
         self.bookkeeping.refresh(self.load)
-        owned_here = set(self.ctx.ownership.owned())
+        owned_here = set(self.ownership.owned())
         for broker in self.load.brokers.values():
             pre = broker.preallocatedBundleData
             for bundle in pre:
@@ -184,5 +187,4 @@ class LoadDataAggregator:
 
     def close(self) -> None:
         self._unregister()
-        if self._task is not None:
-            self._task.cancel()
+        self.scope.cancel()

@@ -42,6 +42,7 @@ from bundlewise.algorithms.leader import top_k_bundles
 from bundlewise.config.views import LeaderSettings
 from bundlewise.live.broker.manager import BrokerContext, Sample
 from bundlewise.live.broker.modular.aggregate import LoadDataAggregator
+from bundlewise.live.broker.tasks import Tasks
 from bundlewise.live.store import JSON, layout
 from bundlewise.live.store.errors import MetadataStoreError
 from bundlewise.model.bundles import Bundle
@@ -70,8 +71,11 @@ def snapshot_of(load: LoadData, now: int, recently_unloaded: dict[str, int]) -> 
 
 
 class LeaderWork:
-    def __init__(self, ctx: BrokerContext, family: ModularFamily, data: LoadDataAggregator, is_leader: Any) -> None:
+    def __init__(
+        self, ctx: BrokerContext, family: ModularFamily, data: LoadDataAggregator, is_leader: Any, tasks: Tasks
+    ) -> None:
         self.ctx = ctx
+        self.scope = tasks.scope()
         self.family = family
         self.data = data
         self.is_leader = is_leader
@@ -83,49 +87,28 @@ class LeaderWork:
         self.shed_ran = False
         self.split_ran = False
         self.first_cycle_at: float | None = None
-        self._tasks: list[asyncio.Task[None]] = []
         self._executor = asyncio.Lock()  # Pulsar's pulsar-load-manager thread: shedding and quota never overlap
 
     # -- lifecycle ---------------------------------------------------------------------------
     def start(self) -> None:
         self.stop()
-        loop = asyncio.get_running_loop()
-        self._tasks = [
-            loop.create_task(self._shedding_loop(), name="load-shedding"),
-            loop.create_task(self._quota_loop(), name="bundle-data-writer"),
-        ]
+        settings = self.ctx.config.view(LeaderSettings)
+        self.scope.every(self._interval(settings.shedding_interval_ms), self._shed_step, "load shedding")
+        self.scope.every(self._interval(settings.bundle_data_interval_ms), self._quota_step, "writing bundle data")
 
     def stop(self) -> None:
-        for task in self._tasks:
-            task.cancel()
-        self._tasks = []
+        self.scope.cancel()
 
     def _interval(self, pulsar_ms: int) -> float:
         return self.ctx.clock.real_seconds(pulsar_ms)
 
-    async def _shedding_loop(self) -> None:
-        settings = self.ctx.config.view(LeaderSettings)
-        while True:
-            await asyncio.sleep(self._interval(settings.shedding_interval_ms))
-            try:
-                async with self._executor:
-                    await self.shed()
-            except asyncio.CancelledError:
-                raise
-            except Exception as e:
-                log.warning("load shedding failed: %r", e)
+    async def _shed_step(self) -> None:
+        async with self._executor:
+            await self.shed()
 
-    async def _quota_loop(self) -> None:
-        period = self._interval(self.ctx.config.view(LeaderSettings).bundle_data_interval_ms)
-        while True:
-            await asyncio.sleep(period)
-            try:
-                async with self._executor:
-                    await self.write_bundle_data()
-            except asyncio.CancelledError:
-                raise
-            except Exception as e:
-                log.warning("writing bundle data failed: %r", e)
+    async def _quota_step(self) -> None:
+        async with self._executor:
+            await self.write_bundle_data()
 
     # -- shedding ----------------------------------------------------------------------------
     async def shed(self) -> None:

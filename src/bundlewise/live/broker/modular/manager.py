@@ -2,17 +2,18 @@
 
 Start order (``PulsarService#start``): run for leader at ``/loadbalance/leader`` (``LeaderBroker``),
 then register and publish reports (``reporter``), then follow every broker's reports (``aggregate``).
-Leadership starts and stops the leader's work (``leader``).  Assignment (``select_broker``, the
-wrapper's ``getLeastLoaded``): a pending destination affinity for the bundle is consumed first
-(``setNamespaceBundleAffinity``, PR #25518's full-bundle-name key), else ``#selectBrokerForAssignment``:
-the bundle's preallocation if any, else the family's placement (``ModularFamily.assign``), which
-preallocates the bundle into the load data.  Strategies come from the one registry
+Leadership starts and stops the leader's work (``leader``).  The manager builds what only this mode uses:
+the ephemeral-lock ownership (``ownership.OwnershipCache``) and the namespace service over it
+(``namespace.ModularNamespaceService``), and runs every background task on one ``live.broker.tasks.Tasks``.
+Assignment (``select_broker``, the wrapper's ``getLeastLoaded``): a pending destination affinity for the
+bundle is consumed first (``setNamespaceBundleAffinity``, PR #25518's full-bundle-name key), else
+``#selectBrokerForAssignment``: the bundle's preallocation if any, else the family's placement
+(``ModularFamily.assign``), which preallocates the bundle into the load data.  Strategies come from the one registry
 (``algorithms.registry.make_family``: ``loadBalancerLoadSheddingStrategy`` and the placement rule).
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
 import random
@@ -25,7 +26,10 @@ from bundlewise.live.broker import values
 from bundlewise.live.broker.manager import BrokerContext, Sample
 from bundlewise.live.broker.modular.aggregate import LoadDataAggregator
 from bundlewise.live.broker.modular.leader import LeaderWork
+from bundlewise.live.broker.modular.namespace import ModularNamespaceService
+from bundlewise.live.broker.modular.ownership import OwnershipCache
 from bundlewise.live.broker.modular.reporter import BrokerReporter
+from bundlewise.live.broker.tasks import Tasks
 from bundlewise.live.store import JSON, LeaderElection, LeaderElectionState, Notification, layout
 from bundlewise.model.decisions import Logged
 from bundlewise.model.errors import InputError
@@ -46,46 +50,45 @@ class ModularLoadManager:
         for note in family.notes:
             log.warning(note)
         self.family = family
+        self.tasks = Tasks()
+        self.ownership = OwnershipCache(ctx.store, values.namespace_ephemeral_data(ctx.identity))
+        self.namespace = ModularNamespaceService(ctx, self.ownership, self, self.tasks)
         self.election: LeaderElection[Any] = LeaderElection(ctx.store, layout.LEADER, on_state_change=self._on_state)
         self.reporter = BrokerReporter(ctx)
-        self.data = LoadDataAggregator(ctx, self.is_leader)
-        self.leader_work = LeaderWork(ctx, family, self.data, self.is_leader)
+        self.data = LoadDataAggregator(ctx, self.ownership, self.is_leader, self.tasks)
+        self.leader_work = LeaderWork(ctx, family, self.data, self.is_leader, self.tasks)
         self.data.after_update = self.leader_work.check_split
         self.assign_rng = random.Random(0)
         self.affinity: dict[str, str] = {}
         self._leader_value: dict[str, Any] | None = None
-        self._report_task: asyncio.Task[None] | None = None
+        self._reporting = self.tasks.scope()
         self._unregister = ctx.store.register_listener(self._on_leader_node, layout.LEADER)
 
     # -- lifecycle ---------------------------------------------------------------------------
     async def start(self) -> None:
+        await self.tasks.open()
         await self.election.elect(values.leader_broker(self.ctx.identity))
         await self._refresh_leader()
         await self.reporter.register()
         self.data.start()
-        self._report_task = asyncio.get_running_loop().create_task(self._report_loop(), name="load-report")
-
-    async def _report_loop(self) -> None:
         period = self.ctx.clock.real_seconds(self.ctx.config.view(BrokerSettings).report_interval_ms)
-        while True:
-            await asyncio.sleep(period)
-            try:
-                await self.reporter.write()
-            except asyncio.CancelledError:
-                raise
-            except Exception as e:
-                log.warning("error writing the load report: %r", e)
+        self._reporting.every(period, self._write_report, "writing the load report")
+
+    async def _write_report(self) -> None:
+        await self.reporter.write()
 
     async def stop(self) -> None:
+        """Stop the tasks, release the registration and leadership, then unload every owned bundle."""
         self.leader_work.stop()
         self.data.close()
         self._unregister()
-        if self._report_task is not None:
-            self._report_task.cancel()
+        self._reporting.cancel()
         with contextlib.suppress(Exception):
             await self.reporter.close()
         with contextlib.suppress(Exception):
             await self.election.close()
+        await self.namespace.close()
+        await self.tasks.close()
 
     # -- leadership --------------------------------------------------------------------------
     def _on_state(self, state: LeaderElectionState) -> None:
@@ -94,11 +97,11 @@ class ModularLoadManager:
             self.leader_work.start()
         else:
             self.leader_work.stop()
-        asyncio.get_running_loop().create_task(self._refresh_leader())
+        self.tasks.spawn(self._refresh_leader(), "reading the leader")
 
     def _on_leader_node(self, n: Notification) -> None:
         if n.path == layout.LEADER:
-            asyncio.get_running_loop().create_task(self._refresh_leader())
+            self.tasks.spawn(self._refresh_leader(), "reading the leader")
 
     async def _refresh_leader(self) -> None:
         with contextlib.suppress(Exception):

@@ -6,10 +6,10 @@ import uuid
 from collections.abc import Iterator
 
 import pytest
+from live_support import SESSION_TIMEOUT, run
 
 from bundlewise.live.harness.servers import EtcdServer, ZooKeeperServer
 from bundlewise.live.store import AuthError, connect
-from conftest import SESSION_TIMEOUT, run
 
 
 def test_zookeeper_nodes_created_with_credentials_are_read_only_for_others(zk_server: ZooKeeperServer) -> None:

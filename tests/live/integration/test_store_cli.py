@@ -9,9 +9,9 @@ import subprocess
 import sys
 
 import pytest
+from live_support import SESSION_TIMEOUT, run
 
 from bundlewise.live.store import connect
-from conftest import SESSION_TIMEOUT, run
 
 
 @pytest.mark.parametrize("flags", [[], ["--zookeeper"]], ids=["etcd", "zookeeper"])

@@ -17,10 +17,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from live_support import SESSION_TIMEOUT, eventually, run
 
 from bundlewise.live.harness.servers import ServerProcess
 from bundlewise.live.store import BadVersionError, SessionEvent, connect
-from conftest import SESSION_TIMEOUT, eventually, run
 
 CLIENT = str(Path(__file__).with_name("store_client.py"))
 FULL_CYCLE = [

@@ -156,3 +156,29 @@ def test_sigkill_of_the_owner_the_producer_continues_on_another_broker(
         assert late == []
         assert recovered < SESSION_MS / 1000 + 30
         cl.close()
+
+
+@pytest.mark.parametrize("manager", sorted(MANAGERS))
+def test_a_broker_paused_past_its_session_acknowledges_nothing_after_its_fencing_deadline(
+    server: ServerProcess, tmp_path: Path, manager: str
+) -> None:
+    with cluster(server, 3, tmp_path, MANAGERS[manager]) as c:
+        cl = client(c.brokers[0].web_url)
+        p = SteadyProducer(cl.create_producer(TOPIC, batching_enabled=False, send_timeout_millis=90000), rate=100)
+        p.start()
+        owner = wait_for_ack_from(p, c, 0.0, 30)
+        time.sleep(0.5)
+        paused = time.monotonic()
+        owner.pause()  # SIGSTOP: its clients' sends pile up in its socket, unread
+        time.sleep(SESSION_MS / 1000 + 3)
+        owner.resume()  # past the deadline: it reads them but acknowledges none, and closes its clients
+        resumed = time.monotonic()
+        survivor = wait_for_ack_from(p, c, resumed + IN_FLIGHT, 60)
+        assert survivor.broker_id != owner.broker_id
+        time.sleep(0.5)
+        p.stop(timeout=90)
+        check_exactly_once(p)
+        deadline = paused + SESSION_MS / 1000
+        late = [a for a in p.acks if a.at > deadline and acknowledged_by(c, a.ledger) is owner]
+        assert late == [], f"{len(late)} receipts from {owner.broker_id} after its fencing deadline"
+        cl.close()

@@ -1,4 +1,5 @@
-"""Recipes on the protocol, against both real stores: election, locks, read-modify-write, table view."""
+"""Recipes on the protocol, on every backend (the in-memory store, ZooKeeper, etcd): election, locks,
+read-modify-write, table view."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
 import pytest
+from live_support import SESSION_TIMEOUT, eventually, run
 from test_store_backend import expire_session
 
 from bundlewise.live.store import (
@@ -30,7 +32,6 @@ from bundlewise.live.store import (
     layout,
     read_modify_write,
 )
-from conftest import SESSION_TIMEOUT, eventually, run
 
 
 async def open_store(url: str) -> MetadataStore:

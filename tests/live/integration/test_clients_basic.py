@@ -5,17 +5,21 @@ partitioned topics and the topic admin routes."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import httpx
 import pulsar
 import pytest
-from broker_harness import EXT, cluster, get, put, read_store
-from client_harness import acknowledged_by, client, owner_of, pulsar_url
+from broker_harness import EXT, cluster, get, put, read_store, wait_until
+from client_harness import SteadyProducer, acknowledged_by, bundle_of, client, owner_of, pulsar_url
 
-from bundlewise.live.harness.servers import ServerProcess
+from bundlewise.live.harness.servers import ServerProcess, free_port
 
 MANAGERS = {"modular": {}, "extensible": EXT}
+TOPIC_LOAD = "persistent://public/default/load"
 
 
 @pytest.mark.parametrize("manager", sorted(MANAGERS))
@@ -186,3 +190,42 @@ def test_broker_routes_answer_what_pulsar_answers(etcd_server: ServerProcess, tm
         assert topic["subscriptions"]["sub"]["type"] == "Exclusive"
         assert len(topic["subscriptions"]["sub"]["consumers"]) == 1
         cl.close()
+
+
+def test_the_load_report_counts_real_traffic(etcd_server: ServerProcess, tmp_path: Path) -> None:
+    with cluster(etcd_server, 1, tmp_path) as c:
+        b = c.brokers[0]
+        cl = client(pulsar_url(b))
+        consumer = cl.subscribe(TOPIC_LOAD, "s")
+        p = SteadyProducer(cl.create_producer(TOPIC_LOAD, batching_enabled=False), rate=200).start()
+        bundle = bundle_of(b, TOPIC_LOAD)
+
+        def stats() -> dict[str, float] | None:
+            report = get(f"{b.web_url}/admin/v2/broker-stats/load-report").json()
+            s = report["lastStats"].get(bundle)
+            return s if s and s["msgRateIn"] > 0 else None
+
+        time.sleep(3)  # a few of the service's one-second samples at the steady rate
+        s = wait_until(stats, 10, "real traffic in the load report")
+        p.stop()
+        # an idle broker without a workload reports nothing but this topic's traffic
+        assert 100 <= s["msgRateIn"] <= 300, s
+        assert s["producerCount"] == 1 and s["consumerCount"] == 1 and s["topics"] == 1
+        assert s["msgThroughputIn"] > s["msgRateIn"]  # bytes: at least one per message
+        consumer.close()
+        cl.close()
+
+
+def test_a_broker_refuses_a_binary_url_another_registered_broker_advertises(
+    etcd_server: ServerProcess, tmp_path: Path
+) -> None:
+    with cluster(etcd_server, 1, tmp_path) as c:
+        taken = c.brokers[0].settings["brokerServicePort"]
+        cmd = [sys.executable, "-m", "bundlewise.cli.main", "broker", "--store", c.store_url]
+        cmd += ["--web", f"127.0.0.1:{free_port()}", "--set", f"brokerServicePort={taken}"]
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 2
+        assert done.stderr.strip().splitlines()[-1] == (
+            f"error: brokerServicePort: broker {c.brokers[0].broker_id} already advertises "
+            f"pulsar://127.0.0.1:{taken}; give this broker another port"
+        )

@@ -1,4 +1,5 @@
-"""The backend suite: every test runs against a real ZooKeeper and a real etcd (``backend``)."""
+"""The backend suite: every test runs against the in-memory store, a real ZooKeeper and a real etcd
+(``backend``, tests/live/contract/conftest.py)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import uuid
 import httpx
 import pytest
 from kazoo.client import KazooClient
+from live_support import SESSION_TIMEOUT, eventually, run
 
 from bundlewise.live.harness.servers import EtcdServer
 from bundlewise.live.store import (
@@ -22,7 +24,7 @@ from bundlewise.live.store import (
     StoreUrl,
     connect,
 )
-from conftest import SESSION_TIMEOUT, eventually, run
+from bundlewise.live.store.backends.memory import MemoryStore
 
 
 async def open_store(url: str) -> MetadataStore:
@@ -207,6 +209,10 @@ def test_ephemeral_disappears_when_its_client_closes(store_url: str) -> None:
 
 async def expire_session(backend: str, store: MetadataStore, url: str) -> None:
     """End ``store``'s session at the server, as a real expiry does."""
+    if backend == "memory":
+        assert isinstance(store, MemoryStore)
+        await store.expire_session()  # the server ends the session; a new one follows, as with the others
+        return
     parsed = StoreUrl.parse(url)
     if backend == "zk":
         # kazoo's own technique: a second client with the same session id and password, closed.

@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from live_support import run
 
 from bundlewise.live.store import connect
-from conftest import run
 
 MODULAR = "org.apache.pulsar.broker.loadbalance.impl.ModularLoadManagerImpl"
 B1, B2, B3 = "broker-1.pulsar:8080", "broker-2.pulsar:8080", "broker-3.pulsar:8080"

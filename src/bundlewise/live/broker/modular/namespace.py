@@ -1,0 +1,222 @@
+"""Lookups and ownership changes on a broker of the modular load manager (``NamespaceService``,
+``NamespacesBase``, ``OwnedBundle``); the shared rules and the protocol are ``live.broker.namespace``'s.
+
+**Lookup** (``#findBrokerServiceUrl``, ``#searchForCandidateBroker``); at most one attempt per bundle
+and flags is in flight on a broker, concurrent lookups share it:
+
+1. an owner exists (our own entry or the ``/namespace`` node): ``Connect`` to it -- unless it is being
+   unloaded (500 "is being unloaded") or it is this broker and fencing forbids serving it now (500);
+   read-only callers get None when there is no owner;
+2. otherwise a candidate: an ``authoritative`` request takes this broker (the leader chose it); a
+   request on the leader, or while the leader is unknown or not registered, is decided here by the
+   load manager (``getLeastLoaded``) and redirected authoritatively; anything else is forwarded to the
+   leader, not authoritatively;
+3. the candidate is this broker: take the bundle's ephemeral lock and answer ``Connect``; losing the
+   race fails the lookup (500 "Failed to acquire ownership"), and the client retries; another
+   candidate: ``Redirect`` to its web URL from its registration (404 when it has none); no candidate:
+   503.
+
+**Unload** (``#internalUnloadNamespaceBundleAsync``, ``OwnedBundle#handleUnloadRequest``): with a
+``destinationBroker`` (an ``http(s)://`` prefix is stripped) it must be registered (409) and the
+request must run on the leader (307 to it, 412 when unknown), which records the affinity; a bundle
+nobody owns answers 204; a non-owner redirects to the owner, authoritative iff it leads, without the
+destination; the owner marks the bundle inactive (a second unload fails: "Namespace is not active"),
+closes its topics (traffic stops counting) and deletes its node.
+
+**Split** (``#internalSplitNamespaceBundleAsync``, ``#splitAndOwnBundle``): the algorithm must be one of
+``supportedNamespaceBundleSplitAlgorithms`` and ``specified_positions_divide`` needs boundaries (412);
+ownership is validated for writing, so an unowned bundle is assigned first and a non-owner redirects;
+the owner computes the boundaries (none: nothing to do), takes the children's locks, writes the
+namespace's bundles with a compare-and-set at the version it read (``BadVersion``: wait 100 ms and redo
+from the read, 7 times at most, then 500), then deactivates the parent and deletes its node, and with
+``unload`` unloads the children in the background.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+from bundlewise.config import Config
+from bundlewise.live.broker import namespace as shared
+from bundlewise.live.broker.manager import BrokerContext, LoadManager
+from bundlewise.live.broker.modular.ownership import OwnershipCache
+from bundlewise.live.broker.namespace import LookupAnswer, Lookups
+from bundlewise.live.broker.outcomes import Connect, Redirect, RedirectError, RestError, ServerError, Unavailable
+from bundlewise.live.broker.tasks import Tasks
+from bundlewise.live.store.errors import BadVersionError, LockBusyError, MetadataStoreError
+from bundlewise.model.bundles import Bundle
+
+log = logging.getLogger(__name__)
+
+SPLIT_RETRY_LIMIT = 7
+SPLIT_RETRY_DELAY = 0.1
+
+
+class ModularNamespaceService:
+    def __init__(self, ctx: BrokerContext, ownership: OwnershipCache, manager: LoadManager, tasks: Tasks) -> None:
+        self.identity = ctx.identity
+        self.config: Config = ctx.config
+        self.bundles = ctx.bundles
+        self.topic_names = ctx.topic_names
+        self.ownership = ownership
+        self.manager = manager
+        self.tasks = tasks
+        self.lookups = Lookups(self._known_answer, self._find)
+        self.counters = self.lookups.counters
+
+    def served(self) -> list[str]:
+        """The bundles this broker serves right now (fencing applied)."""
+        return self.ownership.served()
+
+    def serving(self, bundle: str) -> bool:
+        return self.ownership.serving(bundle)
+
+    def moving_to(self, bundle: str) -> tuple[str, bool] | None:
+        """Never named here: an unload's destination is the leader's affinity, found by the client's lookup."""
+        return None
+
+    # -- lookup ------------------------------------------------------------------------------
+    async def bundle_of_topic(self, namespace: str, topic: str) -> Bundle:
+        return await shared.bundle_of_topic(self.bundles, namespace, topic)
+
+    async def find(self, bundle: str, *, authoritative: bool, read_only: bool = False) -> LookupAnswer | None:
+        """``#findBrokerServiceUrl``, de-duplicated per bundle and flags."""
+        return await self.lookups.find(bundle, authoritative, read_only)
+
+    def _known_answer(self, bundle: str) -> LookupAnswer | None:
+        """Connect to the owner this broker already knows of, else None."""
+        known = self.ownership.known_owner(bundle)
+        return None if known is None else self._connect_to(bundle, known)
+
+    async def _find(self, bundle: str, authoritative: bool, read_only: bool) -> LookupAnswer | None:
+        owner = await self.ownership.owner(bundle)
+        if owner is not None:
+            return self._connect_to(bundle, owner)
+        if read_only:
+            return None
+        return await self._search_for_candidate(bundle, authoritative)
+
+    def _connect_to(self, bundle: str, owner: dict[str, Any]) -> Connect:
+        if owner.get("disabled"):
+            raise ServerError(f"Namespace bundle {bundle} is being unloaded")
+        if owner.get("httpUrl") == self.identity.web_url and not self.ownership.serving(bundle):
+            raise ServerError(
+                f"Namespace bundle {bundle} is not served by this broker now: its metadata session is not confirmed"
+            )
+        return Connect(str(owner.get("nativeUrl")), str(owner.get("httpUrl")))
+
+    async def _search_for_candidate(self, bundle: str, authoritative: bool) -> LookupAnswer:
+        me = self.identity.broker_id
+        leader = self.manager.leader_id()
+        candidate: str | None
+        if authoritative:
+            candidate, redirect_authoritative = me, True
+        elif self.manager.is_leader() or leader is None or leader not in self.manager.active_brokers():
+            candidate = await self.manager.select_broker(bundle)
+            redirect_authoritative = True
+            if candidate is None:
+                raise Unavailable(f"No broker was available to own {bundle}")
+        else:
+            candidate, redirect_authoritative = leader, False
+        if candidate == me:
+            try:
+                await self.ownership.try_acquire(bundle)
+            except LockBusyError:
+                raise ServerError(f"Failed to acquire ownership for namespace bundle {bundle}") from None
+            if not self.ownership.serving(bundle):
+                raise ServerError(f"Namespace bundle {bundle} is currently being unloaded")
+            return Connect(self.identity.pulsar_url, self.identity.web_url)
+        data = await self.manager.broker_data(candidate)
+        if data is None or not data.get("webServiceUrl"):
+            raise RestError(404, f"Broker {candidate} is not registered under /loadbalance/brokers")
+        return Redirect(str(data["webServiceUrl"]), redirect_authoritative)
+
+    # -- admin: unload -----------------------------------------------------------------------
+    async def unload(self, bundle: Bundle, destination: str | None, authoritative: bool) -> None:
+        await shared.require_bundle(self.bundles, bundle)
+        if destination:
+            destination = destination.removeprefix("http://").removeprefix("https://")
+            if destination not in await self.manager.list_brokers():
+                raise RestError(409, f"Destination broker {destination} is not active")
+            if not self.manager.is_leader():
+                leader = await self.manager.read_leader()
+                leader_url = None if leader is None else leader.get("serviceUrl")
+                if not leader_url:
+                    raise RestError(412, "Can't find leader broker")
+                raise RedirectError(Redirect(str(leader_url), False))
+            self.manager.set_affinity(bundle.name, destination)
+        owner = await self.ownership.owner(bundle.name)
+        if owner is None:
+            return
+        if self.ownership.get(bundle.name) is None:
+            raise RedirectError(Redirect(str(owner["httpUrl"]), self.manager.is_leader(), drop=("destinationBroker",)))
+        await self.unload_owned(bundle.name)
+
+    async def unload_owned(self, bundle: str) -> None:
+        """``OwnedBundle#handleUnloadRequest``: inactive, topics closed, node deleted."""
+        if not self.ownership.disable(bundle):
+            raise ServerError(f"Bundle {bundle} is not currently owned or the namespace is not active")
+        try:
+            await self.ownership.release(bundle)
+        except MetadataStoreError as e:
+            raise ServerError(f"Failed to unload {bundle}: {e}") from e
+        log.info("unloaded %s", bundle)
+
+    # -- admin: split ------------------------------------------------------------------------
+    async def split(
+        self, bundle: Bundle, algorithm: str | None, boundaries: Sequence[int] | None, unload: bool, authoritative: bool
+    ) -> None:
+        name = shared.check_algorithm(self.config, algorithm, boundaries)
+        await shared.require_bundle(self.bundles, bundle)
+        answer = await self.find(bundle.name, authoritative=authoritative)
+        if isinstance(answer, Redirect):
+            raise RedirectError(answer)
+        if isinstance(answer, Connect) and answer.http_url != self.identity.web_url:
+            raise RedirectError(Redirect(answer.http_url, self.manager.is_leader()))
+        if self.ownership.get(bundle.name) is None:
+            raise ServerError(f"Bundle {bundle.name} is not owned by this broker")
+        await self.split_and_own(bundle, name, boundaries, unload)
+
+    async def split_and_own(
+        self, bundle: Bundle, algorithm: str, positions: Sequence[int] | None, unload: bool
+    ) -> list[Bundle] | None:
+        """``#splitAndOwnBundle`` with the 7-retry / 100 ms rule; returns the children (None: no split)."""
+        for attempt in range(1, SPLIT_RETRY_LIMIT + 1):
+            known = await self.bundles.get(bundle.namespace)
+            if bundle not in known.bundles.bundles:
+                raise RestError(412, f"Split bundle failed due to invalid request: bundle {bundle.name} not found")
+            children = shared.split_children(self.config, algorithm, bundle, self.topic_names(bundle), positions)
+            if children is None:
+                return None
+            new, _ = known.bundles.split(bundle, [c.lower for c in children[1:]])
+            for child in children:
+                with contextlib.suppress(LockBusyError):
+                    await self.ownership.try_acquire(child.name)
+            try:
+                await self.bundles.write_split(bundle.namespace, known.version, new)
+            except BadVersionError:
+                log.info("split of %s lost a race (attempt %d); retrying", bundle.name, attempt)
+                await asyncio.sleep(SPLIT_RETRY_DELAY)
+                continue
+            except MetadataStoreError as e:
+                raise ServerError(f"Failed to split {bundle.name}: {e}") from e
+            self.ownership.disable(bundle.name)
+            await self.ownership.release(bundle.name)
+            log.info("split %s into %s", bundle.name, ", ".join(c.range_name for c in children))
+            if unload:
+                for child in children:
+                    self.tasks.spawn(self.unload_owned(child.name), f"unloading {child.name}")
+            return children
+        raise ServerError(f"Failed to split {bundle.name}: the bundles changed {SPLIT_RETRY_LIMIT} times in a row")
+
+    async def close(self) -> None:
+        """On a graceful stop: unload every bundle this broker owns, then stop watching ownership."""
+        for bundle in list(self.ownership.owned()):
+            with contextlib.suppress(Exception):
+                await self.unload_owned(bundle)
+        with contextlib.suppress(Exception):
+            await self.ownership.close()
