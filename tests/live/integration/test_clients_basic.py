@@ -13,9 +13,11 @@ from pathlib import Path
 import httpx
 import pulsar
 import pytest
+from auth_support import ADMIN, ALICE, AUTH, SECRET
 from broker_harness import EXT, cluster, get, put, read_store, wait_until
-from client_harness import SteadyProducer, acknowledged_by, bundle_of, client, owner_of, pulsar_url
+from client_harness import QUIET, SteadyProducer, acknowledged_by, bundle_of, client, owner_of, pulsar_url
 
+from bundlewise.live.broker.auth import make_token
 from bundlewise.live.harness.servers import ServerProcess, free_port
 
 MANAGERS = {"modular": {}, "extensible": EXT}
@@ -229,3 +231,21 @@ def test_a_broker_refuses_a_binary_url_another_registered_broker_advertises(
             f"error: brokerServicePort: broker {c.brokers[0].broker_id} already advertises "
             f"pulsar://127.0.0.1:{taken}; give this broker another port"
         )
+
+
+def test_token_authentication_on_the_binary_protocol_follows_the_http_rules(
+    etcd_server: ServerProcess, tmp_path: Path
+) -> None:
+    settings = {**AUTH, "brokerClientAuthenticationParameters": f"token:{ADMIN}"}
+    with cluster(etcd_server, 1, tmp_path, settings) as c:
+        url = pulsar_url(c.brokers[0])
+        good = pulsar.Client(url, authentication=pulsar.AuthenticationToken(ALICE), logger=QUIET)
+        producer = good.create_producer("secured")
+        assert producer.send(b"x").entry_id() == 0
+        good.close()
+        expired = make_token(SECRET, "alice", expires_in=-5)
+        for auth in (pulsar.AuthenticationToken(expired), None):
+            bad = pulsar.Client(url, authentication=auth, operation_timeout_seconds=5, logger=QUIET)
+            with pytest.raises(pulsar.PulsarException):
+                bad.create_producer("secured")
+            bad.close()

@@ -68,6 +68,7 @@ class ServerConnection(asyncio.Protocol):
         self.last_seen = time.monotonic()
         self.pinged = False
         self.tasks: set[asyncio.Task[None]] = set()
+        self._out: list[bytes] = []  # frames written since the last flush
 
     # -- transport -------------------------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -104,8 +105,20 @@ class ServerConnection(asyncio.Protocol):
         self.write(T(type=T.PING, ping=pb.CommandPing()))
 
     def write(self, cmd: pb.BaseCommand) -> None:
-        if self.transport is not None and not self.transport.is_closing():
-            self.transport.write(codec.encode(cmd))
+        self.write_raw(codec.encode(cmd))
+
+    def write_raw(self, frame: bytes) -> None:
+        """Queue a frame; the queue goes out in one write when the current callback is done."""
+        if self.transport is None or self.transport.is_closing():
+            return
+        if not self._out:
+            asyncio.get_running_loop().call_soon(self.flush)
+        self._out.append(frame)
+
+    def flush(self) -> None:
+        if self._out and self.transport is not None and not self.transport.is_closing():
+            self.transport.write(b"".join(self._out))
+        self._out.clear()
 
     def data_received(self, data: bytes) -> None:
         self.last_seen = time.monotonic()
@@ -120,6 +133,7 @@ class ServerConnection(asyncio.Protocol):
                 self.handle(frame)
             except Exception:
                 log.exception("failed to handle %s", T.Type.Name(frame.command.type))
+        self.flush()
 
     def spawn(self, coro: Any) -> None:
         task = asyncio.get_running_loop().create_task(coro)
@@ -192,6 +206,7 @@ class ServerConnection(asyncio.Protocol):
                 self.role = self._authenticate(c)
             except AuthenticationError as e:
                 self.error(NO_REQUEST, AUTHENTICATION_ERROR, str(e))
+                self.flush()
                 if self.transport is not None:
                     self.transport.close()
                 return
@@ -362,7 +377,7 @@ class ServerConnection(asyncio.Protocol):
             message_id=pb.MessageIdData(ledgerId=ledger_id, entryId=entry.entry_id),
             redelivery_count=redelivery,
         )
-        self.transport.write(codec.encode_with_body(command(T.MESSAGE, message=m), entry.body, entry.checksum))
+        self.write_raw(codec.encode_with_body(command(T.MESSAGE, message=m), entry.body, entry.checksum))
 
     def active_change(self, consumer: Consumer, active: bool) -> None:
         a = pb.CommandActiveConsumerChange(consumer_id=consumer.consumer_id, is_active=active)
