@@ -104,7 +104,7 @@ class Subscription:
         if self.type == EXCLUSIVE and self.consumers:
             raise SubscribeError("Exclusive consumer is already connected")
         self.consumers.append(consumer)
-        self._failover_changed()
+        self._failover_changed(consumer)
         self.dispatch()
 
     def remove(self, consumer: Consumer) -> None:
@@ -118,11 +118,14 @@ class Subscription:
         self._failover_changed()
         self.dispatch()
 
-    def _failover_changed(self) -> None:
+    def _failover_changed(self, joined: Consumer | None = None) -> None:
+        """Tell every consumer when the active one changes, and a consumer that joined its own status."""
         if self.type != FAILOVER:
             return
         active = min(self.consumers, key=lambda c: c.priority, default=None)  # min keeps the earliest on ties
         if active is self._active:
+            if joined is not None:
+                joined.active_change(joined, joined is active)
             return
         self._active = active
         for c in self.consumers:
