@@ -10,6 +10,9 @@ run, default 10; ``BENCH_CLIENTS_UNLOADS``, default 50).  On etcd with the modul
 * **the producer's gap over unloads**: 3 brokers, a producer at 200 msg/s, ``BENCH_CLIENTS_UNLOADS`` unloads
   of its bundle one second apart (each to the next broker, so every unload is a real move); for each unload
   the longest time between two receipts around it, p50/p99/max in ms.
+
+The 1-minute load average at the start and the end is recorded beside the figures: the broker is one Python
+process, and its figures move with the CPU the machine leaves it.
 """
 
 from __future__ import annotations
@@ -173,6 +176,7 @@ def main() -> None:
     unloads = int(os.environ.get("BENCH_CLIENTS_UNLOADS", "50"))
     settings = {"loadBalancerSheddingEnabled": "false", "loadBalancerAutoBundleSplitEnabled": "false"}
     out: dict[str, Any] = {"store": "etcd", "loadManager": "ModularLoadManagerImpl", "message_bytes": SIZE}
+    out["load_average_at_start"] = round(os.getloadavg()[0], 1)  # the machine is shared: what else ran
     with EtcdServer() as server, tempfile.TemporaryDirectory(prefix="bench-clients-") as tmp:
         with LocalCluster(1, store_url=server.url, settings=settings, work_dir=Path(tmp) / "one") as one:
             out["batched_msg_per_s"] = round(throughput(pulsar_url(one), seconds, batched=True))
@@ -184,4 +188,5 @@ def main() -> None:
         with LocalCluster(3, store_url=server.url, settings=settings, work_dir=Path(tmp) / "three") as three:
             out["unload_gap"] = unload_gaps(three, unloads)
             print(f"producer gap over unloads: {out['unload_gap']}", flush=True)
+    out["load_average_at_end"] = round(os.getloadavg()[0], 1)
     write_result("clients", out)
