@@ -11,7 +11,7 @@ STAMP := $(VENV)/.installed
 export PYSPARK_PYTHON := $(abspath $(PY))
 export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 
-.PHONY: demo shell screenshot test test-fast bench check gates lint format-check typecheck clean zookeeper chromium
+.PHONY: proto demo shell screenshot test test-fast bench check gates lint format-check typecheck clean zookeeper chromium
 
 $(VENV)/bin/python:
 	@echo "creating $(VENV) with $(PYTHON)"
@@ -26,8 +26,8 @@ $(CORE): pyproject.toml | $(VENV)/bin/python
 
 # everything: Spark (about 1 GB with its jars), the live load manager's clients, benchmark and dev tools
 $(STAMP): pyproject.toml | $(VENV)/bin/python
-	@echo "installing bundlewise with every extra (spark, live, bench, dev: about 1 GB) into $(VENV)"
-	$(PY) -m pip install -e '.[spark,bench,dev,live]'
+	@echo "installing bundlewise with every extra (spark, live, clients, bench, dev: about 1 GB) into $(VENV)"
+	$(PY) -m pip install -e '.[spark,bench,dev,live,clients]'
 	touch $(STAMP) $(CORE)
 
 demo: $(CORE)
@@ -54,6 +54,11 @@ zookeeper:
 	@test -f $(ZOOKEEPER_JAR) || { echo "installing Debian's zookeeper"; \
 	  $(SUDO) apt-get update -q && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -q zookeeper; }
 	@test -f $(ZOOKEEPER_JAR)
+
+# the binary protocol's classes from its schema (src/bundlewise/live/broker/binary/wire.proto)
+PROTO_DIR := src/bundlewise/live/broker/binary
+proto: $(STAMP)
+	cd $(PROTO_DIR) && $(abspath $(PY)) -m grpc_tools.protoc -I. --python_out=. --pyi_out=. wire.proto
 
 # pytest exits 5 when no test ran, so a run that collects nothing fails
 test: $(STAMP) zookeeper chromium

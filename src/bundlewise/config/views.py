@@ -492,6 +492,27 @@ class ChannelSettings:
         )
 
 
+@dataclass(frozen=True, slots=True)
+class TopicSettings:
+    """Topics on a running broker (``BrokerService``: auto-creation, the binary protocol's limits)."""
+
+    auto_create: bool
+    auto_create_partitioned: bool
+    default_partitions: int
+    max_message_size: int
+    keep_alive_s: int
+
+    @classmethod
+    def of(cls, c: Mapping[str, Any]) -> TopicSettings:
+        return cls(
+            auto_create=bool(c["allowAutoTopicCreation"]),
+            auto_create_partitioned=str(c["allowAutoTopicCreationType"]) == "partitioned",
+            default_partitions=int(c["defaultNumPartitions"]),
+            max_message_size=int(c["maxMessageSize"]),
+            keep_alive_s=int(c["keepAliveIntervalSeconds"]),
+        )
+
+
 ALL_VIEWS = (
     LeaderSettings,
     ReportSettings,
@@ -508,4 +529,5 @@ ALL_VIEWS = (
     AuthSettings,
     BalancedSettings,
     MergeSettings,
+    TopicSettings,
 )

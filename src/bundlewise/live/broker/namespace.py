@@ -48,6 +48,13 @@ class NamespaceService(Protocol):
     def served(self) -> list[str]:
         """The bundles this broker serves right now (fencing applied)."""
 
+    def serving(self, bundle: str) -> bool:
+        """This broker serves ``bundle`` right now (fencing applied)."""
+
+    def moving_to(self, bundle: str) -> tuple[str, bool] | None:
+        """A transfer of ``bundle`` away from this broker: (destination, whether the destination owns it now);
+        None when no destination is named (the clients look the topic up again)."""
+
     async def bundle_of_topic(self, namespace: str, topic: str) -> Bundle: ...
 
     async def find(self, bundle: str, *, authoritative: bool, read_only: bool = False) -> LookupAnswer | None:

@@ -38,16 +38,18 @@ import httpx
 
 from bundlewise.algorithms.extensible.channel import ChannelSettings
 from bundlewise.config import Config, short_class_name
-from bundlewise.config.views import AuthSettings, BrokerSettings, SplitSettings
+from bundlewise.config.views import AuthSettings, BrokerSettings, SplitSettings, TopicSettings
 from bundlewise.live.broker import values
 from bundlewise.live.broker.admin_client import AdminClient
 from bundlewise.live.broker.auth import Authority, client_token
+from bundlewise.live.broker.binary import BinaryService, start_binary
 from bundlewise.live.broker.clock import PulsarClock
 from bundlewise.live.broker.extensible import ExtensibleLoadManager
 from bundlewise.live.broker.manager import BrokerContext, LoadManager
 from bundlewise.live.broker.modular import ModularLoadManager
 from bundlewise.live.broker.namespace import NamespaceService
 from bundlewise.live.broker.policies import BundlesCache
+from bundlewise.live.broker.topic_resources import TopicResources
 from bundlewise.live.broker.traffic import EmulatedTraffic
 from bundlewise.live.store import AuthError, ConnectionLossError, MetadataStore, connect
 from bundlewise.model.errors import InputError
@@ -120,6 +122,8 @@ class Broker:
     bundles: BundlesCache
     manager: LoadManager
     admin: AdminClient
+    topic_resources: TopicResources
+    binary: BinaryService | None = None
 
     @property
     def namespace(self) -> NamespaceService:
@@ -137,8 +141,10 @@ class Broker:
         self._opened.push_async_callback(quietly)
 
     def sample_load(self) -> LocalBrokerData:
-        """The broker's load now: the cost model over the traffic of the bundles it serves."""
+        """The broker's load now: the cost model over the emulated and the real traffic of the bundles it serves."""
         stats = self.traffic.bundle_stats(self.namespace.served())
+        if self.binary is not None:
+            stats = self.traffic.with_real(stats, self.binary.traffic())
         settings = self.config.view(BrokerSettings)
         report = LocalBrokerData.of_stats(
             self.traffic.resources(stats),
@@ -174,6 +180,7 @@ class Broker:
         except (ConnectionLossError, AuthError) as e:
             raise InputError(f"cannot open the metadata store: {e}", field="--store") from None
         self._on_stop(self.store.close)
+        self.topic_resources = TopicResources(self.store, self.config.view(TopicSettings))
         self.bundles = BundlesCache(self.store, self.config.view(SplitSettings).default_bundles)
         self._on_stop(self.bundles.close)
         auth = self.config.view(AuthSettings)
@@ -196,6 +203,8 @@ class Broker:
         self.manager = ExtensibleLoadManager(ctx) if kind == EXTENSIBLE else ModularLoadManager(ctx)
         if self.admin_transport is None:
             await self._start_web()
+            self.binary = await start_binary(self, self.store)
+            self._on_stop(self.binary.stop)  # after the manager's stop (LIFO): its unloads close the topics first
         self._on_stop(self.manager.stop)
         await self.manager.start()
         self.started = True

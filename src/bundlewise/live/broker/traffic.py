@@ -7,6 +7,10 @@ ownership: when a bundle moves or splits, its topics' load moves with it.  A bun
 ``NamespaceBundleStats`` sums its topics' rates and producer/consumer counts and counts its topics;
 the broker's ``SystemResources`` are the cost model (``traffic.cost.BrokerSpec.resources``) of the sum
 over the served bundles.  Without a workload the broker is idle: no topics, base CPU only.
+
+Real clients (the binary protocol) add to it: ``with_real`` sums a bundle's emulated stats and the
+traffic its real topics carried (rates, producers, consumers, topics), so the cost model and the
+strategies see both.
 """
 
 from __future__ import annotations
@@ -85,6 +89,28 @@ class EmulatedTraffic:
                 consumerCount=int(consumers[idx].sum()),
                 producerCount=int(producers[idx].sum()),
                 topics=int(topics[idx].sum()),
+            )
+        return out
+
+    @staticmethod
+    def with_real(
+        emulated: dict[str, NamespaceBundleStats], real: dict[str, NamespaceBundleStats]
+    ) -> dict[str, NamespaceBundleStats]:
+        """Each served bundle's emulated stats plus its real traffic (bundles not served are ignored)."""
+        out = dict(emulated)
+        for bundle, r in real.items():
+            e = out.get(bundle)
+            if e is None:
+                continue
+            out[bundle] = NamespaceBundleStats(
+                msgRateIn=e.msgRateIn + r.msgRateIn,
+                msgThroughputIn=e.msgThroughputIn + r.msgThroughputIn,
+                msgRateOut=e.msgRateOut + r.msgRateOut,
+                msgThroughputOut=e.msgThroughputOut + r.msgThroughputOut,
+                consumerCount=e.consumerCount + r.consumerCount,
+                producerCount=e.producerCount + r.producerCount,
+                topics=e.topics + r.topics,
+                cacheSize=e.cacheSize,
             )
         return out
 

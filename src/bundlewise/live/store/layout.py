@@ -13,6 +13,8 @@ P8    ``/namespace/{tenant}/{ns}/{range}``                  ephemeral lock: Name
 P9    ``/admin/local-policies/{tenant}/{ns}``               LocalPolicies (versioned writes)
 P10   ``/admin/policies/{tenant}/{ns}``                     Policies (configuration store)
 P11   ``/service_unit_state/{tenant}/{ns}/{range}``         ServiceUnitStateData (metadata-store channel)
+P12   ``/admin/partitioned-topics/{tenant}/{ns}/{domain}/{topic}``  PartitionedTopicMetadata
+P13   ``/managed-ledgers/{tenant}/{ns}/{domain}/{topic}``   a persistent topic exists (ManagedLedgerInfo)
 ===== ===================================================== =========================================
 
 bundlewise-specific (Pulsar keeps these on non-persistent system topics, keyed by broker id):
@@ -41,6 +43,8 @@ OWNERSHIP_ROOT = "/namespace"
 LOCAL_POLICIES_ROOT = "/admin/local-policies"
 POLICIES_ROOT = "/admin/policies"
 SERVICE_UNIT_STATE_ROOT = "/service_unit_state"
+PARTITIONED_TOPICS_ROOT = "/admin/partitioned-topics"
+MANAGED_LEDGERS_ROOT = "/managed-ledgers"
 EXTENSION_BROKER_LOAD_ROOT = "/loadbalance/extension/broker-load"
 EXTENSION_TOP_BUNDLES_ROOT = "/loadbalance/extension/top-bundles"
 
@@ -106,6 +110,16 @@ def policies(namespace: str) -> str:
 def service_unit_state(bundle: str) -> str:
     """P11: the extensible channel's record of a bundle."""
     return f"{SERVICE_UNIT_STATE_ROOT}/{_bundle(bundle)}"
+
+
+def partitioned_topic(namespace: str, domain: str, encoded_local: str) -> str:
+    """P12 (``NamespaceResources.PartitionedTopicResources``); the local name URL-encoded."""
+    return f"{PARTITIONED_TOPICS_ROOT}/{_namespace(namespace)}/{domain}/{_segment(encoded_local, 'topic')}"
+
+
+def managed_ledger(namespace: str, domain: str, encoded_local: str) -> str:
+    """P13 (``MetaStoreImpl``'s managed-ledger node of a persistent topic); the local name URL-encoded."""
+    return f"{MANAGED_LEDGERS_ROOT}/{_namespace(namespace)}/{domain}/{_segment(encoded_local, 'topic')}"
 
 
 def extension_broker_load(broker_id: str) -> str:

@@ -38,6 +38,7 @@ from bundlewise.live.broker.manager import BrokerContext
 from bundlewise.live.broker.namespace import LookupAnswer, Lookups
 from bundlewise.live.broker.outcomes import Connect, Redirect, RedirectError, RestError, ServerError
 from bundlewise.model.bundles import Bundle
+from bundlewise.model.channel import ServiceUnitState
 from bundlewise.model.decisions import SplitDecision, SplitReason
 
 
@@ -70,6 +71,20 @@ class ExtensibleNamespaceService:
 
     def served(self) -> list[str]:
         return self.ext.channel.served()
+
+    def serving(self, bundle: str) -> bool:
+        return self.ext.channel.serving(bundle)
+
+    def moving_to(self, bundle: str) -> tuple[str, bool] | None:
+        """A transfer of ``bundle`` away from this broker: (destination, whether the destination owns it now)."""
+        record = self.ext.channel.get(bundle)
+        if record is None or not record.dst_broker or record.dst_broker == self.identity.broker_id:
+            return None
+        if record.state in (ServiceUnitState.Releasing, ServiceUnitState.Assigning):
+            return record.dst_broker, False
+        if record.state is ServiceUnitState.Owned and record.source_broker == self.identity.broker_id:
+            return record.dst_broker, True
+        return None
 
     # -- lookup ------------------------------------------------------------------------------
     async def bundle_of_topic(self, namespace: str, topic: str) -> Bundle:

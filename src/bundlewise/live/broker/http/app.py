@@ -17,11 +17,12 @@ from typing import Any, Protocol
 from urllib.parse import unquote_plus
 
 from fastapi import FastAPI, Request
+from starlette.exceptions import HTTPException
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 
 from bundlewise.live.broker import metrics, values
 from bundlewise.live.broker.auth import AuthenticationError, Authority, AuthorizationError
-from bundlewise.live.broker.http import render
+from bundlewise.live.broker.http import render, topics
 from bundlewise.live.broker.manager import LoadManager
 from bundlewise.live.broker.namespace import NamespaceService
 from bundlewise.live.broker.outcomes import Connect, Redirect, RedirectError, RestError, ServerError, Unavailable
@@ -34,7 +35,7 @@ from bundlewise.model.names import TopicName
 OWNED_STATUS = {"broker_assignment": "shared", "is_controlled": False, "is_active": True}
 
 
-class Broker(Protocol):
+class Broker(topics.Host, Protocol):
     """What the HTTP layer uses of a broker (``live.broker.service.Broker``)."""
 
     identity: values.BrokerIdentity
@@ -84,6 +85,12 @@ def create_app(broker: Broker) -> FastAPI:
     @app.exception_handler(ServerError)
     async def _server(request: Request, e: ServerError) -> Response:
         return render.server_error(str(e))
+
+    @app.exception_handler(HTTPException)
+    async def _no_route(request: Request, e: HTTPException) -> Response:  # Jersey's 404 / 405 on Jetty's page
+        return render.error_page(request, e.status_code, "Method Not Allowed" if e.status_code == 405 else "Not Found")
+
+    topics.add_routes(app, broker)  # before /admin/v2/brokers/{cluster}, which would take brokers/version
 
     def role(request: Request) -> str | None:
         return auth.authenticate(request.headers)
@@ -199,6 +206,8 @@ def create_app(broker: Broker) -> FastAPI:
 
     @app.get("/admin/v2/brokers/{cluster}", summary="Registered brokers of the cluster")
     async def brokers_of_cluster(request: Request, cluster: str) -> Response:
+        if cluster != broker.identity.cluster:  # also what a path this broker does not have ends up as
+            raise RestError(404, f"Cluster {cluster} does not exist")
         return await list_brokers(request)
 
     async def redirect_to_broker(target: str) -> None:

@@ -72,6 +72,13 @@ class ModularNamespaceService:
         """The bundles this broker serves right now (fencing applied)."""
         return self.ownership.served()
 
+    def serving(self, bundle: str) -> bool:
+        return self.ownership.serving(bundle)
+
+    def moving_to(self, bundle: str) -> tuple[str, bool] | None:
+        """Never named here: an unload's destination is the leader's affinity, found by the client's lookup."""
+        return None
+
     # -- lookup ------------------------------------------------------------------------------
     async def bundle_of_topic(self, namespace: str, topic: str) -> Bundle:
         return await shared.bundle_of_topic(self.bundles, namespace, topic)

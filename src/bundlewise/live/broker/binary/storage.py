@@ -1,0 +1,134 @@
+"""Where a topic's messages live: a small storage protocol and its in-memory implementation.
+
+A topic's ``MessageLog`` is Pulsar's managed ledger reduced to what the broker needs: entries (one
+``SEND`` each: one message or a batch) appended with consecutive entry ids under one ``ledger_id``,
+read back by id, and the subscriptions' cursors (the mark-delete position: every entry at or below it
+is acknowledged).  Entries below every cursor are trimmed; a log without subscriptions keeps its
+newest entries up to ``retain_bytes`` (so a consumer that subscribes from the earliest position after
+a producer finds recent messages, as a Pulsar ledger keeps them until it rolls over).
+
+``MemoryStorage`` keeps the logs in the broker's memory: they survive the topic being unloaded and
+loaded again on this broker, not the broker process, and a topic that moves to another broker starts
+a new log there (a new ``ledger_id``).  Its ledger ids name the broker that wrote them: the broker's
+binary port in the bits above 41, a millisecond-clock counter below (unique and increasing within the
+process), so a message id tells which broker stored -- and acknowledged -- the message.  A shared store
+of the messages implements the same protocol.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from collections import deque
+from dataclasses import dataclass
+from typing import Protocol
+
+NO_ENTRY = -1
+DEFAULT_RETAIN_BYTES = 64 * 1024 * 1024
+LEDGER_TAG_SHIFT = 41
+_ledgers = itertools.count(int(time.time() * 1000))  # increasing across the logs a process creates
+
+
+def ledger_tag(ledger_id: int) -> int:
+    """The tag (the writing broker's binary port) of a ``MemoryStorage`` ledger id."""
+    return ledger_id >> LEDGER_TAG_SHIFT
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    entry_id: int
+    body: bytes  # [metadata size][metadata][payload], as the producer sent it
+    checksum: int  # CRC32-C of body
+    messages: int  # messages in the entry (a batch holds several)
+
+
+class MessageLog(Protocol):
+    ledger_id: int
+    cursors: dict[str, int]  # subscription -> mark-delete entry id (NO_ENTRY: nothing acknowledged)
+
+    @property
+    def end(self) -> int:
+        """The id the next entry gets."""
+        ...
+
+    @property
+    def first(self) -> int:
+        """The oldest id still readable."""
+        ...
+
+    def append(self, body: bytes, checksum: int, messages: int) -> int: ...
+
+    def get(self, entry_id: int) -> Entry | None: ...
+
+    def trim(self) -> None:
+        """Drop what no subscription needs (module docstring)."""
+        ...
+
+
+class MessageStorage(Protocol):
+    def open(self, topic: str) -> MessageLog: ...
+
+    def topics(self) -> list[str]: ...
+
+
+class MemoryLog:
+    def __init__(self, tag: int = 0, retain_bytes: int = DEFAULT_RETAIN_BYTES) -> None:
+        self.ledger_id = (tag << LEDGER_TAG_SHIFT) | (next(_ledgers) & ((1 << LEDGER_TAG_SHIFT) - 1))
+        self.cursors: dict[str, int] = {}
+        self.retain_bytes = retain_bytes
+        self._entries: deque[Entry] = deque()
+        self._first = 0
+        self._next = 0
+        self._bytes = 0
+
+    @property
+    def end(self) -> int:
+        return self._next
+
+    @property
+    def first(self) -> int:
+        return self._first
+
+    def append(self, body: bytes, checksum: int, messages: int) -> int:
+        entry = Entry(self._next, body, checksum, messages)
+        self._entries.append(entry)
+        self._next += 1
+        self._bytes += len(body)
+        if not self.cursors and self._bytes > self.retain_bytes:
+            self.trim()
+        return entry.entry_id
+
+    def get(self, entry_id: int) -> Entry | None:
+        if entry_id < self._first or entry_id >= self._next:
+            return None
+        return self._entries[entry_id - self._first]
+
+    def trim(self) -> None:
+        if self.cursors:
+            keep_from = min(self.cursors.values()) + 1
+            while self._entries and self._first < keep_from:
+                self._drop_oldest()
+            return
+        while self._entries and self._bytes > self.retain_bytes:
+            self._drop_oldest()
+
+    def _drop_oldest(self) -> None:
+        old = self._entries.popleft()
+        self._bytes -= len(old.body)
+        self._first += 1
+
+
+class MemoryStorage:
+    def __init__(self, tag: int = 0, retain_bytes: int = DEFAULT_RETAIN_BYTES) -> None:
+        self.tag = tag
+        self.retain_bytes = retain_bytes
+        self._logs: dict[str, MemoryLog] = {}
+
+    def open(self, topic: str) -> MemoryLog:
+        log = self._logs.get(topic)
+        if log is None:
+            log = self._logs[topic] = MemoryLog(self.tag, self.retain_bytes)
+        return log
+
+    def topics(self) -> list[str]:
+        return list(self._logs)

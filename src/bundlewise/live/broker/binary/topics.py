@@ -1,0 +1,268 @@
+"""A loaded topic on one broker: its producers, its subscriptions and their consumers, and dispatch
+(``PersistentTopic``, ``PersistentSubscription``, the dispatchers of each subscription type).
+
+**Subscriptions.**  A subscription reads the topic's log from its read position; an entry handed to a
+consumer is *pending* until acknowledged.  Individual acks remove entries; the mark-delete position
+(kept in the log's cursors) advances over the acknowledged prefix.  A cumulative ack acknowledges every
+entry up to the id.  Pending entries of a consumer that leaves, or that it asks to redeliver
+(``REDELIVER_UNACKNOWLEDGED_MESSAGES``), are dispatched again first, with their redelivery count.
+
+**Types.**  ``Exclusive``: one consumer (a second gets ``ConsumerBusy``).  ``Failover``: every entry goes to
+the active consumer -- the highest priority (lowest ``priority_level``), then the earliest connected;
+consumers hear ``ACTIVE_CONSUMER_CHANGE``.  ``Shared``: entries go round-robin to consumers with permits.
+``Key_Shared``: an entry's key (ordering key, else partition key) picks the consumer by a hash of the key
+over the consumers in connection order, so one key goes to one consumer while the set is unchanged.
+A subscription's type is fixed by its first consumer; another type gets ``ConsumerBusy``.
+
+**Permits.**  ``FLOW`` adds permits; an entry costs as many permits as it holds messages (a batch may
+take a consumer below zero, as in Pulsar); a consumer without permits gets nothing.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from bundlewise.live.broker.binary.codec import split_body
+from bundlewise.live.broker.binary.storage import NO_ENTRY, Entry, MessageLog
+
+EXCLUSIVE, SHARED, FAILOVER, KEY_SHARED = 0, 1, 2, 3
+TYPE_NAMES = {EXCLUSIVE: "Exclusive", SHARED: "Shared", FAILOVER: "Failover", KEY_SHARED: "Key_Shared"}
+
+
+def key_of(entry: Entry) -> str:
+    """An entry's routing key (Key_Shared): the ordering key, else the partition key, else ""."""
+    meta, _ = split_body(entry.body)
+    if meta.HasField("ordering_key"):
+        return bytes(meta.ordering_key).decode("utf-8", "replace")
+    return str(meta.partition_key)
+
+
+class SubscribeError(Exception):
+    """A subscribe refused with ``ConsumerBusy``."""
+
+
+@dataclass(eq=False, slots=True)
+class Producer:
+    producer_id: int
+    name: str
+    owner: object  # the connection
+
+
+@dataclass(eq=False, slots=True)
+class Consumer:
+    consumer_id: int
+    name: str
+    priority: int
+    owner: object  # the connection
+    deliver: Callable[[Consumer, int, Entry, int], None]  # (consumer, ledger id, entry, redelivery count)
+    active_change: Callable[[Consumer, bool], None]
+    permits: int = 0
+    pending: set[int] = field(default_factory=set)
+
+
+@dataclass(slots=True)
+class Counters:
+    """Cumulative traffic of a topic since it was loaded."""
+
+    msg_in: int = 0
+    bytes_in: int = 0
+    msg_out: int = 0
+    bytes_out: int = 0
+
+
+class Subscription:
+    def __init__(self, name: str, sub_type: int, log: MessageLog, counters: Counters, earliest: bool) -> None:
+        self.name = name
+        self.type = sub_type
+        self.log = log
+        self.counters = counters
+        if name not in log.cursors:
+            log.cursors[name] = (log.first - 1) if earliest else (log.end - 1)
+        self.read_pos = log.cursors[name] + 1
+        self.consumers: list[Consumer] = []
+        self.acked: set[int] = set()  # individually acknowledged ids above the mark-delete position
+        self.pending: dict[int, Consumer] = {}
+        self.redeliver: set[int] = set()
+        self.redeliveries: dict[int, int] = {}
+        self._next = 0  # round-robin position (Shared)
+        self._active: Consumer | None = None
+
+    @property
+    def type_name(self) -> str:
+        return TYPE_NAMES.get(self.type, str(self.type))
+
+    @property
+    def mark_delete(self) -> int:
+        return self.log.cursors[self.name]
+
+    # -- consumers -------------------------------------------------------------------------
+    def add(self, consumer: Consumer, sub_type: int) -> None:
+        if sub_type != self.type:
+            raise SubscribeError(f"Subscription is of different type: {TYPE_NAMES.get(self.type, self.type)}")
+        if self.type == EXCLUSIVE and self.consumers:
+            raise SubscribeError("Exclusive consumer is already connected")
+        self.consumers.append(consumer)
+        self._failover_changed(consumer)
+        self.dispatch()
+
+    def remove(self, consumer: Consumer) -> None:
+        if consumer not in self.consumers:
+            return
+        self.consumers.remove(consumer)
+        self.redeliver.update(consumer.pending)
+        for eid in consumer.pending:
+            self.pending.pop(eid, None)
+        consumer.pending.clear()
+        self._failover_changed()
+        self.dispatch()
+
+    def _failover_changed(self, joined: Consumer | None = None) -> None:
+        """Tell every consumer when the active one changes, and a consumer that joined its own status."""
+        if self.type != FAILOVER:
+            return
+        active = min(self.consumers, key=lambda c: c.priority, default=None)  # min keeps the earliest on ties
+        if active is self._active:
+            if joined is not None:
+                joined.active_change(joined, joined is active)
+            return
+        self._active = active
+        for c in self.consumers:
+            c.active_change(c, c is active)
+
+    # -- acks and redelivery ---------------------------------------------------------------
+    def ack(self, entry_id: int, cumulative: bool) -> None:
+        if cumulative:
+            for eid in [e for e in self.pending if e <= entry_id]:
+                self._settle(eid)
+            self.redeliver = {e for e in self.redeliver if e > entry_id}
+            self.acked = {e for e in self.acked if e > entry_id}
+            if entry_id > self.mark_delete:
+                self.log.cursors[self.name] = min(entry_id, self.log.end - 1)
+        elif entry_id > self.mark_delete:
+            self._settle(entry_id)
+            self.redeliver.discard(entry_id)
+            self.acked.add(entry_id)
+        self._advance()
+
+    def _settle(self, eid: int) -> None:
+        consumer = self.pending.pop(eid, None)
+        if consumer is not None:
+            consumer.pending.discard(eid)
+        self.redeliveries.pop(eid, None)
+
+    def _advance(self) -> None:
+        md = self.mark_delete
+        while md + 1 in self.acked:
+            md += 1
+            self.acked.discard(md)
+        if md != self.mark_delete:
+            self.log.cursors[self.name] = md
+            self.log.trim()
+
+    def redeliver_unacked(self, consumer: Consumer, entry_ids: list[int] | None) -> None:
+        ids = list(consumer.pending) if entry_ids is None else [e for e in entry_ids if e in consumer.pending]
+        for eid in ids:
+            consumer.pending.discard(eid)
+            self.pending.pop(eid, None)
+            self.redeliver.add(eid)
+        self.dispatch()
+
+    # -- dispatch --------------------------------------------------------------------------
+    def _pick(self, entry: Entry) -> Consumer | None:
+        if not self.consumers:
+            return None
+        if self.type == EXCLUSIVE:
+            c = self.consumers[0]
+        elif self.type == FAILOVER:
+            c = self._active or self.consumers[0]
+        elif self.type == KEY_SHARED:
+            c = self.consumers[zlib.crc32(key_of(entry).encode()) % len(self.consumers)]
+        else:
+            n = len(self.consumers)
+            for i in range(n):
+                cand = self.consumers[(self._next + i) % n]
+                if cand.permits > 0:
+                    self._next = (self._next + i + 1) % n
+                    return cand
+            return None
+        return c if c.permits > 0 else None
+
+    def _next_entry(self) -> tuple[Entry | None, bool]:
+        """The next entry to dispatch and whether it is a redelivery; (None, False) when there is none."""
+        while self.redeliver:
+            eid = min(self.redeliver)
+            entry = self.log.get(eid)
+            if entry is not None and eid > self.mark_delete and eid not in self.acked:
+                return entry, True
+            self.redeliver.discard(eid)
+        while self.read_pos < self.log.end:
+            entry = self.log.get(self.read_pos)
+            if entry is not None:
+                return entry, False
+            self.read_pos += 1
+        return None, False
+
+    def dispatch(self) -> None:
+        while self.consumers:
+            entry, again = self._next_entry()
+            if entry is None:
+                return
+            consumer = self._pick(entry)
+            if consumer is None:
+                return
+            if again:
+                self.redeliver.discard(entry.entry_id)
+            else:
+                self.read_pos += 1
+            consumer.permits -= entry.messages
+            consumer.pending.add(entry.entry_id)
+            self.pending[entry.entry_id] = consumer
+            count = self.redeliveries.get(entry.entry_id, -1) + 1
+            self.redeliveries[entry.entry_id] = count
+            self.counters.msg_out += entry.messages
+            self.counters.bytes_out += len(entry.body)
+            consumer.deliver(consumer, self.log.ledger_id, entry, count)
+
+    def backlog(self) -> int:
+        return max(0, self.log.end - 1 - self.mark_delete - len(self.acked))
+
+
+class Topic:
+    """A topic loaded on this broker (module docstring)."""
+
+    def __init__(self, name: str, bundle: str, log: MessageLog) -> None:
+        self.name = name
+        self.bundle = bundle
+        self.log = log
+        self.producers: dict[tuple[int, int], Producer] = {}  # (id(connection), producer id)
+        self.subscriptions: dict[str, Subscription] = {}
+        self.counters = Counters()
+        self.closed = False
+
+    def publish(self, body: bytes, checksum: int, messages: int) -> int:
+        entry_id = self.log.append(body, checksum, messages)
+        self.counters.msg_in += messages
+        self.counters.bytes_in += len(body)
+        for sub in self.subscriptions.values():
+            if sub.consumers:
+                sub.dispatch()
+        return entry_id
+
+    def subscribe(self, name: str, sub_type: int, consumer: Consumer, earliest: bool) -> Subscription:
+        sub = self.subscriptions.get(name)
+        if sub is None:
+            sub = Subscription(name, sub_type, self.log, self.counters, earliest)
+            self.subscriptions[name] = sub
+        sub.add(consumer, sub_type)
+        return sub
+
+    def consumers(self) -> list[Consumer]:
+        return [c for s in self.subscriptions.values() for c in s.consumers]
+
+    def last_entry(self) -> Entry | None:
+        return self.log.get(self.log.end - 1)
+
+    def mark_delete_of(self, subscription: str) -> int:
+        return self.log.cursors.get(subscription, NO_ENTRY)
