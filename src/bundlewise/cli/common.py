@@ -50,6 +50,14 @@ def install_hint(extra: str) -> str:
     return f"pip install 'bundlewise[{extra}]' (in a clone of bundlewise: make install)"
 
 
+def add_quiet(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--quiet",
+        action="store_true",
+        help="no progress line (Spark tasks done of total, elapsed time) on stderr; it is shown on a terminal only",
+    )
+
+
 def add_config_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--config", metavar="FILE", help=CONFIG_HELP)
     p.add_argument(
