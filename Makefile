@@ -1,4 +1,4 @@
-# The two commands a new user types: `make demo` and `make test`.  Each creates .venv when missing.
+# The commands a new user types: `make demo`, `make install` and `make test`.  Each creates .venv when missing.
 # `make demo` installs only what the demo needs (bundlewise with numpy, pyarrow, matplotlib); `make test`
 # and `make bench` add the rest (Spark, the live load manager's clients, benchmark and dev tools).
 # `make shell` opens a shell with .venv active, so `bundlewise …` runs; `.venv/bin/bundlewise …` works too.
@@ -11,24 +11,29 @@ STAMP := $(VENV)/.installed
 export PYSPARK_PYTHON := $(abspath $(PY))
 export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 
-.PHONY: proto demo shell screenshot test test-fast bench check gates lint format-check typecheck clean zookeeper chromium
+.PHONY: proto install demo shell screenshot test test-fast bench check gates lint format-check typecheck clean zookeeper chromium
 
 $(VENV)/bin/python:
 	@echo "creating $(VENV) with $(PYTHON)"
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --upgrade pip
 
-# what `bundlewise` needs to run every command but pipeline/sweep/simulate --workload (about 150 MB)
+# what `bundlewise` needs to run every command but pipeline/sweep/simulate --workload and live (.venv about 370 MB)
 $(CORE): pyproject.toml | $(VENV)/bin/python
-	@echo "installing bundlewise and its core dependencies (numpy, pyarrow, matplotlib) into $(VENV)"
+	@echo "installing bundlewise and its core dependencies (numpy, pyarrow, matplotlib: about 370 MB) into $(VENV)"
 	$(PY) -m pip install -e .
 	touch $(CORE)
 
-# everything: Spark (about 1 GB with its jars), the live load manager's clients, benchmark and dev tools
+# everything: Spark with its jars, the live load manager's clients, benchmark and dev tools (.venv about 1.2 GB)
 $(STAMP): pyproject.toml | $(VENV)/bin/python
-	@echo "installing bundlewise with every extra (spark, live, clients, bench, dev: about 1 GB) into $(VENV)"
+	@echo "installing bundlewise with every extra (spark, live, clients, bench, dev: about 1.2 GB) into $(VENV)"
 	$(PY) -m pip install -e '.[spark,bench,dev,live,clients]'
 	touch $(STAMP) $(CORE)
+
+# every extra into .venv (Spark, the live load manager's clients, bench and dev tools), no test run: then
+# every command works from .venv/bin/bundlewise (or make shell)
+install: $(STAMP)
+	@echo "installed: $(VENV)/bin/bundlewise --help (or make shell)"
 
 demo: $(CORE)
 	$(PY) -m bundlewise.demo

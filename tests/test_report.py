@@ -91,6 +91,8 @@ def test_the_verdict_weighs_balance_and_overload_against_churn_and_impact() -> N
         "of unavailability.",
         "Busy balances tighter (9.00 pp) but needs 90 unloads (30 flaps) and 1,500 topic-seconds of unavailability.",
         "Idle never unloads, so it costs no churn, but leaves the load uneven (16.00 pp, spread 50.00 pp).",
+        "Balance and churn (traffic moved by unloads) of each: Idle 16.00 pp with 0.0 MB/s moved; Busy 9.00 pp "
+        "with 3,000.0 MB/s moved; Calm 10.00 pp with 400.0 MB/s moved.",
     ]
 
 

@@ -84,3 +84,32 @@ def test_sweep_runs_each_point_as_a_spark_task(spark: Any, tmp_path: Path, capsy
     assert rows[0]["unloads"] == 0 and rows[1]["unloads"] > 0
     table = pq.read_table(out)
     assert table.num_rows == 2 and table.column("unloads").to_pylist() == [float(r["unloads"]) for r in rows]
+
+
+def test_the_sweep_table_prints_units_like_simulate_and_collapses_identical_runs() -> None:
+    """OverloadShedder ignores loadBalancerBrokerThresholdShedderPercentage: its three runs give the same figures
+    and become one line listing the three values (wall time aside); ThresholdShedder's differ and stay apart."""
+    from bundlewise.sim.sweep import format_rows
+
+    key = "loadBalancerBrokerThresholdShedderPercentage"
+    rows = [
+        {"strategy": "OverloadShedder", key: p, "load_std_mean": 0.1311, "unloads": 0, "wall_seconds": 1.0 + p}
+        for p in (5, 10, 20)
+    ] + [
+        {
+            "strategy": "ThresholdShedder",
+            key: p,
+            "load_std_mean": 0.08 + p / 1000,
+            "unloads": 20 - p,
+            "wall_seconds": 2.0,
+        }
+        for p in (5, 20)
+    ]
+    assert format_rows(rows, ("load_std_mean", "unloads", "wall_seconds")).splitlines() == [
+        "strategy          BrokerThresholdShedderPercentage  runs  load_std_mean  unloads  wall_seconds",
+        "                                                                     pp  bundles             s",
+        "----------------  --------------------------------  ----  -------------  -------  ------------",
+        "OverloadShedder   5,10,20                              3          13.11        0         6.000",
+        "ThresholdShedder  5                                    1           8.50       15         2.000",
+        "ThresholdShedder  20                                   1          10.00        0         2.000",
+    ]

@@ -41,7 +41,21 @@ def needs_extra(extra: str, purpose: str) -> Iterator[None]:
         top = (e.name or "").split(".")[0]
         if top not in EXTRAS[extra]:
             raise
-        raise MissingExtra(f"{purpose} needs {top}: pip install 'bundlewise[{extra}]'") from None
+        raise MissingExtra(f"{purpose} needs {top}: {install_hint(extra)}") from None
+
+
+def install_hint(extra: str) -> str:
+    """The commands that install ``extra``: from the package index, and in a clone of the repository (``make
+    install`` installs every extra into the clone's ``.venv``)."""
+    return f"pip install 'bundlewise[{extra}]' (in a clone of bundlewise: make install)"
+
+
+def add_quiet(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--quiet",
+        action="store_true",
+        help="no progress line (Spark tasks done of total, elapsed time) on stderr; it is shown on a terminal only",
+    )
 
 
 def add_config_options(p: argparse.ArgumentParser) -> None:

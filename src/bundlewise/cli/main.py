@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import argparse
 import sys
+import textwrap
 from collections.abc import Sequence
 
 from bundlewise import __version__
-from bundlewise.cli import broker, bundle, live, pipeline, place, shed, simulate, split, store, sweep, throttle
+from bundlewise.cli import broker, bundle, guide, live, pipeline, place, shed, simulate, split, store, sweep, throttle
 from bundlewise.cli.common import MissingExtra
 from bundlewise.cli.logs import route_logs
 from bundlewise.files.atomic import Interrupted
@@ -40,9 +41,22 @@ def build_parser() -> argparse.ArgumentParser:
     sub.required = True
     for module in COMMAND_MODULES:
         module.register(sub)
-    for command in sub.choices.values():
+    for name, command in sub.choices.items():
         _add_verbose(command)
+        _guide(name, command)
     return parser
+
+
+def _guide(name: str, p: argparse.ArgumentParser) -> None:
+    """The user's description (where the command has none of its own), URL forms and examples (``cli.guide``)."""
+    p.formatter_class = argparse.RawDescriptionHelpFormatter
+    if name in guide.DESCRIPTIONS:
+        text = guide.DESCRIPTIONS[name]
+        p.description = text if "\n" in text else textwrap.fill(text, 110)
+    p.epilog = guide.epilog(name)
+    sub = [a for a in p._actions if isinstance(a, argparse._SubParsersAction)]
+    for child_name, child in sub[0].choices.items() if sub else ():
+        _guide(f"{name} {child_name}", child)
 
 
 def _add_verbose(p: argparse.ArgumentParser) -> None:

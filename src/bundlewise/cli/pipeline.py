@@ -18,6 +18,7 @@ import sys
 from bundlewise.cli.common import (
     add_config_options,
     add_out_options,
+    add_quiet,
     check_bundle_count,
     config_from_args,
     needs_extra,
@@ -86,6 +87,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         metavar="URL",
         help="Spark master (default: spark-submit's --master or spark-defaults.conf, else local[*])",
     )
+    add_quiet(p)
     add_config_options(p)
     p.set_defaults(func=run)
 
@@ -145,6 +147,7 @@ def run(args: argparse.Namespace) -> int:
                 columnar=not args.spark_reader,
                 overwrite=args.overwrite,
                 timestamp=timestamp,
+                quiet=args.quiet,
             )
     except KeyboardInterrupt:
         raise atomic.Interrupted(args.out) from None

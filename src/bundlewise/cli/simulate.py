@@ -61,7 +61,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument(
         "--workload",
         metavar="TRACE",
-        help="topic-samples trace (Parquet, CSV, JSON Lines; docs/formats.md) or the pipeline's --out (a replay)",
+        help="topic-samples trace (Parquet, CSV or JSON Lines: timestamp, topic, rates, throughputs) "
+        "or the pipeline's --out (a replay)",
     )
     p.add_argument("--spark", action="store_true", help="read --workload through Spark's readers (local[2])")
     p.add_argument(

@@ -19,7 +19,7 @@ import json
 import sys
 
 from bundlewise.algorithms.registry import default_shedding_names, expand_all
-from bundlewise.cli.common import add_out_options, needs_extra
+from bundlewise.cli.common import add_out_options, add_quiet, needs_extra
 from bundlewise.cli.simulate import resolve_scenario
 from bundlewise.cli.traces import check_trace, load_workload, needs_spark, spark_session
 from bundlewise.files import atomic
@@ -53,6 +53,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     add_out_options(p, "the table as one Parquet file", "FILE.parquet")
     p.add_argument("--format", choices=("json", "table"), default="json")
     p.add_argument("--master", default="local[*]", help="Spark master (default local[*])")
+    add_quiet(p)
     p.set_defaults(func=run)
 
 
@@ -72,6 +73,7 @@ def run(args: argparse.Namespace) -> int:
         spark = spark_session(args.master)  # the session of --master, also for a trace Spark reads
         with needs_extra("spark", "sweeping on Spark"):
             from bundlewise.pipeline.interrupts import quiet_interrupts
+            from bundlewise.pipeline.progress import SparkProgress
         with quiet_interrupts(spark):  # Ctrl-C from here on: the jobs cancelled, one line, exit 130
             trace, layout = None, None
             if args.workload:
@@ -82,7 +84,9 @@ def run(args: argparse.Namespace) -> int:
                     scenario = replay_scenario(scenario, layout)
             master = spark.sparkContext.master
             sys.stderr.write(f"sweep: {len(points)} simulations of {scenario.name} as Spark tasks on {master}\n")
-            rows = run_sweep(spark, scenario, points, trace, layout)
+            with SparkProgress(spark, "sweep", quiet=args.quiet) as progress:
+                progress.note = f"{len(points)} simulations"
+                rows = run_sweep(spark, scenario, points, trace, layout)
         if staging is not None:
             import pyarrow.parquet as pq
 

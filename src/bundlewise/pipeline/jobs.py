@@ -21,7 +21,6 @@ Returns a ``Summary``.  An input path that does not exist or cannot be read is a
 from __future__ import annotations
 
 import json
-import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -44,6 +43,7 @@ from bundlewise.pipeline import (
 from bundlewise.pipeline.boundaries import Boundaries, parse_bundles_doc
 from bundlewise.pipeline.locations import Location
 from bundlewise.pipeline.outputs import Outputs
+from bundlewise.pipeline.progress import SparkProgress
 from bundlewise.pipeline.reading import FORMATS, check_input, read_input
 from bundlewise.pipeline.routes import Job, Progress
 from bundlewise.pipeline.summary import Summary, format_summary, no_valid_record
@@ -82,31 +82,6 @@ def read_bundles_file(path: str, default: Boundaries) -> Boundaries:
     return parse_bundles_doc(doc, default, path)
 
 
-class _Ticker:
-    """Prints the running Spark stage's task progress every ``every`` seconds (stderr via ``progress``)."""
-
-    def __init__(self, spark: Any, progress: Progress, every: float = 5.0) -> None:
-        self.tracker = spark.sparkContext.statusTracker()
-        self.progress = progress
-        self.every = every
-        self.stop = threading.Event()
-        self.thread = threading.Thread(target=self._run, daemon=True)
-
-    def _run(self) -> None:
-        while not self.stop.wait(self.every):
-            for sid in self.tracker.getActiveStageIds():
-                info = self.tracker.getStageInfo(sid)
-                if info is not None:
-                    self.progress(f"  stage {sid}: {info.numCompletedTasks}/{info.numTasks} tasks")
-
-    def __enter__(self) -> _Ticker:
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop.set()
-
-
 def run_pipeline(
     spark: Any,
     input_path: str,
@@ -121,6 +96,7 @@ def run_pipeline(
     finish: str = "auto",
     overwrite: bool = False,
     timestamp: int | None = None,
+    quiet: bool = False,
 ) -> Summary:
     """Read, transform, write; returns the run's summary.
 
@@ -128,7 +104,8 @@ def run_pipeline(
     Spark's readers (the general path, which the fast path is tested against); ``finish`` is ``auto``,
     ``driver`` or ``spark`` (where the small tables are computed; ``auto``: by the input's rows, ``routes``);
     ``overwrite`` replaces an existing non-empty ``out`` (else refused, ``outputs``); ``timestamp`` is the time of
-    dump files that carry none (else their modification time).  An input without one valid record is an
+    dump files that carry none (else their modification time).  On a terminal a progress line shows the Spark tasks done
+    of total and the time (``progress.SparkProgress``), unless ``quiet``.  An input without one valid record is an
     ``InputError`` naming the most frequent reject reasons, and nothing is written.
     """
     t0 = time.perf_counter()
@@ -139,7 +116,7 @@ def run_pipeline(
     source = Location.of(input_path)
     outputs = Outputs(spark, Location.of(out), overwrite) if out is not None else None
     try:
-        with _Ticker(spark, progress):
+        with SparkProgress(spark, "pipeline", quiet=quiet):
             step(f"reading {source.path or source.uri}")
             files, fs = reading.input_files(spark, source)
             fmt = fmt or reading.detect_format(spark, files, fs)

