@@ -33,6 +33,9 @@ from bench.common import write_result
 from bundlewise.live.harness.cluster import LocalCluster
 from bundlewise.live.harness.servers import EtcdServer
 
+RESULT = "clients"
+TITLE = "Real Pulsar clients (the official pulsar-client) on bundlewise brokers: throughput, latency, unload gaps"
+
 SIZE = 1024
 QUIET = logging.getLogger("pulsar-client")
 QUIET.setLevel(logging.ERROR)
@@ -189,4 +192,4 @@ def main() -> None:
             out["unload_gap"] = unload_gaps(three, unloads)
             print(f"producer gap over unloads: {out['unload_gap']}", flush=True)
     out["load_average_at_end"] = round(os.getloadavg()[0], 1)
-    write_result("clients", out)
+    write_result(RESULT, out, TITLE)
