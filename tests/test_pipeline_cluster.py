@@ -23,6 +23,8 @@ from tests.test_pipeline_fixtures import topics_dump_broker1, topics_dump_broker
 
 import bundlewise.cli.main
 
+pytestmark = pytest.mark.spark  # every test here runs Spark (the module fixture ``work`` too)
+
 T0 = 1700000000000
 DATASETS = ("topic_samples", "bundle_load", "broker_load", "split_candidates", "namespaces", "rejects")
 
