@@ -57,6 +57,7 @@ class BrokerProcess(ServerProcess):
         host: str = "127.0.0.1",
     ) -> None:
         super().__init__(data_dir=log_dir, port=port, host=host)
+        self.exclusive_data_dir = False  # the brokers of one cluster share its log directory
         self.store_url = store_url
         self.settings = dict(settings or {})
         self.args = args

@@ -118,6 +118,10 @@ class ServerProcess(abc.ABC):
         self._log: IO[bytes] | None = None
         self._lock_fd: int | None = None
 
+    exclusive_data_dir = True
+    """Whether the server owns its data directory alone (a store: yes, locked while it runs; broker processes
+    of one local cluster share one log directory, so they do not lock it)."""
+
     # -- subclass hooks --------------------------------------------------------------------
     @abc.abstractmethod
     def _command(self) -> list[str]:
@@ -187,7 +191,7 @@ class ServerProcess(abc.ABC):
         cause its log gives (``_cause``)."""
         _install_hooks()
         check_port_free(self.host, self.port)
-        if self._lock_fd is None:
+        if self.exclusive_data_dir and self._lock_fd is None:
             self._lock_data_dir()
         self._log = open(self.log_path, "ab")  # noqa: SIM115 - closed in stop()
         self._proc = subprocess.Popen(
