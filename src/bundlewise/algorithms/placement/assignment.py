@@ -4,14 +4,18 @@
 
 1. a bundle already preallocated to a broker (in its ``preallocatedBundleData``) goes there;
 2. the bundle's data is ``load.bundleData[bundle]``, else the default prior (50 msg/s, 50000 B/s);
-3. candidates: brokers accepting the bundle's topic type (isolation policies are not in the snapshot);
-4. max-topics filter; 5. anti-affinity (identity); 6. distribute bundles evenly (if enabled);
+0. a bundle of a heartbeat or SLA-monitor namespace goes to its own broker, or nowhere when that broker
+   is not available (``NamespaceService``'s heartbeat shortcut, ahead of the load manager);
+3. candidates: ``applyNamespacePolicies`` with the placement's ``PlacementPolicies`` (isolation primaries,
+   secondaries on failover, else the shared brokers accepting the bundle's topic type);
+4. max-topics filter; 5. anti-affinity group (and failure domains); 6. distribute bundles evenly (if enabled);
 7. load-manager-class then version filter; a filter error, or an empty result, resets the
    candidates to the step-3 set;
 8. bundles of ``loadBalancerSheddingExcludedNamespaces`` are placed by a round-robin selector
    owned by this object, all others by the configured strategy;
 9. overload re-check: if the chosen broker's weighted max usage is above the overload threshold,
-   the configured strategy runs again on the step-3 set and its pick, if any, replaces the first;
+   the configured strategy runs again on the step-3 set (policies applied again) and its pick, if any,
+   replaces the first;
 10. with ``preallocate=True`` the bundle's data is recorded in the chosen broker's
     ``preallocatedBundleData`` (and in ``load.bundleData`` when absent), so that later placements in
     the same cycle see it (max-topics, distribute-evenly, the strategies' scores).  This mutation of
@@ -32,7 +36,8 @@ from bundlewise.algorithms.placement.round_robin import RoundRobinBrokerSelector
 from bundlewise.config import Config
 from bundlewise.config.views import PlacementSettings
 from bundlewise.model.load import BundleData, LoadData
-from bundlewise.model.names import bundle_namespace
+from bundlewise.model.names import bundle_namespace, pinned_broker
+from bundlewise.model.policies import NO_POLICIES, PlacementPolicies
 
 
 def preallocated_owner(bundle: str, load: LoadData) -> str | None:
@@ -43,11 +48,18 @@ def preallocated_owner(bundle: str, load: LoadData) -> str | None:
     return None
 
 
-def candidate_brokers(bundle: str, load: LoadData, config: Config, *, non_persistent: bool = False) -> list[str]:
+def candidate_brokers(
+    bundle: str,
+    load: LoadData,
+    config: Config,
+    *,
+    non_persistent: bool = False,
+    policies: PlacementPolicies = NO_POLICIES,
+) -> list[str]:
     """Steps 3-7: the filtered candidates, reset to the step-3 set on a filter error or when empty."""
-    base = filters.topic_type_candidates(load, non_persistent=non_persistent)
+    base = filters.policy_candidates(bundle, load, policies, non_persistent=non_persistent)
     cands = filters.filter_max_topics(base, load, config.view(PlacementSettings).max_topics)
-    cands = filters.filter_anti_affinity(cands, bundle, load)
+    cands = filters.filter_anti_affinity(cands, bundle, load, policies, config)
     if filters.distribute_evenly_applies(bundle, config):
         cands = filters.filter_distribute_evenly(cands, bundle, load)
     try:
@@ -61,8 +73,9 @@ def candidate_brokers(bundle: str, load: LoadData, config: Config, *, non_persis
 class ModularPlacement:
     """The leader's placement: filters + the configured strategy (one instance, kept across calls)."""
 
-    def __init__(self, strategy: PlacementStrategy) -> None:
+    def __init__(self, strategy: PlacementStrategy, policies: PlacementPolicies = NO_POLICIES) -> None:
         self.strategy = strategy
+        self.policies = policies
         self.round_robin = RoundRobinBrokerSelector()
 
     def select_broker(
@@ -75,11 +88,14 @@ class ModularPlacement:
         preallocate: bool = True,
         non_persistent: bool = False,
     ) -> Selection:
+        pinned = pinned_broker(bundle_namespace(bundle))
+        if pinned is not None:
+            return Selection(pinned, (pinned,)) if pinned in load.brokers else Selection.none()
         owner = preallocated_owner(bundle, load)
         if owner is not None:
             return Selection(owner, (owner,))
         data = load.bundleData.get(bundle) or BundleData.default()
-        cands = candidate_brokers(bundle, load, config, non_persistent=non_persistent)
+        cands = candidate_brokers(bundle, load, config, non_persistent=non_persistent, policies=self.policies)
         excluded = bundle_namespace(bundle) in config.view(PlacementSettings).excluded_namespaces
         chooser: PlacementStrategy = self.round_robin if excluded else self.strategy
         selection = chooser.select(cands, bundle, data, load, config, rng)
@@ -87,7 +103,7 @@ class ModularPlacement:
         if chosen is None:
             return selection
         if filters.is_overloaded(chosen, load, config):
-            base = filters.topic_type_candidates(load, non_persistent=non_persistent)
+            base = filters.policy_candidates(bundle, load, self.policies, non_persistent=non_persistent)
             retry = self.strategy.select(base, bundle, data, load, config, rng)
             if retry.selected is not None:
                 selection, chosen = retry, retry.selected
