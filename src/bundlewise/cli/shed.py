@@ -43,9 +43,9 @@ from bundlewise.algorithms.families import ExtensibleFamily, ModularFamily
 from bundlewise.algorithms.leader import LeaderBundleData
 from bundlewise.algorithms.projection import project
 from bundlewise.algorithms.registry import SHEDDING, make_family, shedding_entry, shedding_names
-from bundlewise.cli.common import add_config_options, config_from_args
+from bundlewise.cli.common import add_config_options, add_policies_option, config_from_args
 from bundlewise.cli.explain import PROJECTION_NOTE, admin_unload_lines, columns, projection_lines, skipped_lines, when
-from bundlewise.cli.inputs import Document, SharedBundles, emit, iterate_steps, read_inputs
+from bundlewise.cli.inputs import Document, SharedBundles, emit, iterate_steps, policies_from_args, read_inputs
 from bundlewise.cli.shed_extensible import run_extensible
 from bundlewise.config import Config
 from bundlewise.model.decisions import Unload
@@ -88,6 +88,7 @@ def register(sub: Any) -> None:
     )
     p.add_argument("--strategy", required=True, metavar="NAME", help="shedding strategy")
     add_config_options(p)
+    add_policies_option(p)
     p.add_argument(
         "--plan-only",
         action="store_true",
@@ -129,6 +130,7 @@ def shed_documents(args: argparse.Namespace, config: Config, documents: list[Doc
                 source=documents[0].source,
             )
         return run_extensible(args, config, documents)
+    policies = policies_from_args(args)
     leader = LeaderBundleData()
     rng = random.Random(args.seed)
     family: ModularFamily | None = None
@@ -143,6 +145,7 @@ def shed_documents(args: argparse.Namespace, config: Config, documents: list[Doc
                 made = make_family(entry, step.config, placement=not args.plan_only)
                 assert isinstance(made, ModularFamily)
                 family = made
+                family.set_policies(policies)
             if args.plan_only:
                 unloads, skipped, note = family.plan(load, step.config, step.now), [], None
             else:

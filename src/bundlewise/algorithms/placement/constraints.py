@@ -6,7 +6,9 @@ ordered sequences; every function returns a NEW list in the input order.
 * ``apply_namespace_policies`` (``#applyNamespacePolicies``): for a namespace with an isolation policy,
   its primary brokers, plus its secondaries when fewer primaries than ``min_limit`` are available
   (``should_failover``); for any other namespace, the shared brokers (no policy's primary) that accept the
-  bundle's topic type.  Pulsar checks the topic type only on that shared path.
+  bundle's topic type.  Pulsar checks the topic type only on that shared path.  A policy's broker regex
+  names a broker by its host or by its broker id ``host:port``
+  (``BrokerIsolationPoliciesFilterTest#testFilterWithNamespaceIsolationPoliciesUsingBrokerIds``).
 * ``anti_affinity_counts`` (``#getAntiAffinityNamespaceOwnedBrokers``): per broker, how many namespaces of
   the bundle's anti-affinity group it owns bundles of (brokers owning none are absent); None when the
   namespace has no group.
@@ -49,13 +51,21 @@ def apply_namespace_policies(
     """``LoadManagerShared#applyNamespacePolicies``: the brokers the namespace may live on."""
     policy = isolation.policy_for(namespace)
     if policy is None:
-        return [b for b in available if accepts_topic_type(b) and isolation.is_shared(broker_host(b))]
-    primaries = [b for b in available if policy.is_primary(broker_host(b))]
+        return [b for b in available if accepts_topic_type(b) and _named(isolation.is_shared, b, every=True)]
+    primaries = [b for b in available if _named(policy.is_primary, b)]
     if not policy.auto_failover.should_failover(len(primaries)):
         return primaries
     chosen = set(primaries)
-    chosen.update(b for b in available if b not in chosen and policy.is_secondary(broker_host(b)))
+    chosen.update(b for b in available if b not in chosen and _named(policy.is_secondary, b))
     return [b for b in available if b in chosen]
+
+
+def _named(test: Callable[[str], bool], broker: str, *, every: bool = False) -> bool:
+    """A policy names a broker by its host or by its broker id (``host:port``, as ``brokers list`` prints)."""
+    host = broker_host(broker)
+    if host == broker:
+        return test(broker)
+    return (test(host) and test(broker)) if every else (test(host) or test(broker))
 
 
 def owned_namespaces(ownership: Mapping[str, Iterable[str]]) -> dict[str, frozenset[str]]:
