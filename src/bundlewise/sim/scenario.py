@@ -35,8 +35,8 @@ from typing import Any, TextIO
 from bundlewise.config import Config
 from bundlewise.model.durations import parse_duration
 from bundlewise.model.errors import InputError
-from bundlewise.model.policies import NO_POLICIES, PlacementPolicies
 from bundlewise.model.names import NamespaceName
+from bundlewise.model.policies import NO_POLICIES, PlacementPolicies
 from bundlewise.sim.dispatch_spec import DispatchSpec, parse_dispatch
 from bundlewise.sim.events import initial_brokers, transitions
 from bundlewise.traffic.cost import BROKER_DEFAULTS, BROKER_FIELDS, BrokerSpec
