@@ -1,4 +1,4 @@
-"""The live load manager's targets, measured on real broker processes over loopback (docs/live.md, Guarantees).
+"""The live load manager's targets, measured on real broker processes over loopback (docs/live/guarantees.md).
 
 ``python -m bench live`` (sizes from the environment: ``BENCH_LIVE_RUNS`` fault runs per backend, default 50;
 ``BENCH_LIVE_PARTS``, default ``lookups,faults,scale-out``; ``BENCH_LIVE_SCALE_OUT=0`` skips the 3-hour
@@ -25,7 +25,7 @@ scale-out runs).  For each backend (etcd, ZooKeeper):
   from the join until the load std-dev stays ≤ 0.05 (``settle_minutes`` of the ``add`` events) and until the
   new brokers reach 50 % and 80 % of the fleet's mean load; the fast-rebalancing run is repeated at
   ``--time-scale 20``, where the real seconds a shedding cycle's unloads and a lookup round take weigh a third as
-  many Pulsar minutes (docs/live.md, Guarantees and figures, Scale-out), and with AvgShedder set up as Pulsar's
+  many Pulsar minutes (docs/live/guarantees.md, Scale-out), and with AvgShedder set up as Pulsar's
   docs prescribe (``AVG_SHEDDER_AS_DOCUMENTED``: the placement strategy too, ``maxUnloadPercentage=0.5``).
 """
 
@@ -49,8 +49,8 @@ import httpx
 import numpy as np
 
 from bench.common import write_result
-from bundlewise.live.cluster import BrokerProcess, LocalCluster
-from bundlewise.live.observer import OwnershipObserver
+from bundlewise.live.harness.cluster import BrokerProcess, LocalCluster
+from bundlewise.live.harness.observer import OwnershipObserver
 
 SESSION_MS = 4000
 NS = "bench/ns"

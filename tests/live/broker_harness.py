@@ -18,10 +18,10 @@ from typing import Any
 
 import httpx
 
-from bundlewise.live.cluster import BrokerProcess, LocalCluster
-from bundlewise.live.observer import Observations, OwnershipObserver
+from bundlewise.live.harness.cluster import BrokerProcess, LocalCluster
+from bundlewise.live.harness.observer import Observations, OwnershipObserver
+from bundlewise.live.harness.servers import ServerProcess
 from bundlewise.live.store import connect
-from bundlewise.live.store.servers import ServerProcess
 
 SESSION_MS = 4000  # metadataStoreSessionTimeoutMillis of the test brokers: short, so faults are quick
 FAST = {

@@ -12,8 +12,8 @@ from typing import Any, TypeVar
 
 import pytest
 
+from bundlewise.live.harness.servers import EtcdServer, ServerProcess, ZooKeeperServer
 from bundlewise.live.store.errors import MetadataStoreError
-from bundlewise.live.store.servers import EtcdServer, ServerProcess, ZooKeeperServer
 
 BACKENDS = ("zk", "etcd")
 SESSION_TIMEOUT = 4.0  # seconds: small, so expiry tests are quick

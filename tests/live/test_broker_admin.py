@@ -8,7 +8,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from broker_harness import children, cluster, follow, get, leader_of, lookup, owned, put, read_store, wait_until
 
-from bundlewise.live.store.servers import ServerProcess
+from bundlewise.live.harness.servers import ServerProcess
 
 NS = "acme/orders"
 B0 = f"{NS}/0x00000000_0x40000000"

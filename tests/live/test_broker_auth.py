@@ -26,9 +26,9 @@ from cryptography.hazmat.primitives.asymmetric import ec, rsa
 
 from bundlewise.config import Config
 from bundlewise.config.views import AuthSettings
-from bundlewise.live.auth import AuthenticationError, Authority, AuthorizationError, make_token
-from bundlewise.live.cluster import LocalCluster
-from bundlewise.live.store.servers import EtcdServer, ZooKeeperServer
+from bundlewise.live.broker.auth import AuthenticationError, Authority, AuthorizationError, make_token
+from bundlewise.live.harness.cluster import LocalCluster
+from bundlewise.live.harness.servers import EtcdServer, ZooKeeperServer
 from bundlewise.model.errors import InputError
 
 SECRET = b"0123456789abcdef0123456789abcdef-bundlewise"

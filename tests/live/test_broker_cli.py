@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from bundlewise.live.store.servers import EtcdServer, free_port
+from bundlewise.live.harness.servers import EtcdServer, free_port
 
 
 def broker(*args: str) -> subprocess.CompletedProcess[str]:

@@ -30,8 +30,8 @@ from broker_harness import (
     wait_until,
 )
 
-from bundlewise.live.cluster import LocalCluster
-from bundlewise.live.store.servers import ServerProcess
+from bundlewise.live.harness.cluster import LocalCluster
+from bundlewise.live.harness.servers import ServerProcess
 from bundlewise.model.bundles import NamespaceBundles
 from bundlewise.model.hashing import crc32_hash
 

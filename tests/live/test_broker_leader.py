@@ -28,8 +28,8 @@ from broker_harness import (
     wait_until,
 )
 
-from bundlewise.live.cluster import BrokerProcess, LocalCluster
-from bundlewise.live.store.servers import ServerProcess
+from bundlewise.live.harness.cluster import BrokerProcess, LocalCluster
+from bundlewise.live.harness.servers import ServerProcess
 
 TOPICS = [f"persistent://skew/ns/topic-{i}" for i in range(32)]
 

@@ -11,8 +11,8 @@ from urllib.parse import parse_qs, urlsplit
 
 from broker_harness import children, cluster, get, leader_of, lookup, lookup_url, read_store, wait_until
 
+from bundlewise.live.harness.servers import ServerProcess
 from bundlewise.live.store import connect
-from bundlewise.live.store.servers import ServerProcess
 from bundlewise.model.bundles import NamespaceBundles
 from bundlewise.model.hashing import crc32_hash
 
@@ -169,7 +169,7 @@ def test_with_an_inactive_leader_each_broker_decides_locally_and_redirects_autho
 
     from broker_harness import FAST
 
-    from bundlewise.live.cluster import LocalCluster
+    from bundlewise.live.harness.cluster import LocalCluster
 
     c = LocalCluster(2, store_url=server.url, settings=FAST, work_dir=tmp_path)
     loop = asyncio.new_event_loop()

@@ -10,12 +10,12 @@ from starlette.requests import Request
 
 from bundlewise.algorithms.leader import top_k_bundles
 from bundlewise.config import Config
-from bundlewise.live import metrics, values
-from bundlewise.live.clock import PulsarClock
-from bundlewise.live.http.render import error_page, redirect_location, server_error
-from bundlewise.live.manager import Sample, usage_gauges
-from bundlewise.live.outcomes import Redirect
-from bundlewise.live.traffic import EmulatedTraffic
+from bundlewise.live.broker import metrics, values
+from bundlewise.live.broker.clock import PulsarClock
+from bundlewise.live.broker.http.render import error_page, redirect_location, server_error
+from bundlewise.live.broker.manager import Sample, usage_gauges
+from bundlewise.live.broker.outcomes import Redirect
+from bundlewise.live.broker.traffic import EmulatedTraffic
 from bundlewise.model.bundles import NamespaceBundles
 from bundlewise.model.hashing import crc32_hash
 from bundlewise.model.load import BundleData, LocalBrokerData, NamespaceBundleStats

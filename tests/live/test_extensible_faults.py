@@ -43,9 +43,9 @@ from broker_harness import (
     wait_until,
 )
 
-from bundlewise.live.cluster import BrokerProcess, LocalCluster
+from bundlewise.live.harness.cluster import BrokerProcess, LocalCluster
+from bundlewise.live.harness.servers import ServerProcess
 from bundlewise.live.store import connect
-from bundlewise.live.store.servers import ServerProcess
 from bundlewise.model.bundles import NamespaceBundles
 from bundlewise.model.hashing import crc32_hash
 

@@ -27,8 +27,8 @@ from broker_harness import (
     wait_until,
 )
 
-from bundlewise.live.cluster import LocalCluster
-from bundlewise.live.store.servers import ServerProcess
+from bundlewise.live.harness.cluster import LocalCluster
+from bundlewise.live.harness.servers import ServerProcess
 
 NS = "refill/ns"
 TOPICS = [f"persistent://{NS}/topic-{i}" for i in range(32)]

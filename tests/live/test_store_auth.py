@@ -7,8 +7,8 @@ from collections.abc import Iterator
 
 import pytest
 
+from bundlewise.live.harness.servers import EtcdServer, ZooKeeperServer
 from bundlewise.live.store import AuthError, connect
-from bundlewise.live.store.servers import EtcdServer, ZooKeeperServer
 from conftest import SESSION_TIMEOUT, run
 
 

@@ -10,6 +10,7 @@ import httpx
 import pytest
 from kazoo.client import KazooClient
 
+from bundlewise.live.harness.servers import EtcdServer
 from bundlewise.live.store import (
     BadVersionError,
     MetadataStore,
@@ -21,7 +22,6 @@ from bundlewise.live.store import (
     StoreUrl,
     connect,
 )
-from bundlewise.live.store.servers import EtcdServer
 from conftest import SESSION_TIMEOUT, eventually, run
 
 

@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 
+from bundlewise.live.harness.servers import ServerProcess
 from bundlewise.live.store import BadVersionError, SessionEvent, connect
-from bundlewise.live.store.servers import ServerProcess
 from conftest import SESSION_TIMEOUT, eventually, run
 
 CLIENT = str(Path(__file__).with_name("store_client.py"))

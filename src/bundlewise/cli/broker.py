@@ -1,4 +1,4 @@
-"""``bundlewise broker``: run one broker of the live load manager (docs/live.md).
+"""``bundlewise broker``: run one broker of the live load manager (docs/live/).
 
 ``bundlewise broker --store URL --web HOST:PORT [--config broker.conf] [--set K=V] [--cores N]
 [--nic-mbps M] [--workload TRACE] [--time-scale K] [--time-origin MS] [--decisions FILE]
@@ -92,7 +92,7 @@ def run(args: argparse.Namespace) -> int:
     if args.cores <= 0 or args.nic_mbps <= 0:
         raise InputError("expected positive numbers", field="--cores/--nic-mbps")
     with needs_extra("live", "bundlewise broker"):
-        from bundlewise.live.broker import BrokerOptions, run_broker
+        from bundlewise.live.broker.service import BrokerOptions, run_broker
         from bundlewise.live.store.url import StoreUrl
 
         StoreUrl.parse(args.store)

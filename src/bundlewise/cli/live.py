@@ -1,9 +1,9 @@
-"""``bundlewise live up | status | advise``: the live load manager run, inspected and advised (docs/live.md).
+"""``bundlewise live up | status | advise``: the live load manager run, inspected and advised (docs/live/).
 
 * ``live up [--store URL] [--brokers N | --cluster CLUSTER.toml] [--workload TRACE] [--strategy NAME]
   [--time-scale K] [--duration D] [--managers modular,extensible] [--out DIR [--overwrite]] [--zookeeper]
   [--no-auth] [--config F] [--set K=V]``: a scenario played on a real store and real broker processes
-  (``live.up``); stdout gets ``summary.json``'s document, stderr a progress line, the admin token, then the
+  (``live.harness.up``); stdout gets ``summary.json``'s document, stderr a progress line, the admin token, then the
   comparison table.  ``loadManagerClassName`` picks the load manager; ``--managers`` plays the scenario once
   per listed manager, one after the other, with the same workload and seed, each run named
   ``MANAGER/STRATEGY`` in one set of outputs (the report shows them side by side).  Under the extensible
@@ -14,9 +14,9 @@
   atomic-output policy (``files.atomic``): an existing non-empty DIR is refused before anything starts unless
   ``--overwrite``; Ctrl-C leaves it as it was.
 * ``live status --store URL [--format json|table]``: brokers, leader, load and bundles, read from the store
-  alone (``live.status``).
+  alone (``live.inspect.status``).
 * ``live advise --store URL [--strategy NAME] [--format table|json|admin]``: what the strategy would unload on
-  the load data in the store, printed as ``bundlewise shed`` prints it (``live.advise`` + ``cli.shed``).
+  the load data in the store, printed as ``bundlewise shed`` prints it (``live.inspect.advise`` + ``cli.shed``).
 """
 
 from __future__ import annotations
@@ -148,7 +148,7 @@ def _manager_entry(manager_class: str, strategy: str) -> SheddingEntry:
     """The shedding strategy ``manager_class`` runs for the configured ``strategy``: the extensible manager
     keeps an extensible strategy and otherwise falls back to TransferShedder
     (``UnloadScheduler#createNamespaceUnloadStrategy``); the modular broker refuses an extensible one
-    (``live.modular.manager``), so it is refused here, before anything starts."""
+    (``live.broker.modular.manager``), so it is refused here, before anything starts."""
     entry = shedding_entry(strategy)
     if short_class_name(manager_class) == short_class_name(EXTENSIBLE_LOAD_MANAGER):
         return extensible_entry(entry.name)
@@ -179,11 +179,11 @@ def run_up(args: argparse.Namespace) -> int:
     staging = atomic.stage(args.out, args.overwrite) if args.out else None  # refused before any work
     with needs_extra("live", "bundlewise live up"), staging if staging is not None else contextlib.nullcontext():
         from bundlewise.cli.broker import read_trace
-        from bundlewise.live.events import LiveEvent
-        from bundlewise.live.outputs import LiveResult, build_result, output_files, summary, write_files
+        from bundlewise.live.harness.events import LiveEvent
+        from bundlewise.live.harness.outputs import LiveResult, build_result, output_files, summary, write_files
+        from bundlewise.live.harness.up import LivePlan, run_live
+        from bundlewise.live.harness.workload import write_trace
         from bundlewise.live.store import layout
-        from bundlewise.live.up import LivePlan, run_live
-        from bundlewise.live.workload import write_trace
 
         work = Path(tempfile.mkdtemp(prefix="bw-live-"))
         try:
@@ -260,7 +260,7 @@ def _as_run_result(result: Any) -> Any:
 
 def run_status(args: argparse.Namespace) -> int:
     with needs_extra("live", "bundlewise live status"):
-        from bundlewise.live.status import read_status, status_table
+        from bundlewise.live.inspect.status import read_status, status_table
 
         status = read_status(args.store)
     if args.format == "table":
@@ -278,7 +278,7 @@ def run_advise(args: argparse.Namespace) -> int:
     config = config_from_args(args)
     args.strategy = args.strategy or str(config["loadBalancerLoadSheddingStrategy"])
     with needs_extra("live", "bundlewise live advise"):
-        from bundlewise.live.advise import read_snapshot
+        from bundlewise.live.inspect.advise import read_snapshot
 
         snapshot = read_snapshot(args.store)
     return shed_documents(args, config, [Document(snapshot, args.store, "snapshot")])

@@ -46,8 +46,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from bundlewise.live.store.servers import EtcdServer, ServerProcess, ServerStartError, ZooKeeperServer
-    from bundlewise.live.store.servers.etcd import distro_dir
+    from bundlewise.live.harness.servers import EtcdServer, ServerProcess, ServerStartError, ZooKeeperServer
+    from bundlewise.live.harness.servers.etcd import distro_dir
 
     auth = None
     if args.auth is not None:

@@ -205,7 +205,7 @@ DEFS: tuple[MetricDef, ...] = (
         "messages left in every subscription after the last tick",
         "dispatch",
     ),
-    # live up only (live.outputs): what real lookups, sessions and processes cost
+    # live up only (live.harness.outputs): what real lookups, sessions and processes cost
     MetricDef(
         "lookup_latency_ms_p50",
         "lookup latency, p50",

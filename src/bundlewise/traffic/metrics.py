@@ -1,6 +1,6 @@
 """The metrics of ``summary.json`` (docs/simulator.md, Metrics), computed from one run's per-tick record.
 
-One definition for both kinds of run: ``simulate`` (``sim.engine``) and ``live up`` (``live.outputs``) fill a
+One definition for both kinds of run: ``simulate`` (``sim.engine``) and ``live up`` (``live.harness.outputs``) fill a
 ``Record`` and ``Counters`` and call ``summarise``; it sits below both so neither imports the other.
 
 Per tick, over the brokers that are up (ticks with no broker up are skipped); a broker's *load* is its demand
@@ -280,4 +280,4 @@ LIVE_METRIC_KEYS = (
     "double_owner_observations",
     "observer_rounds_per_second",
 )
-"""What only a live run measures (docs/live.md), after METRIC_KEYS in ``summary.json``."""
+"""What only a live run measures (docs/live/), after METRIC_KEYS in ``summary.json``."""

@@ -1,10 +1,10 @@
 """The metadata-store layer of the live load manager.
 
-One asyncio protocol (``MetadataStore``) with two real backends — ZooKeeper through kazoo and
-etcd v3 through its JSON gateway — opened by URL with ``connect``; Pulsar's session events and a
-fencing deadline; recipes built on the protocol only, one per module: ``LeaderElection``,
-``LockManager`` / ``ResourceLock``, ``read_modify_write``, ``MetadataStoreTableView``; Pulsar's
-paths in ``layout``; local servers in ``servers``.  See docs/live.md.
+One asyncio protocol (``MetadataStore``, in ``api``) with two real backends in ``backends`` — ZooKeeper
+through kazoo and etcd v3 through its JSON gateway — opened by URL with ``connect``; Pulsar's session events
+and a fencing deadline (``session``); recipes built on the protocol only, in ``recipes``: ``LeaderElection``,
+``LockManager`` / ``ResourceLock``, ``read_modify_write``, ``MetadataStoreTableView``; Pulsar's paths in
+``layout``.  Local servers are the harness's (``live.harness.servers``).  See docs/live/.
 
 Error tree: ``bundlewise.live.store.errors``.
 """
@@ -20,7 +20,6 @@ from bundlewise.live.store.api import (
 )
 from bundlewise.live.store.codec import BYTES, JSON, Codec
 from bundlewise.live.store.connect import connect
-from bundlewise.live.store.election import LeaderElection, LeaderElectionState
 from bundlewise.live.store.errors import (
     AlreadyClosedError,
     AuthError,
@@ -34,10 +33,11 @@ from bundlewise.live.store.errors import (
     NotFoundError,
     SessionExpiredError,
 )
-from bundlewise.live.store.lock import LockManager, ResourceLock
-from bundlewise.live.store.table_view import MetadataStoreTableView
+from bundlewise.live.store.recipes.election import LeaderElection, LeaderElectionState
+from bundlewise.live.store.recipes.lock import LockManager, ResourceLock
+from bundlewise.live.store.recipes.table_view import MetadataStoreTableView
+from bundlewise.live.store.recipes.versioned import read_modify_write
 from bundlewise.live.store.url import StoreUrl
-from bundlewise.live.store.versioned import read_modify_write
 
 __all__ = [
     "BYTES",

@@ -1,6 +1,6 @@
 """How recipes turn values into node bytes: a ``Codec`` (encode/decode); JSON by default.
 
-Pulsar stores every load-manager value as Jackson JSON (the shapes are listed in docs/live.md); the
+Pulsar stores every load-manager value as Jackson JSON (the shapes are listed in docs/live/); the
 default codec writes compact JSON and compares decoded values, so key order never matters.
 """
 

@@ -33,14 +33,14 @@ async def connect(
     if username is not None:
         parsed = parsed.with_credentials(username, password)
     if parsed.scheme == "zk":
-        from bundlewise.live.store.zookeeper import ZooKeeperStore
+        from bundlewise.live.store.backends.zookeeper import ZooKeeperStore
 
         zk = ZooKeeperStore(
             parsed, session_timeout=session_timeout, operation_timeout=operation_timeout, fencing_margin=fencing_margin
         )
         await zk.start()
         return zk
-    from bundlewise.live.store.etcd import EtcdStore
+    from bundlewise.live.store.backends.etcd import EtcdStore
 
     etcd = EtcdStore(
         parsed, session_timeout=session_timeout, operation_timeout=operation_timeout, fencing_margin=fencing_margin

@@ -17,7 +17,7 @@ the session — and delete its ephemerals — before ``sent_at + timeout``.  The
 ``sent_at + timeout − margin`` of the newest successful probe *of the current session*; the
 margin absorbs clock-rate differences and the caller's own reaction time.  A broker that serves a
 bundle only while ``monotonic() < deadline`` therefore stops before the server can hand the
-ephemeral to anyone else (Pulsar itself leaves that window open; see docs/live.md).
+ephemeral to anyone else (Pulsar itself leaves that window open; see docs/live/).
 SessionLost drops the deadline to 0; a new session starts a new deadline.
 """
 

@@ -1,0 +1,130 @@
+"""Every extensible broker's two load reporters (``BrokerLoadDataReporter``, ``TopBundleLoadDataReporter``).
+
+Both run every ``loadBalancerReportUpdateMinIntervalMillis`` (Pulsar time), with Pulsar's rules from
+``algorithms.extensible.reporting``: the broker's ``BrokerLoadData`` is updated on every tick (its EMAs
+advance) and pushed to the broker-load store only when ``needBrokerDataUpdate`` says so (or forced); a
+new top-k of its bundles is pushed when the bundle-stats timestamp advanced.  Pulsar refreshes bundle
+stats every ``statsUpdateFrequencyInSecs``; here the stats are sampled fresh on every tick from the
+emulated traffic, and their timestamp is that interval's start, so the top-k changes at Pulsar's pace.
+A push is skipped while the metadata session is not connected (the local record still advances).
+
+**Tombstones** (``#handleEvent``, ``#tombstone``): when the channel shows this broker as the source of a
+``Releasing`` or ``Splitting`` record, or the destination of an ``Owned`` one, the broker reporter clears
+its local record (the EMAs restart) and removes its store entry, and the top-bundles reporter removes
+its entry, each at most once per 10 s (``TOMBSTONE_DELAY_IN_MILLIS``, Pulsar time here) -- so the
+leader sees missing or fresh data right after an ownership change, not a stale EMA.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from dataclasses import replace
+
+from bundlewise.algorithms.extensible.reporting import BrokerLoadReporter, TopBundlesReporter
+from bundlewise.config.views import BrokerSettings
+from bundlewise.live.broker.extensible.load_store import LoadDataStore
+from bundlewise.live.broker.manager import BrokerContext, Sample, usage_gauges
+from bundlewise.live.store.errors import MetadataStoreError
+from bundlewise.model.channel import ServiceUnitState, ServiceUnitStateData
+from bundlewise.model.extensible import BrokerLoadData, TopBundlesLoadData
+
+log = logging.getLogger(__name__)
+TOMBSTONE_DELAY_MS = 10_000
+
+
+class LoadReporters:
+    def __init__(
+        self,
+        ctx: BrokerContext,
+        broker_store: LoadDataStore[BrokerLoadData],
+        top_store: LoadDataStore[TopBundlesLoadData],
+    ) -> None:
+        self.ctx = ctx
+        self.me = ctx.identity.broker_id
+        self.broker_store = broker_store
+        self.top_store = top_store
+        self.broker = BrokerLoadReporter()
+        self.top = TopBundlesReporter()
+        self.stats_interval_ms = ctx.config.view(BrokerSettings).stats_interval_ms
+        self.pushes = 0
+        self._tombstoned: dict[str, int] = {}  # reporter -> Pulsar time of its last tombstone
+        self._lock = asyncio.Lock()
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    async def report(self, force: bool = False) -> None:
+        """One tick of both reporters."""
+        async with self._lock:
+            sample = self.ctx.sample_load()
+            now = self.ctx.clock.now_ms()
+            config = self.ctx.config
+            previous = self.broker.last
+            pushed = self.broker.tick(
+                sample.resources,
+                sample.msgThroughputIn,
+                sample.msgThroughputOut,
+                sample.msgRateIn,
+                sample.msgRateOut,
+                sample.numBundles,
+                sample.numTopics,
+                config,
+                now,
+                force,
+            )
+            connected = self.ctx.store.is_connected
+            if pushed is not None:
+                try:
+                    if not connected:
+                        raise MetadataStoreError("the metadata session is not connected")
+                    await self.broker_store.push(self.me, pushed)
+                    self.pushes += 1
+                except MetadataStoreError as e:
+                    log.info("broker load not pushed: %r", e)
+                    self.broker.last = previous  # Pulsar records a push only once it succeeded
+                    self.broker.local = replace(self.broker.local, reportedAt=previous.reportedAt if previous else 0)
+            stats_at = now - now % self.stats_interval_ms if self.stats_interval_ms > 0 else now
+            top = self.top.tick(sample.lastStats, stats_at, config, force)
+            if top is not None and connected:
+                with contextlib.suppress(MetadataStoreError):
+                    await self.top_store.push(self.me, top)
+
+    def on_record(self, key: str, record: ServiceUnitStateData | None) -> None:
+        """The channel's event: tombstone after an ownership change that involves this broker."""
+        if record is None:
+            return
+        s = record.state
+        mine = (s in (ServiceUnitState.Releasing, ServiceUnitState.Splitting) and record.source_broker == self.me) or (
+            s is ServiceUnitState.Owned and record.dst_broker == self.me
+        )
+        if not mine:
+            return
+        now = self.ctx.clock.now_ms()
+        for which, store in (("broker", self.broker_store), ("top", self.top_store)):
+            last = self._tombstoned.get(which)
+            if last is not None and now - last < TOMBSTONE_DELAY_MS:
+                continue
+            self._tombstoned[which] = now
+            if which == "broker":
+                self.broker.clear()
+            self._spawn(self._remove(store))
+
+    async def _remove(self, store: LoadDataStore[BrokerLoadData] | LoadDataStore[TopBundlesLoadData]) -> None:
+        async with self._lock:
+            try:
+                await store.remove(self.me)
+            except MetadataStoreError as e:
+                log.info("could not tombstone the load data: %r", e)
+
+    def _spawn(self, coro: object) -> None:
+        task: asyncio.Task[None] = asyncio.get_running_loop().create_task(coro)  # type: ignore[arg-type]
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    def close(self) -> None:
+        for task in list(self._tasks):
+            task.cancel()
+
+    def metrics(self) -> list[Sample]:
+        """``BrokerLoadData#toMetrics``: the usage gauges of the latest local record."""
+        return usage_gauges(self.ctx.identity.host, self.broker.local.resources)

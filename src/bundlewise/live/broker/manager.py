@@ -1,0 +1,108 @@
+"""The one interface between a broker and its load manager (Pulsar's ``LoadManager``).
+
+A broker (``live.broker.service``) owns the store session, ownership, traffic, the namespace service and the
+HTTP surface; everything that decides *where* bundles go sits behind ``LoadManager``, chosen by
+``loadManagerClassName``: ``live.broker.modular.ModularLoadManager`` (``ModularLoadManagerImpl``, the
+default) or ``live.broker.extensible.ExtensibleLoadManager`` (``ExtensibleLoadManagerImpl``).  ``BrokerContext``
+is what a load manager may use of its broker.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from bundlewise.config import Config
+from bundlewise.live.broker.clock import PulsarClock
+from bundlewise.live.broker.ownership import OwnershipCache
+from bundlewise.live.broker.policies import BundlesCache
+from bundlewise.live.broker.values import BrokerIdentity
+from bundlewise.live.store import MetadataStore
+from bundlewise.model.bundles import Bundle
+from bundlewise.model.load import LocalBrokerData
+from bundlewise.model.resources import SystemResources
+
+
+def _no_topics(bundle: Bundle) -> list[str]:
+    return []
+
+
+@dataclass(frozen=True, slots=True)
+class Sample:
+    """One Prometheus sample: name, labels (besides ``cluster``) in order, value."""
+
+    name: str
+    labels: tuple[tuple[str, str], ...]
+    value: float | int
+
+
+def usage_gauges(host: str, r: SystemResources) -> list[Sample]:
+    """The broker's resource-usage gauges (``LocalBrokerData#toMetrics``, ``BrokerLoadData#toMetrics``)."""
+    labels = (("broker", host), ("metric", "loadBalancing"))
+    return [
+        Sample("pulsar_lb_cpu_usage", labels, r.cpu.percent_usage()),
+        Sample("pulsar_lb_memory_usage", labels, r.memory.percent_usage()),
+        Sample("pulsar_lb_directMemory_usage", labels, r.direct_memory.percent_usage()),
+        Sample("pulsar_lb_bandwidth_in_usage", labels, r.bandwidth_in.percent_usage()),
+        Sample("pulsar_lb_bandwidth_out_usage", labels, r.bandwidth_out.percent_usage()),
+    ]
+
+
+@dataclass(slots=True)
+class BrokerContext:
+    """What the broker lends its load manager."""
+
+    identity: BrokerIdentity
+    store: MetadataStore
+    config: Config
+    clock: PulsarClock
+    ownership: OwnershipCache
+    bundles: BundlesCache
+    sample_load: Callable[[], LocalBrokerData]  # the broker's load right now (traffic on served bundles)
+    admin: Any  # live.broker.admin_client.AdminClient: the broker's own HTTP client to other brokers
+    log_decision: Callable[[dict[str, Any]], None]
+    log_load_data: Callable[[dict[str, Any]], None]
+    topic_names: Callable[[Bundle], list[str]] = _no_topics  # the workload's topics in a bundle (split boundaries)
+
+
+class LoadManager(Protocol):
+    name: str
+
+    async def start(self) -> None:
+        """Register the broker, start reporting and, where the manager has one, run for leader."""
+
+    async def stop(self) -> None:
+        """Stop the tasks and release the registration (ephemeral nodes go with the session)."""
+
+    def is_leader(self) -> bool: ...
+
+    def leader_id(self) -> str | None:
+        """The current leader's broker id as last seen (None: unknown)."""
+
+    async def read_leader(self) -> dict[str, Any] | None:
+        """The leader's ``LeaderBroker`` value, read from the store."""
+
+    def active_brokers(self) -> list[str]:
+        """The registered brokers (children of ``/loadbalance/brokers``) as last seen."""
+
+    async def list_brokers(self) -> list[str]:
+        """The registered brokers, read from the store."""
+
+    async def broker_data(self, broker_id: str) -> dict[str, Any] | None:
+        """A registered broker's value (its URLs), or None."""
+
+    async def select_broker(self, bundle: str) -> str | None:
+        """``getLeastLoaded``: a destination affinity, else ``selectBrokerForAssignment``."""
+
+    def set_affinity(self, bundle: str, broker_id: str | None) -> None:
+        """``setNamespaceBundleAffinity`` (an admin unload with ``destinationBroker``, on the leader)."""
+
+    def load_report(self) -> dict[str, Any]:
+        """``generateLoadReport``: this broker's ``LocalBrokerData`` value, freshly sampled."""
+
+    def metrics(self) -> list[Sample]:
+        """``getLoadBalancingMetrics``."""
+
+
+ReportWriter = Callable[[], Awaitable[bool]]

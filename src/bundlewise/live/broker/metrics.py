@@ -1,0 +1,49 @@
+"""``GET /metrics``: Prometheus text as ``PrometheusMetricsGenerator`` writes the load manager's metrics.
+
+Each name gets one ``# TYPE <name> gauge`` line before its first sample (Pulsar declares even the
+``_total`` counters as gauges; no ``# HELP``, no timestamps); labels are ``cluster`` first, then the
+sample's own labels, joined by comma and space; integers print without a decimal point, floats as
+Java prints doubles.  Besides the load-balancer metrics (``ModularLoadManagerImpl#getLoadBalancingMetrics``:
+``pulsar_lb_*``), the lookup counters ``pulsar_broker_lookup_answers``, ``…_redirects`` and ``…_failures``
+(``NamespaceService``) are written as counters with their own names.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+
+from bundlewise.live.broker.manager import Sample
+
+CONTENT_TYPE = "text/plain;charset=utf-8"
+
+
+def _number(value: float | int) -> str:
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    if isinstance(value, int):
+        return str(value)
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "Infinity" if value > 0 else "-Infinity"
+    return repr(float(value))
+
+
+def _escape(text: str) -> str:
+    return text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+
+
+def render(cluster: str, samples: Iterable[Sample], counters: Iterable[tuple[str, float | int]] = ()) -> str:
+    lines: list[str] = []
+    typed: set[str] = set()
+    for s in samples:
+        if s.name not in typed:
+            typed.add(s.name)
+            lines.append(f"# TYPE {s.name} gauge")
+        labels = ", ".join(f'{k}="{_escape(v)}"' for k, v in (("cluster", cluster), *s.labels))
+        lines.append(f"{s.name}{{{labels}}} {_number(s.value)}")
+    for name, value in counters:
+        lines.append(f"# TYPE {name} counter")
+        lines.append(f'{name}{{cluster="{_escape(cluster)}"}} {_number(value)}')
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,101 @@
+"""Each namespace's bundles, from its local policies (``NamespaceBundleFactory``, ``LocalPoliciesResources``).
+
+* ``get(namespace)`` returns the namespace's ``NamespaceBundles`` and the P9 version they were read at,
+  from a cache.  A miss reads ``/admin/local-policies/{ns}``; when the node does not exist it is
+  created -- copied from ``/admin/policies/{ns}``'s bundles when those exist, else with
+  ``defaultNumberOfNamespaceBundles`` equal bundles -- with a create-only write, so two brokers that
+  race agree on the winner's boundaries (``NamespaceBundleFactory#copyToLocalPolicies``).
+* Any notification under ``/admin/local-policies`` drops that namespace from the cache
+  (``#handleMetadataStoreNotification``), as does ``invalidate``.
+* ``write_split(namespace, version, new_bundles)`` is the split's versioned write: a compare-and-set of P9
+  at the version the bundles were read at (``LocalPoliciesResources#setLocalPoliciesWithVersion``);
+  ``BadVersionError`` tells the caller another split won.
+* ``known(namespace)`` is the cached value only (no store read), for hot paths that may miss.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from dataclasses import dataclass
+
+from bundlewise.live.broker import values
+from bundlewise.live.store import JSON, MetadataStore, Notification, layout
+from bundlewise.live.store.errors import BadVersionError
+from bundlewise.model.bundles import NamespaceBundles
+
+
+@dataclass(frozen=True, slots=True)
+class VersionedBundles:
+    bundles: NamespaceBundles
+    version: int
+
+
+class BundlesCache:
+    def __init__(self, store: MetadataStore, default_bundles: int) -> None:
+        self.store = store
+        self.default_bundles = default_bundles
+        self._cache: dict[str, VersionedBundles] = {}
+        self._loading: dict[str, asyncio.Future[VersionedBundles]] = {}
+        self._unregister = store.register_listener(self._on_notification, layout.LOCAL_POLICIES_ROOT)
+
+    def _on_notification(self, n: Notification) -> None:
+        ns = n.path[len(layout.LOCAL_POLICIES_ROOT) + 1 :]
+        self._cache.pop(ns, None)
+
+    def invalidate(self, namespace: str) -> None:
+        self._cache.pop(namespace, None)
+
+    def known(self, namespace: str) -> VersionedBundles | None:
+        return self._cache.get(namespace)
+
+    async def get(self, namespace: str) -> VersionedBundles:
+        hit = self._cache.get(namespace)
+        if hit is not None:
+            return hit
+        pending = self._loading.get(namespace)
+        if pending is None:
+            pending = asyncio.ensure_future(self._load(namespace))
+            self._loading[namespace] = pending
+            pending.add_done_callback(lambda _: self._loading.pop(namespace, None))
+        return await asyncio.shield(pending)
+
+    async def _load(self, namespace: str) -> VersionedBundles:
+        path = layout.local_policies(namespace)
+        while True:
+            res = await self.store.get(path)
+            if res is not None:
+                boundaries = values.boundaries_of(JSON.decode(res.value))
+                if boundaries is None:
+                    boundaries = await self._initial(namespace)
+                found = VersionedBundles(NamespaceBundles.of(namespace, boundaries), res.stat.version)
+                self._cache[namespace] = found
+                return found
+            boundaries = await self._initial(namespace)
+            with contextlib.suppress(BadVersionError):  # another broker created it first: read theirs
+                await self.store.put(path, JSON.encode(values.local_policies(boundaries)), -1)
+
+    async def _initial(self, namespace: str) -> list[int]:
+        res = await self.store.get(layout.policies(namespace))
+        if res is not None:
+            given = values.boundaries_of(JSON.decode(res.value))
+            if given is not None:
+                return given
+        return list(NamespaceBundles.initial(namespace, self.default_bundles).boundaries)
+
+    async def write_split(self, namespace: str, version: int, new: NamespaceBundles) -> None:
+        """CAS of P9 at ``version`` (``BadVersionError`` when it moved on); the cache is dropped."""
+        path = layout.local_policies(namespace)
+        res = await self.store.get(path)
+        current = JSON.decode(res.value) if res is not None else values.local_policies(list(new.boundaries))
+        if res is None or res.stat.version != version:
+            raise BadVersionError(f"{path} is no longer at version {version}")
+        current = dict(current)
+        current["bundles"] = values.bundles_data(list(new.boundaries))
+        try:
+            await self.store.put(path, JSON.encode(current), version)
+        finally:
+            self.invalidate(namespace)
+
+    def close(self) -> None:
+        self._unregister()

@@ -1,0 +1,269 @@
+"""One broker process (``PulsarService``): the composition of everything a broker runs.
+
+``Broker.start`` follows ``PulsarService#start``: open the metadata store (the session every ephemeral
+node of this broker belongs to; credentials from the store URL), build the ownership cache, the
+namespace bundles cache, the emulated traffic and the namespace service, start the web service
+(uvicorn, so the broker id's port is bound), then start the load manager chosen by
+``loadManagerClassName`` -- ``ModularLoadManagerImpl`` (``live.broker.modular``: ephemeral ownership locks) or
+``ExtensibleLoadManagerImpl`` (``live.broker.extensible``: the service-unit state channel, with its own
+namespace service) -- which runs for leader, registers the broker and starts its tasks.
+When it is ready the process prints one JSON line ``{"brokerId", "webServiceUrl", "pid"}`` on stdout.
+
+``Broker.stop`` is the graceful shutdown (``BrokerService#unloadNamespaceBundlesGracefully``): the
+load manager stops (registration and leadership released), every owned bundle is unloaded, the web
+server stops and the session ends.  A SIGKILL leaves the nodes to expire with the session.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import socket
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+from bundlewise.algorithms.extensible.channel import ChannelSettings
+from bundlewise.config import Config, short_class_name
+from bundlewise.config.views import AuthSettings, BrokerSettings, SplitSettings
+from bundlewise.live.broker import values
+from bundlewise.live.broker.admin_client import AdminClient
+from bundlewise.live.broker.auth import Authority, client_token
+from bundlewise.live.broker.clock import PulsarClock
+from bundlewise.live.broker.extensible import ExtensibleLoadManager, ExtensibleNamespaceService
+from bundlewise.live.broker.manager import BrokerContext, LoadManager
+from bundlewise.live.broker.modular import ModularLoadManager
+from bundlewise.live.broker.namespace import NamespaceService
+from bundlewise.live.broker.ownership import OwnershipCache
+from bundlewise.live.broker.policies import BundlesCache
+from bundlewise.live.broker.traffic import EmulatedTraffic
+from bundlewise.live.store import AuthError, ConnectionLossError, MetadataStore, connect
+from bundlewise.model.errors import InputError
+from bundlewise.model.load import LocalBrokerData
+from bundlewise.traffic.cost import BrokerSpec
+from bundlewise.traffic.workload import Workload
+
+log = logging.getLogger(__name__)
+MODULAR = "ModularLoadManagerImpl"
+EXTENSIBLE = "ExtensibleLoadManagerImpl"
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerOptions:
+    """What ``bundlewise broker`` was given."""
+
+    store_url: str
+    host: str
+    port: int
+    config: Config
+    cores: float = 8.0
+    nic_mbps: float = 10000.0
+    workload: Workload | None = None
+    time_scale: float = 1.0
+    time_origin_ms: int | None = None
+    decisions: Path | None = None
+    load_data_log: Path | None = None
+
+
+class JsonLines:
+    """An append-only JSON Lines log (flushed per line), or nothing."""
+
+    def __init__(self, path: Path | None) -> None:
+        self._file: IO[str] | None = open(path, "a", encoding="utf-8") if path else None  # noqa: SIM115
+
+    def write(self, row: dict[str, Any]) -> None:
+        if self._file is not None:
+            self._file.write(json.dumps(row, separators=(",", ":")) + "\n")
+            self._file.flush()
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+
+
+class Broker:
+    def __init__(self, options: BrokerOptions) -> None:
+        self.options = options
+        self.config = options.config
+        settings = self.config.view(BrokerSettings)
+        self.identity = values.BrokerIdentity(
+            options.host, options.port, settings.broker_service_port, settings.cluster
+        )
+        self.authority = Authority(self.config.view(AuthSettings))
+        self.clock = PulsarClock.starting_now(options.time_scale, options.time_origin_ms)
+        spec = BrokerSpec(self.identity.broker_id, cpu_cores=options.cores, nic_mbps=options.nic_mbps)
+        self.traffic = EmulatedTraffic(spec, self.clock, options.workload)
+        self.decisions = JsonLines(options.decisions)
+        self.load_data_log = JsonLines(options.load_data_log)
+        self.started = False
+        self.closing = False
+        self._server: Any = None
+        self._serve_task: asyncio.Task[None] | None = None
+
+    # -- the parts, created in start() ----------------------------------------------------
+    store: MetadataStore
+    ownership: OwnershipCache
+    bundles: BundlesCache
+    manager: LoadManager
+    namespace: NamespaceService
+    admin: AdminClient
+
+    def sample_load(self) -> LocalBrokerData:
+        """The broker's load now: the cost model over the traffic of the bundles it serves."""
+        stats = self.traffic.bundle_stats(self.namespace.served())
+        settings = self.config.view(BrokerSettings)
+        report = LocalBrokerData.of_stats(
+            self.traffic.resources(stats),
+            stats,
+            brokerVersionString=values.BROKER_VERSION,
+            loadManagerClassName=settings.load_manager_class,
+            persistentTopicsEnabled=settings.persistent_topics,
+            nonPersistentTopicsEnabled=settings.non_persistent_topics,
+        )
+        return report
+
+    def healthy(self) -> bool:
+        return self.started and not self.closing and self.store.is_connected
+
+    async def start(self) -> None:
+        settings = self.config.view(BrokerSettings)
+        kind = short_class_name(settings.load_manager_class)
+        if kind not in (MODULAR, EXTENSIBLE):
+            raise InputError(
+                f"expected org.apache.pulsar.broker.loadbalance.impl.ModularLoadManagerImpl or "
+                f"org.apache.pulsar.broker.loadbalance.extensions.ExtensibleLoadManagerImpl, "
+                f"got {settings.load_manager_class}",
+                field="loadManagerClassName",
+            )
+        if kind == EXTENSIBLE:
+            ChannelSettings.from_config(self.config)  # refuses a tombstone delay below the in-flight wait
+        try:
+            self.store = await connect(
+                self.options.store_url,
+                session_timeout=settings.session_timeout_ms / 1000.0,
+                operation_timeout=settings.operation_timeout_ms / 1000.0,
+            )
+        except (ConnectionLossError, AuthError) as e:
+            raise InputError(f"cannot open the metadata store: {e}", field="--store") from None
+        self.ownership = OwnershipCache(self.store, values.namespace_ephemeral_data(self.identity))
+        self.bundles = BundlesCache(self.store, self.config.view(SplitSettings).default_bundles)
+        auth = self.config.view(AuthSettings)
+        self.admin = AdminClient(self.identity.web_url, client_token(auth), settings.unload_timeout_ms / 1000.0 + 5)
+        ctx = BrokerContext(
+            identity=self.identity,
+            store=self.store,
+            config=self.config,
+            clock=self.clock,
+            ownership=self.ownership,
+            bundles=self.bundles,
+            sample_load=self.sample_load,
+            admin=self.admin,
+            log_decision=self.decisions.write,
+            log_load_data=self.load_data_log.write,
+            topic_names=self.traffic.topic_names,
+        )
+        if kind == EXTENSIBLE:
+            extensible = ExtensibleLoadManager(ctx)
+            self.manager = extensible
+            self.namespace = ExtensibleNamespaceService(
+                self.identity, self.config, self.ownership, self.bundles, extensible, self.traffic
+            )
+        else:
+            self.manager = ModularLoadManager(ctx)
+            self.namespace = NamespaceService(
+                self.identity, self.config, self.ownership, self.bundles, self.manager, self.traffic
+            )
+        await self._start_web()
+        await self.manager.start()
+        self.started = True
+        line = {"brokerId": self.identity.broker_id, "webServiceUrl": self.identity.web_url, "pid": os.getpid()}
+        sys.stdout.write(json.dumps(line) + "\n")
+        sys.stdout.flush()
+        log.info("broker %s started", self.identity.broker_id)
+
+    async def _start_web(self) -> None:
+        import uvicorn
+
+        from bundlewise.live.broker.http.app import create_app
+
+        config = uvicorn.Config(
+            create_app(self),
+            host=self.options.host,
+            port=self.options.port,
+            log_level="warning",
+            access_log=False,
+            lifespan="off",
+        )
+        family = socket.AF_INET6 if ":" in self.options.host else socket.AF_INET
+        sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)  # proto set: asyncio sets TCP_NODELAY
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((self.options.host, self.options.port))
+        except OSError as e:
+            sock.close()
+            raise InputError(
+                f"cannot serve on {self.options.host}:{self.options.port}: {e.strerror}", field="--web"
+            ) from None
+        self._server = uvicorn.Server(config)
+        self._server.capture_signals = contextlib.nullcontext  # the broker owns the signals
+        self._serve_task = asyncio.get_running_loop().create_task(self._server.serve([sock]), name="web-service")
+        deadline = time.monotonic() + 30
+        while not self._server.started:
+            if self._serve_task.done():
+                raise InputError(f"cannot serve on {self.options.host}:{self.options.port}", field="--web")
+            if time.monotonic() > deadline:
+                raise InputError(f"the web service did not start on {self.identity.web_url}", field="--web")
+            await asyncio.sleep(0.02)
+
+    async def stop(self) -> None:
+        """Graceful shutdown (module docstring)."""
+        if self.closing:
+            return
+        self.closing = True
+        if hasattr(self, "manager"):
+            with contextlib.suppress(Exception):
+                await self.manager.stop()
+        if hasattr(self, "ownership"):
+            for bundle in list(self.ownership.owned()):
+                with contextlib.suppress(Exception):
+                    await self.namespace.unload_owned(bundle)
+            with contextlib.suppress(Exception):
+                await self.ownership.close()
+        if self._server is not None:
+            self._server.should_exit = True
+            if self._serve_task is not None:
+                with contextlib.suppress(Exception):
+                    await asyncio.wait_for(self._serve_task, 5)
+        if hasattr(self, "admin"):
+            with contextlib.suppress(Exception):
+                await self.admin.close()
+        if hasattr(self, "bundles"):
+            self.bundles.close()
+        if hasattr(self, "store"):
+            with contextlib.suppress(Exception):
+                await self.store.close()
+        self.decisions.close()
+        self.load_data_log.close()
+
+
+async def run_broker(options: BrokerOptions) -> int:
+    """Run one broker until SIGTERM/SIGINT (graceful stop, exit 0)."""
+    import signal
+
+    broker = Broker(options)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    try:
+        await broker.start()
+        await stop.wait()
+    finally:
+        await broker.stop()
+    return 0

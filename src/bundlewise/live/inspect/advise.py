@@ -1,0 +1,79 @@
+"""``live advise``: the load data a modular leader reads, taken from a store as a modular snapshot.
+
+Read-only (``live.inspect.reader.StoreReader``).  What ``ModularLoadManagerImpl#updateAll`` reads becomes one
+modular snapshot (docs/formats.md), which ``bundlewise shed``'s planning then runs through the chosen
+strategy and the leader's cycle:
+
+* ``brokers``: every ``/loadbalance/brokers/{id}`` report (``LocalBrokerData``, unknown fields ignored) with
+  its ``/loadbalance/broker-time-average/{id}`` (``TimeAverageBrokerData``) as ``timeAverageData`` when the
+  node exists;
+* ``bundleData``: for every bundle a report lists, its ``/loadbalance/bundle-data/{bundle}`` node when the
+  leader wrote one, else its legacy ``/loadbalance/resource-quota/{bundle}``, else the default prior -- then,
+  as the leader does for a bundle it has not seen (``#updateBundleData``), one sample of the report's
+  ``lastStats`` when it has them;
+* ``timestamp``: now; ``recentlyUnloadedBundles``: empty (it lives only in the leader's memory).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import time
+from typing import Any
+
+from bundlewise.live.broker.modular.aggregate import bundle_data_from_quota
+from bundlewise.live.inspect.reader import StoreReader
+from bundlewise.live.store import layout
+from bundlewise.model.errors import InputError
+from bundlewise.model.load import BundleData, NamespaceBundleStats
+
+
+def _json(raw: tuple[bytes, int] | None) -> Any:
+    if raw is None or not raw[0]:
+        return None
+    try:
+        return json.loads(raw[0].decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        return None
+
+
+def _bundle_data(reader: StoreReader, bundle: str, stats: NamespaceBundleStats | None) -> dict[str, Any]:
+    value = _json(reader.get(layout.bundle_data(bundle)))
+    if isinstance(value, dict):
+        return value
+    data = BundleData.default()
+    quota = _json(reader.get(layout.resource_quota(bundle)))
+    with contextlib.suppress(TypeError, ValueError):
+        data = bundle_data_from_quota(quota) or data
+    if stats is not None:
+        data.update(stats)
+    return data.to_json()
+
+
+def read_snapshot(url: str) -> dict[str, Any]:
+    brokers: dict[str, Any] = {}
+    bundle_data: dict[str, Any] = {}
+    with StoreReader(url) as reader:
+        for broker_id in reader.children(layout.BROKERS_ROOT):
+            report = _json(reader.get(layout.broker(broker_id)))
+            if not isinstance(report, dict) or "cpu" not in report:
+                continue  # not a modular report (an extensible broker's BrokerLookupData)
+            average = _json(reader.get(layout.broker_time_average(broker_id)))
+            if isinstance(average, dict):
+                report = {**report, "timeAverageData": average}
+            brokers[broker_id] = report
+            found = report.get("lastStats")
+            last: dict[str, Any] = found if isinstance(found, dict) else {}
+            for bundle in report.get("bundles") or []:
+                raw = last.get(bundle)
+                try:
+                    stats = NamespaceBundleStats.from_json(raw, bundle) if raw is not None else None
+                except InputError:
+                    stats = None
+                bundle_data[str(bundle)] = _bundle_data(reader, str(bundle), stats)
+    return {
+        "timestamp": int(time.time() * 1000),
+        "brokers": brokers,
+        "bundleData": bundle_data,
+        "recentlyUnloadedBundles": {},
+    }

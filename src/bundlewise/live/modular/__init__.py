@@ -1,7 +1,0 @@
-"""The modular load manager (``ModularLoadManagerImpl``) of a running broker: registration and reports
-(``reporter``), every broker's copy of the load data (``aggregate``), the leader's work (``leader``) and
-the composition behind ``live.manager.LoadManager`` (``manager``)."""
-
-from bundlewise.live.modular.manager import ModularLoadManager
-
-__all__ = ["ModularLoadManager"]
