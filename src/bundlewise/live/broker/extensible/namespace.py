@@ -127,7 +127,8 @@ class ExtensibleNamespaceService(NamespaceService):
             raise RestError(412, f"Split bundle failed due to invalid request: {e}") from None
         if result is None:
             return
-        children = result[1]
+        # a channel ``Split`` names exactly two children: several boundaries split at the first one only
+        children = bundle.split_at(result[0][:1])
         error = await self.ext.split(bundle, children)
         if error is not None:
             raise ServerError(f"Failed to split {bundle.name}: {error}")
