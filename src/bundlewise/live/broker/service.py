@@ -35,6 +35,7 @@ from bundlewise.live.broker import values
 from bundlewise.live.broker.admin_client import AdminClient
 from bundlewise.live.broker.auth import Authority, client_token
 from bundlewise.live.broker.clock import PulsarClock
+from bundlewise.live.broker.constraints import ConstraintsCache
 from bundlewise.live.broker.extensible import ExtensibleLoadManager, ExtensibleNamespaceService
 from bundlewise.live.broker.manager import BrokerContext, LoadManager
 from bundlewise.live.broker.modular import ModularLoadManager
@@ -167,6 +168,7 @@ class Broker:
             log_decision=self.decisions.write,
             log_load_data=self.load_data_log.write,
             topic_names=self.traffic.topic_names,
+            constraints=ConstraintsCache(self.store, settings.cluster),
         )
         if kind == EXTENSIBLE:
             extensible = ExtensibleLoadManager(ctx)
