@@ -24,7 +24,7 @@ import os
 import socket
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import IO, Any
 
@@ -46,6 +46,7 @@ from bundlewise.live.broker.traffic import EmulatedTraffic
 from bundlewise.live.store import AuthError, ConnectionLossError, MetadataStore, connect
 from bundlewise.model.errors import InputError
 from bundlewise.model.load import LocalBrokerData
+from bundlewise.model.resources import MIB, ResourceUsage
 from bundlewise.traffic.cost import BrokerSpec
 from bundlewise.traffic.workload import Workload
 
@@ -120,7 +121,7 @@ class Broker:
         stats = self.traffic.bundle_stats(self.namespace.served())
         settings = self.config.view(BrokerSettings)
         report = LocalBrokerData.of_stats(
-            self.traffic.resources(stats),
+            replace(self.traffic.resources(stats), memory=process_memory()),
             stats,
             brokerVersionString=values.BROKER_VERSION,
             loadManagerClassName=settings.load_manager_class,
@@ -269,3 +270,17 @@ async def run_broker(options: BrokerOptions) -> int:
     finally:
         await broker.stop()
     return 0
+
+
+def process_memory() -> ResourceUsage:
+    """This process's memory as Pulsar reports the JVM heap (``LoadManagerShared#getSystemResourceUsage``):
+    usage and limit in MiB -- the resident set and the machine's physical memory here (``{0, 0}`` where
+    ``/proc`` is not available).  Its weight defaults to 0, so it informs operators, not the balancer."""
+    try:
+        with open("/proc/self/statm") as f:
+            resident_pages = int(f.read().split()[1])
+        page = os.sysconf("SC_PAGE_SIZE")
+        total = os.sysconf("SC_PHYS_PAGES") * page
+    except (OSError, ValueError, IndexError):
+        return ResourceUsage()
+    return ResourceUsage(resident_pages * page / MIB, total / MIB)
