@@ -11,12 +11,10 @@ import time
 from pathlib import Path
 
 import pytest
-from broker_harness import EXT, cluster, lookup
+from broker_harness import EXT, cluster, lookup, one_topic_per_bundle
 
 from bundlewise.live.harness.servers import ServerProcess
 from bundlewise.live.store import connect
-from bundlewise.model.bundles import NamespaceBundles
-from bundlewise.model.hashing import crc32_hash
 
 ISO, SHARED = "iso/ns", "shared/ns"
 
@@ -27,17 +25,6 @@ def write_store(url: str, path: str, value: object) -> None:
             await s.put(path, json.dumps(value).encode(), None)
 
     asyncio.run(body())
-
-
-def one_topic_per_bundle(ns: str) -> list[str]:
-    bundles = NamespaceBundles.initial(ns, 4)
-    found: dict[str, str] = {}
-    for i in range(10_000):
-        t = f"persistent://{ns}/t-{i}"
-        found.setdefault(bundles.bundle_for_hash(crc32_hash(t)).name, t)
-        if len(found) == 4:
-            return list(found.values())
-    raise AssertionError(ns)
 
 
 @pytest.mark.parametrize("settings", [{}, EXT], ids=["modular", "extensible"])

@@ -9,11 +9,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from broker_harness import EXT, cluster, leader_of, lookup, served_by, wait_until
+from broker_harness import EXT, cluster, leader_of, lookup, one_topic_per_bundle, served_by, wait_until
 
 from bundlewise.live.harness.servers import ServerProcess
-from bundlewise.model.bundles import NamespaceBundles
-from bundlewise.model.hashing import crc32_hash
 
 NS = "status/ns"
 
@@ -28,14 +26,7 @@ def test_status_of_an_extensible_cluster_shows_its_leader_and_owned_bundles(
     server: ServerProcess, tmp_path: Path
 ) -> None:
     with cluster(server, 2, tmp_path, EXT) as c:
-        bundles = NamespaceBundles.initial(NS, 4)
-        topics: dict[str, str] = {}
-        for i in range(10_000):
-            t = f"persistent://{NS}/t-{i}"
-            topics.setdefault(bundles.bundle_for_hash(crc32_hash(t)).name, t)
-            if len(topics) == 4:
-                break
-        for t in topics.values():
+        for t in one_topic_per_bundle(NS):
             lookup(c.brokers[0], t)
         leader = wait_until(lambda: leader_of(c), 10, "a leader")
         wait_until(lambda: sum(len(served_by(b)) for b in c.brokers) == 4, 10, "four bundles served")

@@ -22,6 +22,7 @@ Read-only (``live.inspect.reader.StoreReader``), so it can be pointed at a Pulsa
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from typing import Any
 
 from bundlewise.live.inspect.reader import StoreReader
@@ -53,33 +54,34 @@ def leader_of(value: Any) -> dict[str, str] | None:
     return {"brokerId": str(value.get("brokerId") or _host_port(service)), "serviceUrl": service}
 
 
+def _records(reader: StoreReader, root: str) -> Iterator[dict[str, Any]]:
+    """The JSON objects of the bundle nodes under ``root`` (tenant/ns and property/cluster/ns)."""
+    for depth in (3, 4):
+        for path in reader.walk(root, depth):
+            if layout.bundle_of(path, root) is None:
+                continue
+            value = _json(reader.get(path))
+            if isinstance(value, dict):
+                yield value
+
+
 def ownership(reader: StoreReader) -> dict[str, int]:
     """Bundles per owner's ``httpUrl`` from the ownership nodes (tenant/ns and property/cluster/ns)."""
     counts: dict[str, int] = {}
-    for depth in (3, 4):
-        for path in reader.walk(layout.OWNERSHIP_ROOT, depth):
-            if layout.bundle_of(path, layout.OWNERSHIP_ROOT) is None:
-                continue
-            value = _json(reader.get(path))
-            if isinstance(value, dict) and value.get("httpUrl"):
-                counts[str(value["httpUrl"])] = counts.get(str(value["httpUrl"]), 0) + 1
+    for value in _records(reader, layout.OWNERSHIP_ROOT):
+        if value.get("httpUrl"):
+            counts[str(value["httpUrl"])] = counts.get(str(value["httpUrl"]), 0) + 1
     return counts
 
 
 def channel_ownership(reader: StoreReader) -> dict[str, int]:
     """Bundles per broker id from the extensible manager's service-unit state records."""
     counts: dict[str, int] = {}
-    for depth in (3, 4):
-        for path in reader.walk(layout.SERVICE_UNIT_STATE_ROOT, depth):
-            if layout.bundle_of(path, layout.SERVICE_UNIT_STATE_ROOT) is None:
-                continue
-            value = _json(reader.get(path))
-            if not isinstance(value, dict):
-                continue
-            owner = value.get("dstBroker") if value.get("state") == "Owned" else None
-            owner = value.get("sourceBroker") if value.get("state") == "Splitting" else owner
-            if owner:
-                counts[str(owner)] = counts.get(str(owner), 0) + 1
+    for value in _records(reader, layout.SERVICE_UNIT_STATE_ROOT):
+        owner = value.get("dstBroker") if value.get("state") == "Owned" else None
+        owner = value.get("sourceBroker") if value.get("state") == "Splitting" else owner
+        if owner:
+            counts[str(owner)] = counts.get(str(owner), 0) + 1
     return counts
 
 
