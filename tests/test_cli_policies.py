@@ -121,3 +121,20 @@ def test_bad_policies_file_is_a_one_line_error(capsys: pytest.CaptureFixture[str
     err = capsys.readouterr().err
     assert code == 2 and err.startswith("error: ") and "bad.json" in err and "auto_failover_policy" in err
     assert len(err.strip().splitlines()) == 1
+
+
+def test_shed_advice_names_the_isolation_policy_that_left_a_broker_out(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+):
+    """The advisor traces the placement flow the leader ran, constraints included: broker-2 is not a primary."""
+    snap, policies = write(tmp_path, snapshot(), "in.json"), write(tmp_path, POLICY, "policies.json")
+    assert main(["shed", "--strategy", "OverloadShedder", "--policies", policies, "--format", "admin", snap]) == 0
+    placement = [line for line in capsys.readouterr().out.splitlines() if line.startswith("#   placement:")]
+    assert placement == [
+        "#   placement: namespace isolation policy (ns-isolation-policy iso-policy) left out broker-2:8080 (0.00%): "
+        "not a primary",
+        "#   placement: distribute bundles evenly (loadBalancerDistributeBundlesEvenlyEnabled) left out broker-1:8080 "
+        "(99.90%): owns 4 bundles of t/iso, the fewest is 0",
+    ]
+    assert main(["shed", "--strategy", "OverloadShedder", "--format", "admin", snap]) == 0
+    assert "isolation" not in capsys.readouterr().out
