@@ -359,11 +359,19 @@ def test_unload_null_service_unit():
 
 
 def test_split_constructor():
-    """``SplitTest#testConstructor``."""
-    mapping = {"C": "test"}
+    """``SplitTest#testConstructor`` (two children, as the ``Split`` record requires since Pulsar 3.0)."""
+    mapping = {"C": "test", "D": "test"}
     split = Split("A", "B", mapping)
     assert (split.service_unit, split.source_broker) == ("A", "B")
     assert split.split_service_unit_to_dest_broker == mapping
+
+
+@pytest.mark.parametrize("children", [{}, {"C": "test"}, {"C": "test", "D": "test", "E": "test"}])
+def test_split_refuses_anything_but_two_children(children: dict[str, str]) -> None:
+    """``SplitTest#testInvalidSplitServiceUnitToDestBroker``: none, one or three children is an
+    ``IllegalArgumentException`` in Pulsar's ``Split`` constructor."""
+    with pytest.raises(ValueError, match=f"exactly 2 children, got {len(children)}"):
+        Split("A", "B", children)
 
 
 def test_split_null_bundle():

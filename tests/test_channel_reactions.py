@@ -12,6 +12,7 @@ import pytest
 
 from bundlewise.algorithms.extensible.channel import events
 from bundlewise.algorithms.extensible.channel.lookup import (
+    ChannelState,
     LookupAction,
     OwnerLookup,
     assigned_broker,
@@ -51,6 +52,7 @@ from bundlewise.model.channel import (
 Init, Free, Owned, Assigning, Releasing, Splitting, Deleted = list(ServiceUnitState)
 B1, B2, B3 = "broker-1:8080", "broker-2:8080", "broker-3:8080"
 KEY = "my-tenant/my-ns/0x00000000_0xffffffff"
+CHILDREN = ("0x00000000_0x7fffffff", "0x7fffffff_0xffffffff")
 NOW = 1_700_000_000_000
 
 
@@ -246,7 +248,7 @@ def test_every_publish_from_a_consistent_view_is_accepted_on_both_storages():
         assert not should_keep_left(None, events.assign_record(None, B1, NOW), storage=storage)
         assert not should_keep_left(owned, events.unload_record(owned, Unload(B1, KEY, B2), NOW), storage=storage)
         assert not should_keep_left(
-            owned, events.split_record(owned, Split(KEY, B1, {"0x00000000_0x7fffffff": None}), NOW), storage=storage
+            owned, events.split_record(owned, Split(KEY, B1, dict.fromkeys(CHILDREN)), NOW), storage=storage
         )
 
 
@@ -315,6 +317,28 @@ def test_get_owner_async():
     assert look(B1, None).action is LookupAction.EMPTY
     failed = look(B1, rec(Deleted, None, B1))
     assert failed.action is LookupAction.FAIL and failed.reason == f"{KEY} is deleted."
+
+
+@pytest.mark.parametrize("channel", [ChannelState.Disabled, ChannelState.Closed])
+def test_disabled_or_closed_channel_answers_the_recorded_owner_without_the_registration_check(channel):
+    """``ServiceUnitStateChannelTest#testActiveGetOwner`` with the channel disabled/closed (apache PR #24770):
+    an Owned or Splitting record's owner is answered even though it is not registered."""
+    nobody = registered()
+    owned = lookup_owner(B1, KEY, rec(Owned, B2), registered=nobody, channel_state=channel)
+    assert (owned.action, owned.owner) == (LookupAction.ANSWER, B2)
+    splitting = lookup_owner(B1, KEY, rec(Splitting, None, B3), registered=nobody, channel_state=channel)
+    assert (splitting.action, splitting.owner) == (LookupAction.ANSWER, B3)
+    assert is_owner(B2, B1, KEY, rec(Owned, B2), registered=nobody, channel_state=channel)
+    # the rest of the table is unchanged: in-flight records still wait, Free has no owner
+    assert (
+        lookup_owner(B1, KEY, rec(Assigning, B1), registered=nobody, channel_state=channel).action is LookupAction.WAIT
+    )
+    assert lookup_owner(B1, KEY, rec(Free, None, B1), registered=nobody, channel_state=channel).action is (
+        LookupAction.EMPTY
+    )
+    # a started channel keeps the check: the unregistered owner makes the lookup wait
+    started = lookup_owner(B1, KEY, rec(Owned, B2), registered=nobody, channel_state=ChannelState.Started)
+    assert started.action is LookupAction.WAIT
 
 
 def test_active_get_owner():

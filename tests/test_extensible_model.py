@@ -9,6 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from bundlewise.algorithms.extensible.reporting import (
+    TOMBSTONE_DELAY_MS,
     BrokerLoadReporter,
     TopBundlesReporter,
     bundle_sort_key,
@@ -17,6 +18,7 @@ from bundlewise.algorithms.extensible.reporting import (
 )
 from bundlewise.algorithms.reporting import percent_change
 from bundlewise.config import Config
+from bundlewise.model.channel import ServiceUnitState, ServiceUnitStateData
 from bundlewise.model.errors import InputError
 from bundlewise.model.extensible import BrokerLoadData, parse_extensible_snapshot, weighted_max
 from bundlewise.model.load import NamespaceBundleStats
@@ -42,7 +44,30 @@ def test_broker_load_data_update_anchor_of_pulsar_test():
     d = d.updated(usage(300, 200, 2, 3, 4), 5, 6, 7, 8, 9, 10, HALF, 0.75, now=2000)
     assert (d.maxResourceUsage, d.weightedMaxEMA, d.msgThroughputEMA) == (3.0, 1.875, 5.0)
     assert (d.bundleCount, d.topics, d.reportedAt) == (9, 10, 0)
+    assert d.to_string(HALF) == (
+        "cpu= 300.00%, memory= 100.00%, directMemory= 2.00%, "
+        "bandwidthIn= 3.00%, bandwidthOut= 4.00%, "
+        "cpuWeight= 0.500000, memoryWeight= 0.500000, directMemoryWeight= 0.500000, "
+        "bandwidthInResourceWeight= 0.500000, bandwidthOutResourceWeight= 0.500000, "
+        "msgThroughputIn= 5.00, msgThroughputOut= 6.00, "
+        "msgRateIn= 7.00, msgRateOut= 8.00, bundleCount= 9, "
+        "maxResourceUsage= 300.00%, weightedMaxEMA= 187.50%, msgThroughputEMA= 5.00, "
+        "updatedAt= 2000, reportedAt= 0"
+    )
     assert d.cleared() == BrokerLoadData()
+
+
+def test_broker_load_data_update_by_other():
+    """``BrokerLoadDataTest#testUpdateByBrokerLoadData``: ``update(other)`` makes the record equal to
+    ``other``; ``clear`` brings it back to a fresh one."""
+    other = BrokerLoadData().updated(usage(1, 800, 2, 3, 4), 1, 2, 3, 4, 5, 6, HALF, 0.75, now=1000)
+    data = BrokerLoadData().update(other)
+    assert data == other and data.updatedAt == 1000
+    assert data.cleared() == BrokerLoadData()
+
+
+def test_to_string_rounds_half_up_as_java_formatter():
+    assert "msgThroughputIn= 0.13," in BrokerLoadData(msgThroughputIn=0.125).to_string(HALF)  # Python: 0.12
 
 
 def test_fresh_broker_load_data_defaults():
@@ -119,6 +144,66 @@ def test_bundle_order_uses_pulsar_resolutions():
     assert bundle_sort_key(stats(tin=150_000)) > bundle_sort_key(stats(tin=149_999))
     assert bundle_sort_key(stats(rate=149)) < bundle_sort_key(stats(rate=150))
     assert bundle_sort_key(stats(topics=499)) == bundle_sort_key(stats(topics=0))
+
+
+def test_top_bundles_reporter_zero_updated_at():
+    """``TopBundleLoadDataReporterTest#testZeroUpdatedAt``: a fresh reporter starts from 0, so stats
+    stamped 0 are not reported."""
+    assert TopBundlesReporter().tick({"t/ns/0x00000000_0xffffffff": stats(tout=1)}, 0, Config()) is None
+
+
+def test_top_bundles_reporter_report_force():
+    """``TopBundleLoadDataReporterTest#testReportForce``: no fresh stats -> no push; forced -> the cached
+    (still empty) top-k is pushed."""
+    from bundlewise.model.extensible import TopBundlesLoadData
+
+    rep = TopBundlesReporter()
+    data = {"t/ns/0x00000000_0xffffffff": stats(tout=1)}
+    assert rep.tick(data, 0, Config()) is None
+    assert rep.tick(data, 0, Config(), force=True) == TopBundlesLoadData()
+
+
+def test_top_bundles_reporter_report():
+    """``TopBundleLoadDataReporterTest#testReport``: stats stamped 1 are reported; a later forced tick
+    re-pushes that cached top-k without recomputing it."""
+    cfg = Config().with_values({"loadBalancerMaxNumberOfBundlesInBundleLoadReport": 1})
+    data = {"bundle-1": stats(tin=5e5, rate=500), "bundle-2": stats(tin=1e7, rate=10000)}
+    rep = TopBundlesReporter()
+    top = rep.tick(data, 1, cfg)
+    assert top == top_k_bundles(data, 1, cfg) and [b.bundleName for b in top.topBundlesLoadData] == ["bundle-2"]
+    assert rep.tick({}, 1, cfg, force=True) is top
+
+
+def owned_by(broker: str) -> ServiceUnitStateData:
+    return ServiceUnitStateData(ServiceUnitState.Owned, broker)
+
+
+def test_broker_reporter_resets_on_every_tombstone_event_but_removes_once_per_delay():
+    """``BrokerLoadDataReporterTest#testTombstone``: ``#handleEvent`` clears the local data on every event
+    that concerns this broker; only the store removal is de-duplicated (``TOMBSTONE_DELAY_IN_MILLIS``)."""
+    me = "broker-1:8080"
+    rep = BrokerLoadReporter()
+    cfg = Config()
+    for state in (ServiceUnitState.Assigning, ServiceUnitState.Deleted, ServiceUnitState.Init, ServiceUnitState.Free):
+        assert rep.handle_event(me, ServiceUnitStateData(state, me), now=0) is False
+    rep.tick(usage(50, 0, 0, 0, 0), 10, 10, 5, 5, 1, 1, cfg, now=1000)
+    assert rep.handle_event(me, owned_by(me), now=2000) is True
+    assert rep.local == BrokerLoadData()
+    rep.tick(usage(50, 0, 0, 0, 0), 10, 10, 5, 5, 1, 1, cfg, now=3000)
+    assert rep.handle_event(me, owned_by(me), now=4000) is False  # within 10 s: no second removal ...
+    assert rep.local == BrokerLoadData()  # ... but the local data is reset again
+    assert rep.handle_event(me, owned_by(me), now=2000 + TOMBSTONE_DELAY_MS) is True
+    releasing = ServiceUnitStateData(ServiceUnitState.Releasing, None, me)
+    splitting = ServiceUnitStateData(ServiceUnitState.Splitting, None, me)
+    other = ServiceUnitStateData(ServiceUnitState.Releasing, None, "broker-2:8080")
+    assert rep.handle_event(me, releasing, now=60_000) is True
+    assert rep.handle_event(me, splitting, now=80_000) is True
+    assert rep.handle_event(me, other, now=100_000) is False
+    assert rep.handle_event(me, owned_by("broker-2:8080"), now=100_000) is False
+    assert rep.handle_event(me, None, now=100_000) is False
+    top = TopBundlesReporter()
+    assert top.handle_event(me, owned_by(me), now=0) is True
+    assert top.handle_event(me, owned_by(me), now=TOMBSTONE_DELAY_MS - 1) is False
 
 
 def test_top_bundles_reporter_reports_only_when_the_stats_timestamp_advances():

@@ -33,6 +33,7 @@ from bundlewise.config.views import PlacementSettings
 from bundlewise.model.admin import split_command
 from bundlewise.model.decisions import SplitDecision, Unload
 from bundlewise.model.load import LoadData
+from bundlewise.model.policies import NO_POLICIES, PlacementPolicies
 
 OVERLOAD_KEY = "loadBalancerBrokerOverloadedThresholdPercentage"
 
@@ -135,9 +136,17 @@ class MoveAdvice:
         return out
 
 
-def advise(load: LoadData, unloads: Sequence[Unload], config: Config, *, placed: bool) -> list[MoveAdvice]:
+def advise(
+    load: LoadData,
+    unloads: Sequence[Unload],
+    config: Config,
+    *,
+    placed: bool,
+    policies: PlacementPolicies = NO_POLICIES,
+) -> list[MoveAdvice]:
     """The advice of each move of ``unloads`` (same order).  ``placed``: the destinations came from the
-    placement flow (the leader's cycle), so the filters' exclusions are explained."""
+    placement flow (the leader's cycle), so the filters' exclusions are explained (with the placement
+    constraints ``policies`` the flow applied)."""
     threshold = config.view(PlacementSettings).overload_threshold
     projection = Projection(load, config)
     loads = tuple((b, v) for b in load.brokers if (v := projection.load_before(b)) is not None)
@@ -151,6 +160,6 @@ def advise(load: LoadData, unloads: Sequence[Unload], config: Config, *, placed:
         overload = None
         if dest is not None and before is not None and after is not None and after > threshold:
             overload = Overload(dest, before, after, threshold)
-        trace = candidate_trace(u.bundle, load, config) if placed and dest is not None else None
+        trace = candidate_trace(u.bundle, load, config, policies=policies) if placed and dest is not None else None
         out.append(MoveAdvice(u, overload, trace, loads, splits.get(u.bundle)))
     return out

@@ -9,10 +9,10 @@
 3. ``plan = strategy.find_bundles_for_unloading(load with that map, config, now)``.
 4. The plan is walked broker by broker (Pulsar iterates a broker -> bundles multimap), bundles in
    selection order.  A bundle is skipped when its namespace is in ``loadBalancerSheddingExcludedNamespaces``,
-   or when the destination chosen by the placement flow (``ModularPlacement`` without preallocation) is absent or is the
-   current owner.  Otherwise it is unloaded to that destination and ``recentlyUnloaded[bundle] = now``.
-   Namespace isolation policies and anti-affinity groups are not part of the snapshot format: they are
-   taken as "no policies", so those two checks always pass.
+   when the placement constraints refuse the move (``may_unload``: ``#shouldNamespacePoliciesUnload`` and
+   ``#shouldAntiAffinityNamespaceUnload``, algorithms.placement.constraints), or when the destination chosen
+   by the placement flow (``ModularPlacement`` without preallocation) is absent or is the current owner.
+   Otherwise it is unloaded to that destination and ``recentlyUnloaded[bundle] = now``.
 5. ``strategy.on_unload_attempt_completed(plan)``.
 
 The destination is chosen by a callable (``choose_destination(bundle, load, config) -> broker | None``) so
@@ -31,6 +31,8 @@ from bundlewise.model.load import LoadData
 from bundlewise.model.names import bundle_namespace
 
 ChooseDestination = Callable[[str, LoadData, Config], str | None]
+MayUnload = Callable[[str, str, LoadData, Config], str | None]
+"""``(bundle, owner, load, config) -> why the constraints keep the bundle where it is, or None``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,9 +58,12 @@ def group_by_broker(plan: list[Unload]) -> list[Unload]:
 class LeaderSheddingCycle:
     """The leader's shedding loop around one strategy instance; remembers recently unloaded bundles."""
 
-    def __init__(self, strategy: SheddingStrategy, choose_destination: ChooseDestination) -> None:
+    def __init__(
+        self, strategy: SheddingStrategy, choose_destination: ChooseDestination, may_unload: MayUnload | None = None
+    ) -> None:
         self.strategy = strategy
         self.choose_destination = choose_destination
+        self.may_unload = may_unload
         self.recently_unloaded: dict[str, int] = {}
 
     def run(self, load: LoadData, config: Config, now: int) -> CycleResult:
@@ -86,6 +91,10 @@ class LeaderSheddingCycle:
             ns = bundle_namespace(u.bundle)
             if ns in excluded:
                 skipped.append(u.skipped(f"namespace {ns} is in loadBalancerSheddingExcludedNamespaces"))
+                continue
+            kept = None if self.may_unload is None else self.may_unload(u.bundle, u.broker, view, config)
+            if kept is not None:
+                skipped.append(u.skipped(kept))
                 continue
             dest = self.choose_destination(u.bundle, view, config)
             if dest is None:

@@ -69,6 +69,16 @@ def add_config_options(p: argparse.ArgumentParser) -> None:
     )
 
 
+POLICIES_HELP = (
+    "placement constraints: JSON {namespaceIsolationPolicies, antiAffinityGroups, failureDomains} or the output "
+    "of `pulsar-admin ns-isolation-policy list CLUSTER` (docs/placement.md)"
+)
+
+
+def add_policies_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--policies", metavar="FILE", help=POLICIES_HELP)
+
+
 def config_from_args(args: argparse.Namespace) -> Config:
     warnings: list[str] = []
     config = load_config(args.config, args.set, warnings)

@@ -30,6 +30,7 @@ from bundlewise.config import Config
 from bundlewise.config.views import LeaderSettings
 from bundlewise.model.errors import InputError
 from bundlewise.model.load import LocalBrokerData
+from bundlewise.model.policies import NO_POLICIES, PlacementPolicies
 from bundlewise.model.reports import Report, group_reports, is_load_report, read_report
 from bundlewise.model.snapshot import parse_timestamp, shared_warning
 
@@ -66,6 +67,17 @@ def parse_json(text: str, source: str) -> Any:
 
 def read_json(path: str) -> Any:
     return parse_json(read_text(path), "<stdin>" if path == "-" else path)
+
+
+def policies_from_args(args: Any) -> PlacementPolicies:
+    """``--policies FILE`` (absent: no constraints)."""
+    path = getattr(args, "policies", None)
+    if path is None:
+        return NO_POLICIES
+    try:
+        return PlacementPolicies.from_json(read_json(path))
+    except InputError as e:
+        raise e.within("<stdin>" if path == "-" else path) from None
 
 
 def read_documents(path: str) -> list[Any]:

@@ -253,6 +253,7 @@ def run_up(args: argparse.Namespace) -> int:
                     authentication=not args.no_auth,
                     work_dir=work / f"cluster-{i}",
                     leader_path=layout.EXTENSION_LEADER if extensible else layout.LEADER,
+                    policies=scenario.policies,
                 )
                 run, _ = run_live(plan, progress=not args.no_progress, on_ready=ready)
                 results.append(build_result(run, key))

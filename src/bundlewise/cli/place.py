@@ -29,16 +29,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from bundlewise.algorithms.extensible.placement import ExtensiblePlacement, FilterContext
+from bundlewise.algorithms.extensible.placement import ExtensiblePlacement, FilterContext, owned_from_top_bundles
 from bundlewise.algorithms.families.extensible import PLACEMENT_NAME as EXTENSIBLE_PLACEMENT
 from bundlewise.algorithms.leader import LeaderBundleData
 from bundlewise.algorithms.placement.assignment import ModularPlacement
 from bundlewise.algorithms.placement.base import Selection
 from bundlewise.algorithms.projection import project
 from bundlewise.algorithms.registry import make_placement, placement_names
-from bundlewise.cli.common import add_config_options, config_from_args
+from bundlewise.cli.common import add_config_options, add_policies_option, config_from_args
 from bundlewise.cli.explain import PROJECTION_NOTE, columns, projection_lines, when
-from bundlewise.cli.inputs import Document, SharedBundles, Step, emit, iterate_steps, read_inputs
+from bundlewise.cli.inputs import Document, SharedBundles, Step, emit, iterate_steps, policies_from_args, read_inputs
 from bundlewise.config import Config
 from bundlewise.config.config import short_class_name
 from bundlewise.model.admin import unload_command
@@ -46,6 +46,7 @@ from bundlewise.model.decisions import Unload
 from bundlewise.model.errors import InputError
 from bundlewise.model.extensible import parse_extensible_snapshot
 from bundlewise.model.load import BundleData, LoadData
+from bundlewise.model.policies import PlacementPolicies
 from bundlewise.model.snapshot import parse_modular_snapshot
 
 STEP_KEYS = ("bundle", "candidates", "nonPersistent")
@@ -80,6 +81,7 @@ def register(sub: Any) -> None:
     )
     p.add_argument("--strategy", required=True, metavar="NAME", help="placement strategy")
     add_config_options(p)
+    add_policies_option(p)
     p.add_argument("--seed", type=int, default=0, help="seed of the random tie-break (default 0: reproducible picks)")
     p.add_argument(
         "--format",
@@ -154,13 +156,19 @@ def _modular_step(
 
 
 def _extensible_step(
-    step: Step, placement: ExtensiblePlacement, rng: random.Random, default: str | None, shared: SharedBundles
+    step: Step,
+    placement: ExtensiblePlacement,
+    rng: random.Random,
+    default: str | None,
+    shared: SharedBundles,
+    policies: PlacementPolicies,
 ) -> Row:
     bundle, candidates, non_persistent = parse_step_request(step.doc, step.where, default)
     doc = {k: v for k, v in step.doc.items() if k not in STEP_KEYS}
     snap = parse_extensible_snapshot(doc, step.where, step.config.weights(), step.now)
     shared.note(step, snap.shared)
-    ctx = FilterContext(snap.brokers, snap.lookup_data, step.config, non_persistent)
+    owned = owned_from_top_bundles(snap)
+    ctx = FilterContext(snap.brokers, snap.lookup_data, step.config, non_persistent, policies, owned)
     sel = placement.select(bundle, snap.available_brokers, ctx, rng, candidates)
     owner = next(
         (b for b, top in snap.top_bundles.items() if any(t.bundleName == bundle for t in top.topBundlesLoadData)), None
@@ -174,6 +182,7 @@ def place_rows(args: argparse.Namespace, config: Config, documents: list[Documen
     rows: list[Row] = []
     default = getattr(args, "bundle", None)
     shared = SharedBundles()
+    policies = policies_from_args(args)
     if args.extensible:
         if short_class_name(args.strategy) != EXTENSIBLE_PLACEMENT:
             raise InputError(
@@ -189,12 +198,12 @@ def place_rows(args: argparse.Namespace, config: Config, documents: list[Documen
         extensible = ExtensiblePlacement()
         for step in iterate_steps(documents, config):
             try:
-                rows.append(_extensible_step(step, extensible, rng, default, shared))
+                rows.append(_extensible_step(step, extensible, rng, default, shared, policies))
             except InputError as e:
                 raise e.within(step.source) from None
         shared.tell()
         return rows
-    placement = ModularPlacement(make_placement(args.strategy))
+    placement = ModularPlacement(make_placement(args.strategy), policies)
     leader = LeaderBundleData()
     for step in iterate_steps(documents, config):
         try:

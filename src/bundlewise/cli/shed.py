@@ -44,9 +44,9 @@ from bundlewise.algorithms.families import ExtensibleFamily, ModularFamily
 from bundlewise.algorithms.leader import LeaderBundleData
 from bundlewise.algorithms.projection import project
 from bundlewise.algorithms.registry import SHEDDING, make_family, shedding_entry, shedding_names
-from bundlewise.cli.common import add_config_options, config_from_args
+from bundlewise.cli.common import add_config_options, add_policies_option, config_from_args
 from bundlewise.cli.explain import PROJECTION_NOTE, admin_unload_lines, columns, projection_lines, skipped_lines, when
-from bundlewise.cli.inputs import Document, SharedBundles, emit, iterate_steps, read_inputs
+from bundlewise.cli.inputs import Document, SharedBundles, emit, iterate_steps, policies_from_args, read_inputs
 from bundlewise.cli.shed_extensible import run_extensible
 from bundlewise.config import Config
 from bundlewise.model.decisions import Unload
@@ -90,6 +90,7 @@ def register(sub: Any) -> None:
     )
     p.add_argument("--strategy", required=True, metavar="NAME", help="shedding strategy")
     add_config_options(p)
+    add_policies_option(p)
     p.add_argument(
         "--plan-only",
         action="store_true",
@@ -131,6 +132,7 @@ def shed_documents(args: argparse.Namespace, config: Config, documents: list[Doc
                 source=documents[0].source,
             )
         return run_extensible(args, config, documents)
+    policies = policies_from_args(args)
     leader = LeaderBundleData()
     rng = random.Random(args.seed)
     family: ModularFamily | None = None
@@ -145,6 +147,7 @@ def shed_documents(args: argparse.Namespace, config: Config, documents: list[Doc
                 made = make_family(entry, step.config, placement=not args.plan_only)
                 assert isinstance(made, ModularFamily)
                 family = made
+                family.set_policies(policies)
             if args.plan_only:
                 unloads, skipped, note = family.plan(load, step.config, step.now), [], None
             else:
@@ -155,7 +158,7 @@ def shed_documents(args: argparse.Namespace, config: Config, documents: list[Doc
         idle = "" if unloads else (note or family.shedder.idle_reason or "the strategy planned nothing")
         if not unloads and skipped and not note:
             idle = f"every planned unload was skipped ({len(skipped)})"
-        advice = advise(load, unloads, step.config, placed=not args.plan_only)
+        advice = advise(load, unloads, step.config, placed=not args.plan_only, policies=policies)
         rows.append(Row(step.index, step.timestamp, unloads, skipped, load, step.config, idle, advice))
     for note_ in family.notes if family is not None else ():
         sys.stderr.write(note_ + "\n")

@@ -27,12 +27,13 @@ from bundlewise.algorithms.extensible.transfer_shedder import ShedResult
 from bundlewise.algorithms.families import ExtensibleFamily
 from bundlewise.algorithms.registry import SheddingEntry, make_family, shedding_entry
 from bundlewise.cli.explain import admin_unload_lines, columns, when
-from bundlewise.cli.inputs import Document, SharedBundles, emit, iterate_steps
+from bundlewise.cli.inputs import Document, SharedBundles, emit, iterate_steps, policies_from_args
 from bundlewise.config import Config
 from bundlewise.config.views import TransferSettings
 from bundlewise.model.decisions import Unload
 from bundlewise.model.errors import InputError
 from bundlewise.model.extensible import parse_extensible_snapshot
+from bundlewise.model.policies import NO_POLICIES, PlacementPolicies
 
 
 def _num(x: float) -> float | None:
@@ -52,12 +53,17 @@ def step_json(index: int, timestamp: int | None, result: ShedResult | None) -> d
 
 
 def extensible_rows(
-    entry: SheddingEntry, plan_only: bool, config: Config, documents: Sequence[Document]
+    entry: SheddingEntry,
+    plan_only: bool,
+    config: Config,
+    documents: Sequence[Document],
+    policies: PlacementPolicies = NO_POLICIES,
 ) -> list[tuple[dict[str, Any], Config]]:
     """Every step's output with the configuration in force; an ``InputError`` in any step is raised before
     anything is printed."""
     family = make_family(entry, config)
     assert isinstance(family, ExtensibleFamily)
+    family.set_policies(policies)
     rows = []
     shared = SharedBundles()
     for step in iterate_steps(documents, config):
@@ -79,7 +85,7 @@ def run_extensible(args: argparse.Namespace, config: Config, documents: Sequence
     """``shed`` of an extensible strategy: every step computed, then printed (JSON Lines, a table or the
     pulsar-admin commands)."""
     entry = shedding_entry(args.strategy)
-    rows = extensible_rows(entry, bool(args.plan_only), config, documents)
+    rows = extensible_rows(entry, bool(args.plan_only), config, documents, policies_from_args(args))
     fmt = getattr(args, "format", "json")
     for out, step_config in rows:
         if fmt == "table":

@@ -104,6 +104,7 @@ class PlacementSettings:
     usage_difference: float  # LeastResourceUsageWithWeight's margin, fraction
     history: float
     excluded_namespaces: frozenset[str]
+    failure_domains: bool  # failureDomainsEnabled: anti-affinity spreads over failure domains too
 
     @classmethod
     def of(cls, c: Mapping[str, Any]) -> PlacementSettings:
@@ -119,6 +120,7 @@ class PlacementSettings:
             usage_difference=float(c["loadBalancerAverageResourceUsageDifferenceThresholdPercentage"]) / 100.0,
             history=float(c["loadBalancerHistoryResourcePercentage"]),
             excluded_namespaces=frozenset(c["loadBalancerSheddingExcludedNamespaces"]),
+            failure_domains=bool(c["failureDomainsEnabled"]),
         )
 
     @property

@@ -159,6 +159,9 @@ class ChildMap(Mapping[str, str | None]):
         return repr(self._items)
 
 
+SPLIT_CHILDREN = 2  # a bundle split always yields two children (Pulsar's ``Split`` record)
+
+
 def _child_map(value: Mapping[str, str | None] | None) -> ChildMap | None:
     if value is None:
         return None
@@ -301,7 +304,11 @@ class Unload:
 
 @dataclass(frozen=True, slots=True)
 class Split:
-    """Split a service unit into the children named by range (Pulsar ``models/Split``)."""
+    """Split a service unit into the children named by range (Pulsar ``models/Split``).
+
+    A bundle splits into exactly two children: a children map of any other size is refused, as Pulsar's
+    ``Split`` constructor refuses it with an ``IllegalArgumentException`` (``None``, no map, stays allowed).
+    """
 
     service_unit: str
     source_broker: str | None
@@ -310,9 +317,10 @@ class Split:
     def __post_init__(self) -> None:
         if self.service_unit is None:
             raise ValueError("service_unit must not be None")
-        object.__setattr__(
-            self, "split_service_unit_to_dest_broker", _child_map(self.split_service_unit_to_dest_broker)
-        )
+        children = _child_map(self.split_service_unit_to_dest_broker)
+        if children is not None and len(children) != SPLIT_CHILDREN:
+            raise ValueError(f"a split names exactly {SPLIT_CHILDREN} children, got {len(children)}")
+        object.__setattr__(self, "split_service_unit_to_dest_broker", children)
 
 
 def _changed(a: ServiceUnitStateData, b: ServiceUnitStateData) -> bool:

@@ -28,6 +28,7 @@ from typing import Any
 
 from bundlewise.model import fields
 from bundlewise.model.errors import InputError
+from bundlewise.model.javamath import java_fixed
 from bundlewise.model.load import NamespaceBundleStats
 from bundlewise.model.resources import ResourceWeights, SystemResources, history_average
 from bundlewise.model.snapshot import parse_timestamp, shared_bundles
@@ -98,6 +99,46 @@ class BrokerLoadData:
                 None if first else self.msgThroughputEMA, msg_throughput_in + msg_throughput_out, history
             ),
             updatedAt=now,
+        )
+
+    def update(self, other: BrokerLoadData) -> BrokerLoadData:
+        """Pulsar ``BrokerLoadData#update(BrokerLoadData)``: every field taken from ``other`` (the records
+        are immutable, so the result is a copy of ``other``)."""
+        return replace(other)
+
+    def to_string(self, weights: ResourceWeights) -> str:
+        """Pulsar ``BrokerLoadData#toString(conf)``: usages in percent, the weights, the figures."""
+        r = self.resources
+
+        def pct(x: float) -> str:
+            return f"{java_fixed(x, 2)}%"
+
+        def w(x: float) -> str:
+            return java_fixed(x, 6)
+
+        return ", ".join(
+            [
+                f"cpu= {pct(r.cpu.percent_usage())}",
+                f"memory= {pct(r.memory.percent_usage())}",
+                f"directMemory= {pct(r.direct_memory.percent_usage())}",
+                f"bandwidthIn= {pct(r.bandwidth_in.percent_usage())}",
+                f"bandwidthOut= {pct(r.bandwidth_out.percent_usage())}",
+                f"cpuWeight= {w(weights.cpu)}",
+                f"memoryWeight= {w(weights.memory)}",
+                f"directMemoryWeight= {w(weights.direct_memory)}",
+                f"bandwidthInResourceWeight= {w(weights.bandwidth_in)}",
+                f"bandwidthOutResourceWeight= {w(weights.bandwidth_out)}",
+                f"msgThroughputIn= {java_fixed(self.msgThroughputIn, 2)}",
+                f"msgThroughputOut= {java_fixed(self.msgThroughputOut, 2)}",
+                f"msgRateIn= {java_fixed(self.msgRateIn, 2)}",
+                f"msgRateOut= {java_fixed(self.msgRateOut, 2)}",
+                f"bundleCount= {self.bundleCount}",
+                f"maxResourceUsage= {pct(self.maxResourceUsage * 100)}",
+                f"weightedMaxEMA= {pct(self.weightedMaxEMA * 100)}",
+                f"msgThroughputEMA= {java_fixed(self.msgThroughputEMA, 2)}",
+                f"updatedAt= {self.updatedAt}",
+                f"reportedAt= {self.reportedAt}",
+            ]
         )
 
     def cleared(self) -> BrokerLoadData:

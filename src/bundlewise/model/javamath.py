@@ -10,12 +10,16 @@
 * ``java_max``: ``Math.max(double, double)``: NaN when either is NaN.
 * ``java_sqrt``: ``Math.sqrt``: NaN for a negative argument.
 * ``int32_sub``: ``int - int`` with Java's wrap-around (``MetadataVersion#compareIdentifiers``).
+* ``java_fixed``: ``String.format("%.Nf", x)``: the shortest decimal of the double rounded HALF_UP (Java's
+  ``Formatter``), where Python's own ``format`` rounds the binary value half-even (``0.125`` -> ``0.13``
+  in Java, ``0.12`` in Python).
 """
 
 from __future__ import annotations
 
 import math
 import struct
+from decimal import ROUND_HALF_UP, Decimal
 
 INT_MIN = -(2**31)
 INT_MAX = 2**31 - 1
@@ -75,3 +79,12 @@ def java_sqrt(x: float) -> float:
 def int32_sub(a: int, b: int) -> int:
     """``a - b`` of two Java ints, wrapping around as Java's int arithmetic does."""
     return (a - b - INT_MIN) % 2**32 + INT_MIN
+
+
+def java_fixed(x: float, digits: int) -> str:
+    """Java's ``%.<digits>f`` of a double: its shortest decimal rounded half up."""
+    if math.isnan(x):
+        return "NaN"
+    if math.isinf(x):
+        return "Infinity" if x > 0 else "-Infinity"
+    return f"{Decimal(repr(float(x))).quantize(Decimal(1).scaleb(-digits), rounding=ROUND_HALF_UP):f}"

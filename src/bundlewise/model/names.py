@@ -134,3 +134,16 @@ def is_system_namespace(namespace: str) -> bool:
     if not namespace.startswith(_SYSTEM_PREFIXES):
         return False
     return namespace == SYSTEM_NAMESPACE or any(p.fullmatch(namespace) for p in _SYSTEM_PATTERNS)
+
+
+def pinned_broker(namespace: str) -> str | None:
+    """The broker a heartbeat or SLA-monitor namespace belongs to (``pulsar/{cluster}/{broker}``,
+    ``pulsar/{broker}``, ``sla-monitor/{cluster}/{broker}``), else None.  Pulsar places such a namespace on
+    its broker alone (``NamespaceService#getHeartbeatOrSLAMonitorBrokerId``) and never sheds it."""
+    if not namespace.startswith(_SYSTEM_PREFIXES):
+        return None
+    for p in _SYSTEM_PATTERNS:
+        m = p.fullmatch(namespace)
+        if m is not None:
+            return m.group(1)
+    return None

@@ -95,6 +95,7 @@ class Engine:
         self.config = config if config is not None else scenario.config
         self.workload = workload
         self.family = make_family(strategy, self.config)
+        self.family.set_policies(scenario.policies)
         self.strategy = self.family.name
         self.clock = Clock(scenario.step, scenario.duration)
         self.cluster = build_cluster(scenario, workload, self.config, layout)

@@ -105,7 +105,8 @@ class ExtensibleManager:
         k = config.view(ReportSettings).top_bundles
         rates, _, _ = view.bundle_table()
         ns_index, ns_names = view.bundle_namespaces()
-        reportable = np.array([namespace_reportable(ns, config) for ns in ns_names], dtype=bool)
+        has_policies = self.family.policies.has_policies
+        reportable = np.array([namespace_reportable(ns, config, has_policies) for ns in ns_names], dtype=bool)
         eligible = (rates[:, 2] + rates[:, 3] != 0) & reportable[ns_index]
         first_key = java_round_array(rates[:, 2] / 1e5)
         for name in view.brokers:

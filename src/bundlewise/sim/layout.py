@@ -23,6 +23,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from bundlewise.algorithms.placement.constraints import apply_namespace_policies
 from bundlewise.config import Config
 from bundlewise.config.views import SplitSettings
 from bundlewise.model.bundles import NamespaceBundles
@@ -75,10 +76,17 @@ def build_cluster(
                     continue
                 if not has_topics[bid]:
                     continue
-            if initial:
-                cluster.owner[bid] = initial[k % len(initial)]
+            allowed = initial if not scenario.policies else allowed_slots(cluster, scenario, ns.namespace)
+            if allowed:
+                cluster.owner[bid] = allowed[k % len(allowed)]
                 k += 1
     return cluster
+
+
+def allowed_slots(cluster: Cluster, scenario: Scenario, namespace: str) -> list[int]:
+    """The initial brokers the scenario's isolation policies allow the namespace on (``applyNamespacePolicies``)."""
+    names = apply_namespace_policies(namespace, list(scenario.initial), scenario.policies.isolation)
+    return [cluster.index[n] for n in names]
 
 
 def _given(scenario: Scenario, ns: str) -> bool:

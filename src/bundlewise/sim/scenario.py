@@ -36,6 +36,7 @@ from bundlewise.config import Config
 from bundlewise.model.durations import parse_duration
 from bundlewise.model.errors import InputError
 from bundlewise.model.names import NamespaceName
+from bundlewise.model.policies import NO_POLICIES, PlacementPolicies
 from bundlewise.sim.dispatch_spec import DispatchSpec, parse_dispatch
 from bundlewise.sim.events import initial_brokers, transitions
 from bundlewise.traffic.cost import BROKER_DEFAULTS, BROKER_FIELDS, BrokerSpec
@@ -60,6 +61,7 @@ TOP_KEYS = (
     "workload",
     "strategies",
     "dispatch",
+    "policies",
 )
 NAMESPACE_KEYS = (
     "name",
@@ -114,6 +116,7 @@ class Scenario:
     warnings: tuple[str, ...] = ()  # unknown balancer keys, events that change nothing: for the CLI to print
     dispatch: DispatchSpec | None = None  # the optional [dispatch] section (sim/dispatch_spec.py)
     broker_defaults: BrokerSpec = field(default_factory=lambda: BrokerSpec("defaults"))  # [broker_defaults]
+    policies: PlacementPolicies = NO_POLICIES  # the optional [policies] section (docs/placement.md)
 
     def with_seed(self, seed: int | None) -> Scenario:
         return self if seed is None else replace(self, seed=seed)
@@ -304,7 +307,18 @@ def parse_scenario(doc: dict[str, Any], source: str) -> Scenario:
         warnings=tuple(warnings),
         dispatch=parse_dispatch(doc.get("dispatch"), source),
         broker_defaults=BrokerSpec("defaults", **defaults),
+        policies=_policies(doc.get("policies"), source),
     )
+
+
+def _policies(value: Any, source: str) -> PlacementPolicies:
+    """``[policies]``: the ``--policies`` document as TOML tables (``namespaceIsolationPolicies``, ...)."""
+    if value is None:
+        return NO_POLICIES
+    try:
+        return PlacementPolicies.from_json(value, "policies")
+    except InputError as e:
+        raise e.within(source) from None
 
 
 def load_scenario(path: str | Path, stdin: TextIO | None = None) -> Scenario:

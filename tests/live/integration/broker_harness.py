@@ -22,6 +22,8 @@ from bundlewise.live.harness.cluster import BrokerProcess, LocalCluster
 from bundlewise.live.harness.observer import Observations, OwnershipObserver
 from bundlewise.live.harness.servers import ServerProcess
 from bundlewise.live.store import connect
+from bundlewise.model.bundles import NamespaceBundles
+from bundlewise.model.hashing import crc32_hash
 
 SESSION_MS = 4000  # metadataStoreSessionTimeoutMillis of the test brokers: short, so faults are quick
 FAST = {
@@ -261,3 +263,15 @@ def kill_during_split(owner: BrokerProcess, bundle: str) -> None:
         owner.kill()
         with contextlib.suppress(Exception):
             pending.result()
+
+
+def one_topic_per_bundle(namespace: str, n: int = 4) -> list[str]:
+    """A topic of ``namespace`` in each of its ``n`` initial bundles, in bundle order of first hit."""
+    bundles = NamespaceBundles.initial(namespace, n)
+    found: dict[str, str] = {}
+    for i in range(10_000):
+        t = f"persistent://{namespace}/t-{i}"
+        found.setdefault(bundles.bundle_for_hash(crc32_hash(t)).name, t)
+        if len(found) == n:
+            return list(found.values())
+    raise AssertionError(namespace)

@@ -38,6 +38,10 @@ def test_brokers_register_with_local_broker_data_and_an_empty_time_average(
             # an idle broker: the cost model's base CPU only (0.2 of 8 cores)
             assert value["cpu"] == {"usage": 20.0, "limit": 800.0}
             assert value["lastUpdate"] > 0
+            # as Pulsar writes it: no null fields, maxResourceUsage, startTimestamp, the process's real memory
+            assert None not in value.values() and "webServiceUrlTls" not in value
+            assert value["maxResourceUsage"] == 0.025 and 0 < value["startTimestamp"] <= value["lastUpdate"]
+            assert 0 < value["memory"]["usage"] < value["memory"]["limit"]
             assert read_store(c.store_url, f"/loadbalance/broker-time-average/{b.broker_id}") == {
                 k: 0.0
                 for k in (

@@ -27,6 +27,7 @@ from broker_harness import (
     read_store,
     record,
     served_by,
+    steady_trace,
     wait_until,
 )
 
@@ -225,6 +226,28 @@ def test_split_children_owned_in_place(server: ServerProcess, tmp_path: Path) ->
         assert [(d["bundle"], d["children"], d["algorithm"]) for d in splits] == [
             (parent.name, [left, right], "range_equally_divide")
         ]
+
+
+def test_split_at_several_positions_publishes_two_children(server: ServerProcess, tmp_path: Path) -> None:
+    """``SplitTest#testInvalidSplitServiceUnitToDestBroker``: the channel's ``Split`` names exactly two children,
+    so a split at several positions splits at the first one only."""
+    parent = BUNDLES.bundles[0]
+    topics = [t for t in (f"persistent://{NS}/topic-{i}" for i in range(200)) if parent.includes(t)][:2]
+    trace = steady_trace(tmp_path / "trace.jsonl", NS, 200, 10.0)  # the algorithm needs more than one topic
+    with cluster(server, 1, tmp_path, EXT, workload=str(trace)) as c:
+        url, b = c.store_url, c.brokers[0]
+        for t in topics:
+            look(b, t)
+        first, second = parent.lower + 0x1000, parent.lower + 0x2000
+        path = f"/admin/v2/namespaces/{NS}/{parent.range_name}/split?splitAlgorithmName=specified_positions_divide"
+        r, _ = follow(f"{b.web_url}{path}", "PUT", json=[first, second])
+        assert r.status_code == 204, r.text
+        left, right = f"{NS}/0x{parent.lower:08x}_0x{first:08x}", f"{NS}/0x{first:08x}_0x{parent.upper:08x}"
+        for child in (left, right):
+            rec = record(url, child)
+            assert rec is not None and rec["state"] == "Owned"
+        assert record(url, f"{NS}/0x{first:08x}_0x{second:08x}") is None
+        assert get(f"{b.web_url}/admin/v2/namespaces/{NS}/bundles").json()["numBundles"] == 5
 
 
 def test_graceful_stop_hands_the_bundles_over(server: ServerProcess, tmp_path: Path) -> None:

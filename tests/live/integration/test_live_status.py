@@ -199,10 +199,13 @@ def test_status_reads_a_pulsar_layout_and_writes_nothing(pulsar_store: str) -> N
     assert run(_tree(pulsar_store)) == before
 
 
-def test_status_of_a_missing_root_is_empty_and_creates_nothing(store_url: str) -> None:
+def test_status_of_a_missing_root_is_an_error_and_creates_nothing(store_url: str) -> None:
+    """A wrong chroot or prefix (no Pulsar layout there) is an error, not "0 brokers"."""
     p = cli("live", "status", "--store", store_url, "--format", "json")
-    assert p.returncode == 0, p.stderr
-    assert json.loads(p.stdout)["brokers"] == [] and json.loads(p.stdout)["leader"] is None
+    assert p.returncode == 2 and p.stdout == ""
+    assert p.stderr.startswith("error: --store: no Pulsar metadata under") and len(p.stderr.splitlines()) == 1
+    a = cli("live", "advise", "--store", store_url)
+    assert a.returncode == 2 and "no Pulsar metadata under" in a.stderr
     parent, _, name = store_url.rpartition("/")
 
     async def exists() -> bool:

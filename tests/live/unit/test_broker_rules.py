@@ -56,15 +56,19 @@ def test_identity_and_pulsar_values() -> None:
     assert json.dumps(values.lookup_data("pulsar://b2:6650", "http://b2:8080"), separators=(",", ":")) == (
         '{"brokerUrl":"pulsar://b2:6650","httpUrl":"http://b2:8080","nativeUrl":"pulsar://b2:6650","brokerUrlSsl":""}'
     )
-    report = values.local_broker_data(ID, LocalBrokerData())
-    assert list(report)[:6] == [
+    report = values.local_broker_data(ID, LocalBrokerData(), start_ms=1_700_000_000_000)
+    assert list(report)[:4] == [
         "webServiceUrl",
-        "webServiceUrlTls",
         "pulsarServiceUrl",
-        "pulsarServiceUrlTls",
         "persistentTopicsEnabled",
         "nonPersistentTopicsEnabled",
     ]
+    # as Pulsar's ObjectMapper writes LocalBrokerData: nulls left out, the maxResourceUsage getter, startTimestamp
+    assert "webServiceUrlTls" not in report and "pulsarServiceUrlTls" not in report
+    assert None not in report.values()
+    assert (report["maxResourceUsage"], report["startTimestamp"]) == (0.0, 1_700_000_000_000)
+    busy = LocalBrokerData(resources=SystemResources(cpu=ResourceUsage(400.0, 800.0)))
+    assert values.local_broker_data(ID, busy)["maxResourceUsage"] == 0.5
     assert report["loadReportType"] == "LocalBrokerData"
     # LocalBrokerData#equals: the URLs only, so a new report is the same lock value
     other = values.local_broker_data(ID, LocalBrokerData(msgRateIn=5.0))

@@ -123,12 +123,21 @@ def test_modular_bundle_data_step_writes_the_top_bundles_and_every_brokers_time_
 
 def test_extensible_unload_step_transfers_from_the_overloaded_broker_after_the_hit_count(tmp_path: Path) -> None:
     """TransferShedder acts once more than ``loadBalancerSheddingConditionHitCountThreshold`` (3) consecutive
-    cycles found the broker overloaded: the first three are ``Skip.HitCount``, the fourth transfers."""
+    cycles found the broker overloaded: the first three are ``Skip.HitCount``, the fourth transfers.
+
+    The top bundles are computed only from bundle stats newer than the last computed (a forced report re-pushes
+    the cached top-k, ``TopBundleLoadDataReporter#reportAsync``): the stats period is 1 s and the reports wait
+    for the next one, so the top-k holds the bundles the hot broker owns by now."""
 
     async def body() -> None:
-        settings = {"loadManagerClassName": EXTENSIBLE, "loadBalancerSheddingEnabled": "true"}
+        settings = {
+            "loadManagerClassName": EXTENSIBLE,
+            "loadBalancerSheddingEnabled": "true",
+            "statsUpdateFrequencyInSecs": "1",
+        }
         async with cluster(tmp_path, settings) as c:
             hot, idle = await one_broker_holding_everything(c)
+            await asyncio.sleep(1.0)
             for b in (hot, idle):
                 await extensible(b).reporters.report(force=True)
             leader = extensible(hot)

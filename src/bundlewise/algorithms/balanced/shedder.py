@@ -79,6 +79,7 @@ from bundlewise.model.bundles import Bundle
 from bundlewise.model.decisions import Label, Unload, UnloadReason
 from bundlewise.model.errors import InputError
 from bundlewise.model.load import BundleData, LoadData
+from bundlewise.model.policies import NO_POLICIES, PlacementPolicies
 from bundlewise.model.resources import ResourceWeights
 
 NAME = "BalancedPlanShedder"
@@ -115,6 +116,7 @@ class BalancedPlanShedder:
         self.split_seen: set[str] = set()  # split parents still listed by a report
         self.placed_at: dict[str, int] = {}  # bundle -> when this strategy placed it (ms, its cycle's clock)
         self.clock = 0  # the last cycle's ``now``
+        self.policies: PlacementPolicies = NO_POLICIES  # placement constraints every destination honours
 
     # -- shedding ------------------------------------------------------------------------------
 
@@ -344,10 +346,11 @@ class BalancedPlanShedder:
         rng: random.Random,
     ) -> Selection:
         planned = self.planned.get(bundle)
-        if planned is not None and planned in load.brokers:
+        if planned is not None and planned in load.brokers and (planned in candidates or not self.policies):
             return Selection(planned, (planned,))
         max_topics = config.view(PlacementSettings).max_topics
-        pool = set(candidates) | set(filters.filter_max_topics(filters.topic_type_candidates(load), load, max_topics))
+        allowed = filters.policy_candidates(bundle, load, self.policies)
+        pool = set(candidates) | set(filters.filter_max_topics(allowed, load, max_topics))
         if not pool:
             return Selection.none()
         model = fit_cost_model(load.brokers.values())

@@ -9,10 +9,16 @@ returning a NEW candidate tuple (input order kept):
 3. version (only with ``preferLaterVersions``): keep the brokers whose version equals the newest
    (``model.semver``: newest in build-aware order, equality ignoring build metadata); a missing or
    invalid version makes the filter fail;
-4. anti-affinity group: acts only for namespaces with a group -- none in an extensible snapshot;
-5. isolation: without a policy (none in an extensible snapshot) the shared brokers that support the bundle's
-   topic kind (``nonPersistentTopicsEnabled`` for a bundle with non-persistent topics, else
-   ``persistentTopicsEnabled``; shedding assumes persistent).
+4. anti-affinity group (``AntiAffinityGroupPolicyFilter``): for a namespace with a group, the brokers (and
+   failure domains, with ``failureDomainsEnabled``) owning the fewest namespaces of the group
+   (``constraints.filter_anti_affinity``; ownership from the context's ``owned`` map);
+5. isolation (``BrokerIsolationPoliciesFilter``): ``applyNamespacePolicies`` -- the namespace's primaries
+   (secondaries on failover), or without a policy the shared brokers that support the bundle's topic kind
+   (``nonPersistentTopicsEnabled`` for a bundle with non-persistent topics, else ``persistentTopicsEnabled``;
+   shedding assumes persistent; without ``lookupData`` every broker supports both).
+
+A bundle of a heartbeat or SLA-monitor namespace is placed on its own broker when that broker is available,
+else nowhere (``ExtensibleLoadManagerImpl#selectAsync``'s ``getHeartbeatOrSLAMonitorBrokerId``).
 
 A filter that fails is ignored (Pulsar logs the error and keeps whatever the filters left). Filters
 reading the registry need ``lookupData``; without it they have nothing to compare and pass all.
@@ -28,17 +34,20 @@ modular ``RoundRobinBrokerSelector``, which Pulsar's ``RoundRobinBrokerSelection
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from bundlewise.algorithms.placement import constraints
 from bundlewise.algorithms.placement.base import Selection
 from bundlewise.algorithms.placement.round_robin import RoundRobinBrokerSelector
 from bundlewise.config import Config
 from bundlewise.config.keys_extensible import EXTENSIBLE_LOAD_MANAGER
 from bundlewise.config.views import PlacementSettings
-from bundlewise.model.extensible import BrokerLoadData, BrokerLookupData
+from bundlewise.model.extensible import BrokerLoadData, BrokerLookupData, ExtensibleSnapshot
 from bundlewise.model.load import BundleData, LoadData
 from bundlewise.model.names import bundle_namespace as namespace_of
+from bundlewise.model.names import pinned_broker
+from bundlewise.model.policies import NO_POLICIES, PlacementPolicies
 from bundlewise.model.semver import InvalidVersion, Version, latest
 
 Candidates = tuple[str, ...]
@@ -56,6 +65,8 @@ class FilterContext:
     lookup: Mapping[str, BrokerLookupData] | None
     config: Config
     non_persistent: bool = False  # the bundle holds non-persistent topics
+    policies: PlacementPolicies = NO_POLICIES
+    owned: Mapping[str, Collection[str]] = field(default_factory=dict)  # broker -> namespaces it owns
 
 
 def expected_load_manager_class(config: Config) -> str:
@@ -102,15 +113,31 @@ def version_filter(c: Candidates, bundle: str, ctx: FilterContext) -> Candidates
 
 
 def anti_affinity_filter(c: Candidates, bundle: str, ctx: FilterContext) -> Candidates:
-    return c  # no namespace of an extensible snapshot has an anti-affinity group
+    ns = namespace_of(bundle)
+    if ctx.policies.group_of(ns) is None:
+        return c
+    domains = ctx.config.view(PlacementSettings).failure_domains
+    return tuple(constraints.filter_anti_affinity(c, ns, ctx.owned, ctx.policies, domains))
+
+
+def _accepts_topic_type(ctx: FilterContext) -> Callable[[str], bool]:
+    if ctx.lookup is None:
+        return lambda broker: True
+    if ctx.non_persistent:
+        return lambda broker: _lookup(ctx, broker).nonPersistentTopicsEnabled
+    return lambda broker: _lookup(ctx, broker).persistentTopicsEnabled
 
 
 def isolation_filter(c: Candidates, bundle: str, ctx: FilterContext) -> Candidates:
-    if ctx.lookup is None:
-        return c
-    if ctx.non_persistent:
-        return tuple(b for b in c if _lookup(ctx, b).nonPersistentTopicsEnabled)
-    return tuple(b for b in c if _lookup(ctx, b).persistentTopicsEnabled)
+    accepts = _accepts_topic_type(ctx)
+    return tuple(constraints.apply_namespace_policies(namespace_of(bundle), c, ctx.policies.isolation, accepts))
+
+
+def owned_from_top_bundles(snapshot: ExtensibleSnapshot) -> dict[str, frozenset[str]]:
+    """broker -> namespaces of its reported top bundles: the ownership an extensible snapshot shows."""
+    return constraints.owned_namespaces(
+        {b: [e.bundleName for e in top.topBundlesLoadData] for b, top in snapshot.top_bundles.items()}
+    )
 
 
 Filter = Callable[[Candidates, str, FilterContext], Candidates]
@@ -166,6 +193,9 @@ class ExtensiblePlacement:
         candidates: Sequence[str] | None = None,
     ) -> Selection:
         """Without ``candidates`` the full flow; with them, the strategy alone on exactly that list."""
+        pinned = pinned_broker(namespace_of(bundle))
+        if pinned is not None and candidates is None:
+            return Selection(pinned, (pinned,)) if pinned in available else Selection.none()
         pool = tuple(candidates) if candidates is not None else apply_filters(available, bundle, ctx)
         if namespace_of(bundle) in ctx.config.view(PlacementSettings).excluded_namespaces:
             return self.round_robin.select(pool, bundle, _NO_DATA, _NO_LOAD, ctx.config, rng)

@@ -22,12 +22,15 @@ from dataclasses import dataclass, field, replace
 from bundlewise.algorithms.reporting import ReportFigures, needs_report
 from bundlewise.config import Config
 from bundlewise.config.views import ReportSettings, TransferSettings
+from bundlewise.model.channel import ServiceUnitState, ServiceUnitStateData
 from bundlewise.model.extensible import BrokerLoadData, BundleLoadData, TopBundlesLoadData
 from bundlewise.model.javamath import java_round
 from bundlewise.model.load import NamespaceBundleStats
 from bundlewise.model.names import bundle_namespace as namespace_of
 from bundlewise.model.names import is_system_namespace
 from bundlewise.model.resources import SystemResources
+
+TOMBSTONE_DELAY_MS = 10_000  # ``TOMBSTONE_DELAY_IN_MILLIS`` of both reporters
 
 
 def _figures(data: BrokerLoadData) -> ReportFigures:
@@ -40,16 +43,45 @@ def needs_broker_report(last: BrokerLoadData | None, local: BrokerLoadData, now:
     return needs_report(previous, _figures(local), now - local.reportedAt, config.view(ReportSettings))
 
 
+def concerns_broker(me: str, record: ServiceUnitStateData | None) -> bool:
+    """Whether a channel event tombstones broker ``me``'s load data (``BrokerLoadDataReporter#handleEvent``):
+    ``me`` is the source of a ``Releasing``/``Splitting`` record or the destination of an ``Owned`` one."""
+    if record is None:
+        return False
+    s = record.state
+    if s in (ServiceUnitState.Releasing, ServiceUnitState.Splitting):
+        return record.source_broker == me
+    return s is ServiceUnitState.Owned and record.dst_broker == me
+
+
+@dataclass(slots=True)
+class Tombstoner:
+    """``#tombstone``'s de-duplication: a store removal at most once per ``delay_ms``."""
+
+    delay_ms: int = TOMBSTONE_DELAY_MS
+    last_at: int | None = None
+
+    def due(self, now: int) -> bool:
+        """Whether a removal is due now; a due removal is recorded before it is attempted (Pulsar sets
+        ``lastTombstonedAt`` first)."""
+        if self.last_at is not None and now - self.delay_ms < self.last_at:
+            return False
+        self.last_at = now
+        return True
+
+
 @dataclass(slots=True)
 class BrokerLoadReporter:
     """One broker's reporter: every tick updates the local record; it is pushed only when needed.
 
     ``tick`` returns the record pushed to the store (with ``reportedAt = now``), or ``None`` when the
-    tick is skipped.  ``clear`` is the tombstone reaction to an ownership change (EMAs restart).
+    tick is skipped.  ``handle_event`` is the tombstone reaction to an ownership change: the local
+    record is cleared (EMAs restart) on every such event, the store removal at most every 10 s.
     """
 
     local: BrokerLoadData = field(default_factory=BrokerLoadData)
     last: BrokerLoadData | None = None
+    tombstones: Tombstoner = field(default_factory=Tombstoner)
 
     def tick(
         self,
@@ -79,11 +111,19 @@ class BrokerLoadReporter:
         if not (force or needs_broker_report(self.last, self.local, now, config)):
             return None
         self.local = replace(self.local, reportedAt=now)
-        self.last = self.local
+        self.last = BrokerLoadData().update(self.local)
         return self.local
 
     def clear(self) -> None:
         self.local = self.local.cleared()
+
+    def handle_event(self, me: str, record: ServiceUnitStateData | None, now: int) -> bool:
+        """``#handleEvent``: every event that concerns ``me`` resets the local record; the returned flag
+        says whether the store entry is to be removed now (only that removal is de-duplicated)."""
+        if not concerns_broker(me, record):
+            return False
+        self.clear()
+        return self.tombstones.due(now)
 
 
 def bundle_sort_key(s: NamespaceBundleStats) -> tuple[int, int, int, int, int]:
@@ -133,15 +173,26 @@ def top_k_bundles(
 
 @dataclass(slots=True)
 class TopBundlesReporter:
-    """``TopBundleLoadDataReporter``: a new top-k only when the bundle-stats timestamp advanced."""
+    """``TopBundleLoadDataReporter``: a new top-k only when the bundle-stats timestamp advanced.
 
-    last_stats_timestamp: int | None = None
+    The reporter starts from timestamp 0 (Pulsar's ``lastBundleStatsUpdatedAt = 0``), so stats stamped 0
+    are never reported.  A forced tick without fresh stats re-pushes the cached top-k (empty before the
+    first computation), as ``reportAsync(true)`` pushes ``topKBundles.getLoadData()``.
+    """
+
+    last_stats_timestamp: int = 0
+    cached: TopBundlesLoadData = field(default_factory=TopBundlesLoadData)
+    tombstones: Tombstoner = field(default_factory=Tombstoner)
 
     def tick(
         self, stats: Mapping[str, NamespaceBundleStats], stats_timestamp: int, config: Config, force: bool = False
     ) -> TopBundlesLoadData | None:
-        fresh = self.last_stats_timestamp is None or stats_timestamp > self.last_stats_timestamp
-        if not fresh and not force:
-            return None
-        self.last_stats_timestamp = stats_timestamp
-        return top_k_bundles(stats, config.view(ReportSettings).top_bundles, config)
+        if stats_timestamp > self.last_stats_timestamp:
+            self.last_stats_timestamp = stats_timestamp
+            self.cached = top_k_bundles(stats, config.view(ReportSettings).top_bundles, config)
+            return self.cached
+        return self.cached if force else None
+
+    def handle_event(self, me: str, record: ServiceUnitStateData | None, now: int) -> bool:
+        """``#handleEvent``: whether the store entry is to be removed now (de-duplicated)."""
+        return concerns_broker(me, record) and self.tombstones.due(now)

@@ -30,22 +30,29 @@ One call (``find_bundles_for_unloading``) is one unload cycle of the leader:
 
 Arithmetic follows Java doubles (``model.javamath``): division by zero gives +-inf/NaN, ``Math.max``
 propagates NaN and ``Math.sqrt`` of a negative is NaN (never raised). Transferability (``#isTransferable``)
-runs the placement filter chain (no isolation or anti-affinity policy exists in an extensible snapshot,
-so the policy gate passes).
+runs the placement filter chain; with placement constraints (``policies``, the shedder's
+``allocationPolicies``) a bundle of an isolated namespace moves only where its policy allows
+(``#canTransferWithIsolationPoliciesToBroker``: without the source, the policy's candidates must be
+non-empty for an unload and hold the destination for a transfer) and a bundle of an anti-affinity group
+only as ``AntiAffinityGroupPolicyHelper#canUnload`` allows (ownership: the brokers' top bundles, or
+``owned`` when the caller knows it).  Bundles of heartbeat and SLA-monitor namespaces are never moved.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from bundlewise.algorithms.extensible.placement import FilterContext, apply_filters
+from bundlewise.algorithms.extensible.placement import FilterContext, apply_filters, owned_from_top_bundles
+from bundlewise.algorithms.placement import constraints
 from bundlewise.config import Config
-from bundlewise.config.views import TransferSettings
+from bundlewise.config.views import PlacementSettings, TransferSettings
 from bundlewise.model.decisions import Label, Unload, UnloadReason, counter_key
 from bundlewise.model.extensible import BrokerLoadData, BundleLoadData, ExtensibleSnapshot
 from bundlewise.model.javamath import java_div, java_max, java_sqrt
 from bundlewise.model.names import bundle_namespace as namespace_of
+from bundlewise.model.names import pinned_broker
+from bundlewise.model.policies import NO_POLICIES, PlacementPolicies
 
 SWAP_STOP_RATIO = 0.75
 
@@ -91,6 +98,8 @@ class TransferShedder:
 
     hit_count: int = 0
     name: str = field(default="TransferShedder")
+    policies: PlacementPolicies = NO_POLICIES
+    owned: Mapping[str, Collection[str]] | None = None  # broker -> namespaces; None: from the top bundles
 
     def find_bundles_for_unloading(
         self,
@@ -199,18 +208,27 @@ class TransferShedder:
         settings = config.view(TransferSettings)
         target, transfer, debug = settings.target_std, settings.transfer_enabled, settings.debug_mode
         max_shed, excluded = settings.max_brokers_per_cycle, settings.excluded_namespaces
-        # No policy in an extensible snapshot makes the filters bundle-dependent: run the chain once per cycle.
-        survivors = frozenset(
-            apply_filters(snapshot.available_brokers, "", FilterContext(loads, snapshot.lookup_data, config))
-        )
+        policies = self.policies
+        owned = self.owned if self.owned is not None else owned_from_top_bundles(snapshot)
+        ctx = FilterContext(loads, snapshot.lookup_data, config, policies=policies, owned=owned)
+        available = snapshot.available_brokers
+        # Without policies the filters do not depend on the bundle: run the chain once per cycle.
+        survivors = frozenset(apply_filters(available, "", ctx))
+        domains = config.view(PlacementSettings).failure_domains
 
-        def transferable(src: str, dst: str) -> bool:
-            """``isTransferable``: dst survives the filters; transfer needs dst != src, an unload any other."""
+        def transferable(src: str, dst: str, bundle: str) -> bool:
+            """``isTransferable``: dst survives the filters; transfer needs dst != src, an unload any other;
+            then the isolation and anti-affinity gates (module docstring)."""
             if dst not in survivors:
                 return False
-            if transfer:
-                return dst != src
-            return len(survivors) > (1 if src in survivors else 0)
+            if not (dst != src if transfer else len(survivors) > (1 if src in survivors else 0)):
+                return False
+            if not policies:
+                return True
+            target = dst if transfer else None
+            return constraints.can_move_isolated(bundle, available, src, target, policies) and (
+                constraints.can_move_anti_affinity(bundle, available, src, target, owned, policies, domains)
+            )
 
         decisions: list[Unload] = []
         empty = few = 0
@@ -242,9 +260,10 @@ class TransferShedder:
             marked = gained = 0.0
             for entry in top.topBundlesLoadData:
                 bundle = entry.bundleName
-                if namespace_of(bundle) in excluded or bundle in recent_bundles:
+                ns = namespace_of(bundle)
+                if ns in excluded or bundle in recent_bundles or pinned_broker(ns) is not None:
                     continue
-                if not transferable(max_b, min_b):
+                if not transferable(max_b, min_b, bundle):
                     continue
                 if remaining <= 1:
                     break
@@ -292,13 +311,13 @@ class TransferShedder:
         min_b: str,
         max_b: str,
         reason: UnloadReason,
-        transferable: Callable[[str, str], bool],
+        transferable: Callable[[str, str, str], bool],
     ) -> tuple[bool, list[Unload], float]:
         """Pull bundles from the min broker (the iterator persists) until both sides balance."""
         swaps: list[Unload] = []
         swap_t = 0.0
         for x in min_iter:
-            if not transferable(min_b, max_b):
+            if not transferable(min_b, max_b, x.bundleName) or pinned_broker(namespace_of(x.bundleName)):
                 continue
             xt = x.throughput
             if xt == 0:

@@ -22,7 +22,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Collection, Mapping, Sequence
 
-from bundlewise.algorithms.extensible.placement import ExtensiblePlacement, FilterContext
+from bundlewise.algorithms.extensible.placement import ExtensiblePlacement, FilterContext, owned_from_top_bundles
 from bundlewise.algorithms.extensible.split_strategy import ExtensibleSplitStrategy
 from bundlewise.algorithms.extensible.transfer_shedder import ShedResult, TransferShedder
 from bundlewise.algorithms.extensible.unload_scheduler import UnloadScheduler
@@ -31,6 +31,7 @@ from bundlewise.config.views import LeaderSettings
 from bundlewise.model.decisions import Assignment, SplitDecision
 from bundlewise.model.extensible import ExtensibleSnapshot
 from bundlewise.model.load import NamespaceBundleStats
+from bundlewise.model.policies import NO_POLICIES, PlacementPolicies
 
 PLACEMENT_NAME = "LeastResourceUsageWithWeight"
 
@@ -44,6 +45,12 @@ class ExtensibleFamily:
         self.scheduler = UnloadScheduler(shedder)
         self.placement = ExtensiblePlacement()
         self.splitters: dict[str, ExtensibleSplitStrategy] = {}
+        self.policies: PlacementPolicies = NO_POLICIES
+
+    def set_policies(self, policies: PlacementPolicies) -> None:
+        """The cluster's placement constraints: the filters and the shedder's ``allocationPolicies``."""
+        self.policies = policies
+        self.shedder.policies = policies
 
     @property
     def shedder(self) -> TransferShedder:
@@ -61,7 +68,8 @@ class ExtensibleFamily:
         non_persistent: bool = False,
     ) -> Assignment:
         """The broker an assignment picks; with ``candidates``, the strategy alone on exactly those."""
-        ctx = FilterContext(view.brokers, view.lookup_data, config, non_persistent)
+        owned = self.shedder.owned if self.shedder.owned is not None else owned_from_top_bundles(view)
+        ctx = FilterContext(view.brokers, view.lookup_data, config, non_persistent, self.policies, owned)
         available = [b for b in view.available_brokers if b not in exclude]
         sel = self.placement.select(bundle, available, ctx, rng, candidates)
         if sel.selected is None:

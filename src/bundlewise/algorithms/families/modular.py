@@ -28,9 +28,12 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Mapping, Sequence
 
+from bundlewise.algorithms.balanced.shedder import BalancedPlanShedder
 from bundlewise.algorithms.leader_cycle import CycleResult, LeaderSheddingCycle
+from bundlewise.algorithms.placement import constraints
 from bundlewise.algorithms.placement.assignment import ModularPlacement
 from bundlewise.algorithms.placement.base import PlacementStrategy
+from bundlewise.algorithms.placement.filters import owned_by_broker, policy_candidates
 from bundlewise.algorithms.shedding.base import SheddingStrategy
 from bundlewise.algorithms.splitting.detector import find_bundles_to_split, split_candidates, within_cap
 from bundlewise.config import Config
@@ -38,7 +41,8 @@ from bundlewise.config.views import LeaderSettings
 from bundlewise.model.bundles import NamespaceBundles
 from bundlewise.model.decisions import Assignment, MergeDecision, SplitDecision, SplitStep, Unload
 from bundlewise.model.load import LoadData
-from bundlewise.model.names import bundle_namespace
+from bundlewise.model.names import bundle_namespace, pinned_broker
+from bundlewise.model.policies import NO_POLICIES, PlacementPolicies
 
 MergePlanner = Callable[
     [LoadData, Config, Mapping[str, NamespaceBundles], Sequence[SplitDecision]], list[MergeDecision]
@@ -62,7 +66,17 @@ class ModularFamily:
         self.notes = notes  # warnings about the configuration, for the caller to show
         self._placement = None if placement is None else ModularPlacement(placement)
         self._rng = random.Random(0)
-        self.cycle = LeaderSheddingCycle(shedder, self._destination)
+        self.policies: PlacementPolicies = NO_POLICIES
+        self.cycle = LeaderSheddingCycle(shedder, self._destination, self._may_unload)
+
+    def set_policies(self, policies: PlacementPolicies) -> None:
+        """The cluster's placement constraints (isolation, anti-affinity, failure domains)."""
+        self.policies = policies
+        if self._placement is not None:
+            self._placement.policies = policies
+        for strategy in (self.shedder, None if self._placement is None else self._placement.strategy):
+            if isinstance(strategy, BalancedPlanShedder):
+                strategy.policies = policies
 
     @property
     def placement(self) -> ModularPlacement:
@@ -91,6 +105,22 @@ class ModularFamily:
         """One shedding cycle of the leader; ``rng`` breaks the placement's ties for destinations."""
         self._rng = rng
         return self.cycle.run(load, config, now)
+
+    def _may_unload(self, bundle: str, owner: str, load: LoadData, config: Config) -> str | None:
+        """``#shouldNamespacePoliciesUnload`` then ``#shouldAntiAffinityNamespaceUnload`` (None: may move)."""
+        ns = bundle_namespace(bundle)
+        if pinned_broker(ns) is not None:
+            return f"{ns} is a heartbeat/SLA-monitor namespace, pinned to its broker"
+        if not self.policies:  # no constraint: a lone candidate is the destination check's "current owner"
+            return None
+        candidates = policy_candidates(bundle, load, self.policies)
+        if not constraints.should_policies_unload(candidates, owner):
+            return f"the isolation policies allow {bundle} only on its owner {owner}"
+        if self.policies.group_of(ns) is not None and not constraints.should_anti_affinity_unload(
+            ns, owner, owned_by_broker(load), candidates, self.policies
+        ):
+            return f"anti-affinity group {self.policies.anti_affinity[ns]}: no candidate owns fewer of its namespaces"
+        return None
 
     def _destination(self, bundle: str, load: LoadData, config: Config) -> str | None:
         return self.placement.select_broker(bundle, load, config, self._rng, preallocate=False).selected

@@ -4,15 +4,19 @@
 
 1. a bundle already preallocated to a broker (in its ``preallocatedBundleData``) goes there;
 2. the bundle's data is ``load.bundleData[bundle]``, else the default prior (50 msg/s, 50000 B/s);
-3. candidates: brokers accepting the bundle's topic type (isolation policies are not in the snapshot);
-4. max-topics filter; 5. anti-affinity (identity); 6. distribute bundles evenly (if enabled);
+0. a bundle of a heartbeat or SLA-monitor namespace goes to its own broker, or nowhere when that broker
+   is not available (``NamespaceService``'s heartbeat shortcut, ahead of the load manager);
+3. candidates: ``applyNamespacePolicies`` with the placement's ``PlacementPolicies`` (isolation primaries,
+   secondaries on failover, else the shared brokers accepting the bundle's topic type);
+4. max-topics filter; 5. anti-affinity group (and failure domains); 6. distribute bundles evenly (if enabled);
 7. load-manager-class then version filter; a filter error, or an empty result, resets the
    candidates to the step-3 set (``candidate_trace`` keeps what each filter removed and why, for
    ``shed``'s advice);
 8. bundles of ``loadBalancerSheddingExcludedNamespaces`` are placed by a round-robin selector
    owned by this object, all others by the configured strategy;
 9. overload re-check: if the chosen broker's weighted max usage is above the overload threshold,
-   the configured strategy runs again on the step-3 set and its pick, if any, replaces the first;
+   the configured strategy runs again on the step-3 set (policies applied again) and its pick, if any,
+   replaces the first;
 10. with ``preallocate=True`` the bundle's data is recorded in the chosen broker's
     ``preallocatedBundleData`` (and in ``load.bundleData`` when absent), so that later placements in
     the same cycle see it (max-topics, distribute-evenly, the strategies' scores).  This mutation of
@@ -35,7 +39,8 @@ from bundlewise.algorithms.placement.round_robin import RoundRobinBrokerSelector
 from bundlewise.config import Config
 from bundlewise.config.views import PlacementSettings
 from bundlewise.model.load import BundleData, LoadData
-from bundlewise.model.names import bundle_namespace
+from bundlewise.model.names import bundle_namespace, pinned_broker
+from bundlewise.model.policies import NO_POLICIES, PlacementPolicies
 
 
 def preallocated_owner(bundle: str, load: LoadData) -> str | None:
@@ -73,14 +78,38 @@ def _step(
     return [FilterStep(name, setting, removed)] if removed else []
 
 
-def candidate_trace(bundle: str, load: LoadData, config: Config, *, non_persistent: bool = False) -> CandidateTrace:
+def candidate_trace(
+    bundle: str,
+    load: LoadData,
+    config: Config,
+    *,
+    non_persistent: bool = False,
+    policies: PlacementPolicies = NO_POLICIES,
+) -> CandidateTrace:
     """Steps 3-7 (module docstring), saying what each filter removed and why."""
     settings = config.view(PlacementSettings)
     kind = "non-persistent" if non_persistent else "persistent"
-    base = filters.topic_type_candidates(load, non_persistent=non_persistent)
-    steps = _step(
-        "topic type", f"{kind}TopicsEnabled", list(load.brokers), base, lambda b: f"does not serve {kind} topics"
-    )
+    typed = set(filters.topic_type_candidates(load, non_persistent=non_persistent))
+    base = filters.policy_candidates(bundle, load, policies, non_persistent=non_persistent)
+    policy = policies.isolation.policy_for(bundle_namespace(bundle))
+    if policy is None:
+        steps = _step(
+            "topic type",
+            f"{kind}TopicsEnabled",
+            list(load.brokers),
+            base,
+            lambda b: (
+                f"does not serve {kind} topics" if b not in typed else "a primary of a namespace isolation policy"
+            ),
+        )
+    else:
+        steps = _step(
+            "namespace isolation policy",
+            f"ns-isolation-policy {policy.name}",
+            list(load.brokers),
+            base,
+            lambda b: "neither a primary nor a secondary (failover)" if policy.secondary else "not a primary",
+        )
     cands = filters.filter_max_topics(base, load, settings.max_topics)
     steps += _step(
         "max topics",
@@ -89,7 +118,14 @@ def candidate_trace(bundle: str, load: LoadData, config: Config, *, non_persiste
         cands,
         lambda b: f"{filters.broker_topics(b, load):,} topics > {settings.max_topics:,}",
     )
-    cands = filters.filter_anti_affinity(cands, bundle, load)
+    before, cands = cands, filters.filter_anti_affinity(cands, bundle, load, policies, config)
+    steps += _step(
+        "anti-affinity group",
+        "namespaceAntiAffinityGroup",
+        before,
+        cands,
+        lambda b: f"owns more namespaces of anti-affinity group {policies.group_of(bundle_namespace(bundle))}",
+    )
     if filters.distribute_evenly_applies(bundle, config):
         ns = bundle_namespace(bundle)
         counts = filters.namespace_bundle_counts(cands, load, ns)
@@ -128,16 +164,24 @@ def candidate_trace(bundle: str, load: LoadData, config: Config, *, non_persiste
     return CandidateTrace(cands, tuple(steps))
 
 
-def candidate_brokers(bundle: str, load: LoadData, config: Config, *, non_persistent: bool = False) -> list[str]:
+def candidate_brokers(
+    bundle: str,
+    load: LoadData,
+    config: Config,
+    *,
+    non_persistent: bool = False,
+    policies: PlacementPolicies = NO_POLICIES,
+) -> list[str]:
     """Steps 3-7: the filtered candidates, reset to the step-3 set on a filter error or when empty."""
-    return candidate_trace(bundle, load, config, non_persistent=non_persistent).candidates
+    return candidate_trace(bundle, load, config, non_persistent=non_persistent, policies=policies).candidates
 
 
 class ModularPlacement:
     """The leader's placement: filters + the configured strategy (one instance, kept across calls)."""
 
-    def __init__(self, strategy: PlacementStrategy) -> None:
+    def __init__(self, strategy: PlacementStrategy, policies: PlacementPolicies = NO_POLICIES) -> None:
         self.strategy = strategy
+        self.policies = policies
         self.round_robin = RoundRobinBrokerSelector()
 
     def select_broker(
@@ -150,11 +194,14 @@ class ModularPlacement:
         preallocate: bool = True,
         non_persistent: bool = False,
     ) -> Selection:
+        pinned = pinned_broker(bundle_namespace(bundle))
+        if pinned is not None:
+            return Selection(pinned, (pinned,)) if pinned in load.brokers else Selection.none()
         owner = preallocated_owner(bundle, load)
         if owner is not None:
             return Selection(owner, (owner,))
         data = load.bundleData.get(bundle) or BundleData.default()
-        cands = candidate_brokers(bundle, load, config, non_persistent=non_persistent)
+        cands = candidate_brokers(bundle, load, config, non_persistent=non_persistent, policies=self.policies)
         excluded = bundle_namespace(bundle) in config.view(PlacementSettings).excluded_namespaces
         chooser: PlacementStrategy = self.round_robin if excluded else self.strategy
         selection = chooser.select(cands, bundle, data, load, config, rng)
@@ -162,7 +209,7 @@ class ModularPlacement:
         if chosen is None:
             return selection
         if filters.is_overloaded(chosen, load, config):
-            base = filters.topic_type_candidates(load, non_persistent=non_persistent)
+            base = filters.policy_candidates(bundle, load, self.policies, non_persistent=non_persistent)
             retry = self.strategy.select(base, bundle, data, load, config, rng)
             if retry.selected is not None:
                 selection, chosen = retry, retry.selected

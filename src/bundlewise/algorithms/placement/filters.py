@@ -4,15 +4,16 @@ Every function takes the candidates as an ordered sequence and returns a NEW lis
 ``LoadManagerShared`` helpers and ``BrokerFilter``s edit one shared ``Set`` in place; here nothing
 is mutated).  Order is the input's broker order, where Pulsar iterates a hash set.
 
-* ``topic_type_candidates`` (step 3, ``LoadManagerShared#applyNamespacePolicies``): every available
-  broker that accepts the bundle's topic type (``nonPersistentTopicsEnabled`` for a bundle flagged
-  non-persistent, ``persistentTopicsEnabled`` otherwise).  Namespace isolation policies are not part
-  of the snapshot format, so every broker counts as a "shared" broker with no policy applying.
+* ``topic_type_candidates`` / ``policy_candidates`` (step 3, ``LoadManagerShared#applyNamespacePolicies``):
+  without an isolation policy for the bundle's namespace, every available shared broker (no policy's
+  primary) that accepts the bundle's topic type (``nonPersistentTopicsEnabled`` for a bundle flagged
+  non-persistent, ``persistentTopicsEnabled`` otherwise); with one, its primaries (plus secondaries
+  on failover), ``algorithms.placement.constraints``.
 * ``filter_max_topics`` (step 4, ``filterBrokersWithLargeTopicCount``): keep brokers with
   ``numTopics + Σ preallocated topics ≤ loadBalancerBrokerMaxTopics``; if none is left, keep all.
-* ``filter_anti_affinity`` (step 5, ``filterAntiAffinityGroupOwnedBrokers``): anti-affinity groups
-  are namespace policies, absent from the snapshot, so no namespace has a group and this is the
-  identity (a copy).
+* ``filter_anti_affinity`` (step 5, ``filterAntiAffinityGroupOwnedBrokers``): for a namespace in an
+  anti-affinity group, the brokers (and, with ``failureDomainsEnabled``, failure domains) owning the
+  fewest namespaces of the group, counted over each broker's bundles and preallocations.
 * ``filter_distribute_evenly`` (step 6, ``removeMostServicingBrokersForNamespace``): keep the
   brokers owning the fewest distinct bundles of the bundle's namespace (owned + preallocated).
 * ``filter_load_manager_class`` (step 7, ``BrokerLoadManagerClassFilter``): drop brokers whose
@@ -27,12 +28,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from bundlewise.algorithms.placement import constraints
 from bundlewise.config import Config
 from bundlewise.config.config import short_class_name
 from bundlewise.config.views import PlacementSettings
 from bundlewise.model.load import LoadData
 from bundlewise.model.names import SYSTEM_NAMESPACE
 from bundlewise.model.names import bundle_namespace as namespace_of
+from bundlewise.model.policies import NO_POLICIES, PlacementPolicies
 from bundlewise.model.semver import InvalidVersion, Version, latest
 
 
@@ -41,7 +44,7 @@ class BrokerFilterError(Exception):
 
 
 def topic_type_candidates(load: LoadData, *, non_persistent: bool = False) -> list[str]:
-    """Step 3: the available brokers that accept the bundle's topic type, in input order."""
+    """The available brokers that accept the bundle's topic type, in input order."""
     out = []
     for name, broker in load.brokers.items():
         local = broker.localData
@@ -49,6 +52,23 @@ def topic_type_candidates(load: LoadData, *, non_persistent: bool = False) -> li
         if accepts:
             out.append(name)
     return out
+
+
+def policy_candidates(
+    bundle: str, load: LoadData, policies: PlacementPolicies = NO_POLICIES, *, non_persistent: bool = False
+) -> list[str]:
+    """Step 3: ``applyNamespacePolicies`` over the available brokers (the topic type checked on the shared path)."""
+    accepting = set(topic_type_candidates(load, non_persistent=non_persistent))
+    return constraints.apply_namespace_policies(
+        namespace_of(bundle), list(load.brokers), policies.isolation, accepting.__contains__
+    )
+
+
+def owned_by_broker(load: LoadData) -> dict[str, frozenset[str]]:
+    """broker -> namespaces it owns or has preallocated bundles of (``brokerToNamespaceToBundleRange``)."""
+    return constraints.owned_namespaces(
+        {name: [*b.localData.bundles, *b.preallocatedBundleData] for name, b in load.brokers.items()}
+    )
 
 
 def filter_max_topics(candidates: Sequence[str], load: LoadData, max_topics: int) -> list[str]:
@@ -69,9 +89,19 @@ def broker_topics(name: str, load: LoadData) -> int:
     return broker.localData.numTopics + sum(d.topics for d in broker.preallocatedBundleData.values())
 
 
-def filter_anti_affinity(candidates: Sequence[str], bundle: str, load: LoadData) -> list[str]:
-    """Step 5: identity, since snapshots carry no anti-affinity groups (namespace policies)."""
-    return list(candidates)
+def filter_anti_affinity(
+    candidates: Sequence[str],
+    bundle: str,
+    load: LoadData,
+    policies: PlacementPolicies = NO_POLICIES,
+    config: Config | None = None,
+) -> list[str]:
+    """Step 5: ``filterAntiAffinityGroupOwnedBrokers`` (a copy when the namespace has no group)."""
+    ns = namespace_of(bundle)
+    if policies.group_of(ns) is None:
+        return list(candidates)
+    domains = config is not None and config.view(PlacementSettings).failure_domains
+    return constraints.filter_anti_affinity(candidates, ns, owned_by_broker(load), policies, domains)
 
 
 def namespace_bundle_counts(brokers: Sequence[str], load: LoadData, namespace: str) -> dict[str, int]:

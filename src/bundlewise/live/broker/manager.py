@@ -16,6 +16,7 @@ from typing import Any, Protocol
 
 from bundlewise.config import Config
 from bundlewise.live.broker.clock import PulsarClock
+from bundlewise.live.broker.constraints import ConstraintsCache
 from bundlewise.live.broker.namespace import NamespaceService
 from bundlewise.live.broker.policies import BundlesCache
 from bundlewise.live.broker.values import BrokerIdentity
@@ -64,6 +65,7 @@ class BrokerContext:
     log_decision: Callable[[dict[str, Any]], None]
     log_load_data: Callable[[dict[str, Any]], None]
     topic_names: Callable[[Bundle], list[str]] = _no_topics  # the workload's topics in a bundle (split boundaries)
+    constraints: ConstraintsCache | None = None  # the cluster's placement constraints, read from the store
 
 
 class LoadManager(Protocol):

@@ -30,7 +30,7 @@ import socket
 import sys
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import IO, Any
 
@@ -44,6 +44,7 @@ from bundlewise.live.broker.admin_client import AdminClient
 from bundlewise.live.broker.auth import Authority, client_token
 from bundlewise.live.broker.binary import BinaryService, start_binary
 from bundlewise.live.broker.clock import PulsarClock
+from bundlewise.live.broker.constraints import ConstraintsCache
 from bundlewise.live.broker.extensible import ExtensibleLoadManager
 from bundlewise.live.broker.manager import BrokerContext, LoadManager
 from bundlewise.live.broker.modular import ModularLoadManager
@@ -54,6 +55,7 @@ from bundlewise.live.broker.traffic import EmulatedTraffic
 from bundlewise.live.store import AuthError, ConnectionLossError, MetadataStore, connect
 from bundlewise.model.errors import InputError
 from bundlewise.model.load import LocalBrokerData
+from bundlewise.model.resources import MIB, ResourceUsage
 from bundlewise.traffic.cost import BrokerSpec
 from bundlewise.traffic.workload import Workload
 
@@ -147,7 +149,7 @@ class Broker:
             stats = self.traffic.with_real(stats, self.binary.traffic())
         settings = self.config.view(BrokerSettings)
         report = LocalBrokerData.of_stats(
-            self.traffic.resources(stats),
+            replace(self.traffic.resources(stats), memory=process_memory()),
             stats,
             brokerVersionString=values.BROKER_VERSION,
             loadManagerClassName=settings.load_manager_class,
@@ -188,6 +190,8 @@ class Broker:
             self.identity.web_url, client_token(auth), settings.unload_timeout_ms / 1000.0 + 5, self.admin_transport
         )
         self._on_stop(self.admin.close)
+        constraints = ConstraintsCache(self.store, settings.cluster)
+        self._on_stop(constraints.close)
         ctx = BrokerContext(
             identity=self.identity,
             store=self.store,
@@ -199,6 +203,7 @@ class Broker:
             log_decision=self.decisions.write,
             log_load_data=self.load_data_log.write,
             topic_names=self.traffic.topic_names,
+            constraints=constraints,
         )
         self.manager = ExtensibleLoadManager(ctx) if kind == EXTENSIBLE else ModularLoadManager(ctx)
         if self.admin_transport is None:
@@ -280,3 +285,17 @@ async def run_broker(options: BrokerOptions) -> int:
     finally:
         await broker.stop()
     return 0
+
+
+def process_memory() -> ResourceUsage:
+    """This process's memory as Pulsar reports the JVM heap (``LoadManagerShared#getSystemResourceUsage``):
+    usage and limit in MiB -- the resident set and the machine's physical memory here (``{0, 0}`` where
+    ``/proc`` is not available).  Its weight defaults to 0, so it informs operators, not the balancer."""
+    try:
+        with open("/proc/self/statm") as f:
+            resident_pages = int(f.read().split()[1])
+        page = os.sysconf("SC_PAGE_SIZE")
+        total = os.sysconf("SC_PHYS_PAGES") * page
+    except (OSError, ValueError, IndexError):
+        return ResourceUsage()
+    return ResourceUsage(resident_pages * page / MIB, total / MIB)

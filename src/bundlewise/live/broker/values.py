@@ -46,21 +46,24 @@ class BrokerIdentity:
         return f"pulsar://{self.host}:{self.broker_port}"
 
 
-def local_broker_data(identity: BrokerIdentity, report: LocalBrokerData) -> dict[str, Any]:
-    """P1: the report with the broker's URLs and Pulsar's other fields, in Pulsar's field order."""
+def local_broker_data(identity: BrokerIdentity, report: LocalBrokerData, start_ms: int = 0) -> dict[str, Any]:
+    """P1: the report with the broker's URLs and Pulsar's other fields, in Pulsar's field order, as Pulsar's
+    ``ObjectMapper`` writes it: null fields left out (``Include.NON_NULL``: no TLS URLs here), the
+    ``maxResourceUsage`` getter (max of CPU, direct memory and bandwidth percent, /100) and the broker's
+    ``startTimestamp``."""
     body = report.to_json()
     out: dict[str, Any] = {
         "webServiceUrl": identity.web_url,
-        "webServiceUrlTls": None,
         "pulsarServiceUrl": identity.pulsar_url,
-        "pulsarServiceUrlTls": None,
         "persistentTopicsEnabled": body.pop("persistentTopicsEnabled"),
         "nonPersistentTopicsEnabled": body.pop("nonPersistentTopicsEnabled"),
     }
     out.update(body)
     out.update(lastBundleGains=[], lastBundleLosses=[], protocols={}, advertisedListeners={})
+    out["maxResourceUsage"] = report.resources.max_usage()
+    out["startTimestamp"] = start_ms
     out["loadReportType"] = "LocalBrokerData"
-    return out
+    return {k: v for k, v in out.items() if v is not None}
 
 
 URL_FIELDS = ("webServiceUrl", "webServiceUrlTls", "pulsarServiceUrl", "pulsarServiceUrlTls")

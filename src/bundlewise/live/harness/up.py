@@ -4,7 +4,9 @@
 
 1. start the store (unless ``plan.store_url``) and write each namespace's bundles to
    ``/admin/local-policies/{tenant}/{ns}`` (``NamespaceBundleFactory`` reads them there), so the brokers
-   split the namespaces as the scenario says;
+   split the namespaces as the scenario says; once the initial brokers run, the scenario's ``[policies]``
+   go where Pulsar keeps them (``write_policies``; a policy's broker regexes are matched against the
+   scenario's broker names and written as the matching brokers' ids);
 2. start the brokers that are up at time 0, one real process each (``live.harness.cluster.LocalCluster``), in
    parallel, all with the same ``--time-scale``, ``--time-origin``, ``--workload`` and settings;
 3. while Pulsar time runs to ``plan.duration``: the lookup clients (``live.harness.lookups.LookupDriver``, one round
@@ -23,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import re
 import secrets
 import sys
 import time
@@ -35,6 +38,7 @@ from typing import Any
 import httpx
 
 from bundlewise.config import Config
+from bundlewise.config.views import BrokerSettings
 from bundlewise.live.broker import values
 from bundlewise.live.broker.auth import make_token
 from bundlewise.live.broker.clock import PulsarClock
@@ -46,6 +50,7 @@ from bundlewise.live.harness.sampler import TimelineSampler
 from bundlewise.live.store import JSON, MetadataStore, connect, layout
 from bundlewise.model.bundles import initial_boundaries
 from bundlewise.model.durations import format_duration
+from bundlewise.model.policies import NO_POLICIES, PlacementPolicies
 from bundlewise.traffic.cost import BrokerSpec
 from bundlewise.traffic.workload import Workload
 
@@ -70,6 +75,7 @@ class LivePlan:
     authentication: bool = True
     work_dir: Path | None = None
     leader_path: str = layout.LEADER  # the manager's leader node (the extensible one: EXTENSION_LEADER)
+    policies: PlacementPolicies = NO_POLICIES  # the scenario's [policies], written where Pulsar keeps them
 
 
 @dataclass
@@ -118,6 +124,40 @@ def broker_args(spec: BrokerSpec) -> tuple[str, ...]:
 async def write_namespaces(store: MetadataStore, namespaces: tuple[tuple[str, int], ...]) -> None:
     for ns, n in namespaces:
         await store.put(layout.local_policies(ns), JSON.encode(values.local_policies(initial_boundaries(n))))
+
+
+def _ids_of(patterns: list[str], ids: dict[str, str]) -> list[str]:
+    """A policy's broker regexes, matched against the scenario's broker names, as the matching broker ids."""
+    compiled = [re.compile(p) for p in patterns]
+    named = [re.escape(bid) for name, bid in ids.items() if any(c.fullmatch(name) for c in compiled)]
+    return named or patterns
+
+
+def policies_document(policies: PlacementPolicies, ids: dict[str, str]) -> dict[str, Any]:
+    """The scenario's isolation policies as ``ns-isolation-policy set`` stores them, broker names made ids."""
+    out = {}
+    for name, data in policies.isolation.to_json().items():
+        data["primary"] = _ids_of(data["primary"], ids)
+        data["secondary"] = _ids_of(data["secondary"], ids)
+        out[name] = data
+    return out
+
+
+async def write_policies(store: MetadataStore, plan: LivePlan, cluster_name: str, ids: dict[str, str]) -> None:
+    """``ns-isolation-policy set``, ``clusters create-failure-domain`` and ``namespaces set-anti-affinity-group``
+    as their stored results (docs/placement.md), before any lookup."""
+    p = plan.policies
+    if p.isolation:
+        await store.put(layout.isolation_policies(cluster_name), JSON.encode(policies_document(p, ids)))
+    domains: dict[str, list[str]] = {}
+    for broker, domain in p.broker_domains.items():
+        domains.setdefault(domain, []).append(ids.get(broker, broker))
+    for domain, brokers in domains.items():
+        await store.put(f"{layout.failure_domains(cluster_name)}/{domain}", JSON.encode({"brokers": brokers}))
+    for ns, group in p.anti_affinity.items():
+        got = await store.get(layout.local_policies(ns))
+        value = JSON.decode(got.value) if got is not None and got.value else {}
+        await store.put(layout.local_policies(ns), JSON.encode({**value, "namespaceAntiAffinityGroup": group}))
 
 
 def _bearer(token: str | None) -> dict[str, str]:
@@ -247,6 +287,18 @@ def run_live(
         cluster.origin_ms = int(time.time() * 1000)
         procs: dict[str, BrokerProcess] = {}
         start_brokers(cluster, plan, procs)
+        if plan.policies:
+
+            async def constrain() -> None:
+                store = await connect(cluster.store_url, session_timeout=30)
+                try:
+                    ids = {name: b.broker_id for name, b in procs.items()}
+                    await write_policies(store, plan, plan.config.view(BrokerSettings).cluster, ids)
+                finally:
+                    await store.close()
+
+            asyncio.run(constrain())
+            time.sleep(3.0)  # the brokers' constraint caches hear of it (a notification) before any lookup
         if on_ready is not None:
             on_ready(cluster, creds.admin)
         run = asyncio.run(_play(plan, cluster, creds, procs, progress))

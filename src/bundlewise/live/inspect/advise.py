@@ -23,6 +23,7 @@ from typing import Any
 
 from bundlewise.live.broker.modular.aggregate import bundle_data_from_quota
 from bundlewise.live.inspect.reader import DEFAULT_TIMEOUT, StoreReader
+from bundlewise.live.inspect.status import check_layout
 from bundlewise.live.store import layout
 from bundlewise.model.errors import InputError
 from bundlewise.model.load import BundleData, NamespaceBundleStats
@@ -54,6 +55,7 @@ def read_snapshot(url: str, timeout: float = DEFAULT_TIMEOUT) -> dict[str, Any]:
     brokers: dict[str, Any] = {}
     bundle_data: dict[str, Any] = {}
     with StoreReader(url, timeout) as reader:
+        check_layout(reader, url)
         for broker_id in reader.children(layout.BROKERS_ROOT):
             report = _json(reader.get(layout.broker(broker_id)))
             if not isinstance(report, dict) or "cpu" not in report:

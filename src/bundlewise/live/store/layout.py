@@ -41,6 +41,7 @@ RESOURCE_QUOTA_ROOT = "/loadbalance/resource-quota"
 RESOURCE_QUOTA_DEFAULT = RESOURCE_QUOTA_ROOT + "/default"
 OWNERSHIP_ROOT = "/namespace"
 LOCAL_POLICIES_ROOT = "/admin/local-policies"
+CLUSTERS_ROOT = "/admin/clusters"
 POLICIES_ROOT = "/admin/policies"
 SERVICE_UNIT_STATE_ROOT = "/service_unit_state"
 PARTITIONED_TOPICS_ROOT = "/admin/partitioned-topics"
@@ -105,6 +106,21 @@ def local_policies(namespace: str) -> str:
 def policies(namespace: str) -> str:
     """P10 (configuration store)."""
     return f"{POLICIES_ROOT}/{_namespace(namespace)}"
+
+
+def cluster_root(cluster: str) -> str:
+    """``/admin/clusters/{cluster}``: the cluster's data, isolation policies and failure domains."""
+    return f"{CLUSTERS_ROOT}/{_segment(cluster, 'cluster')}"
+
+
+def isolation_policies(cluster: str) -> str:
+    """``/admin/clusters/{cluster}/namespaceIsolationPolicies`` (``NamespaceIsolationPolicies``)."""
+    return f"{cluster_root(cluster)}/namespaceIsolationPolicies"
+
+
+def failure_domains(cluster: str) -> str:
+    """``/admin/clusters/{cluster}/failureDomain`` (one child per domain, ``FailureDomain``)."""
+    return f"{cluster_root(cluster)}/failureDomain"
 
 
 def service_unit_state(bundle: str) -> str:

@@ -28,7 +28,7 @@ from bundlewise.algorithms.extensible.channel.cleanup import (
     plan_cleanup,
 )
 from bundlewise.algorithms.extensible.channel.events import assign_record, split_record, unload_record
-from bundlewise.algorithms.extensible.channel.lookup import LookupAction, OwnerLookup, lookup_owner
+from bundlewise.algorithms.extensible.channel.lookup import ChannelState, LookupAction, OwnerLookup, lookup_owner
 from bundlewise.algorithms.extensible.channel.monitor import MonitorPlan, plan_monitor
 from bundlewise.algorithms.extensible.channel.ownership import owned_service_units, owns
 from bundlewise.algorithms.extensible.channel.reactions import (
@@ -44,6 +44,7 @@ from bundlewise.config.views import ChannelSettings
 
 __all__ = [
     "ChannelSettings",
+    "ChannelState",
     "CleanupPlan",
     "Close",
     "DeletionDecision",

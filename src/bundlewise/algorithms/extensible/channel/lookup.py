@@ -14,6 +14,9 @@ The decision table, on the key's current record:
 * ``me != dst`` answers at once because the source must not block lookups while it unloads.
 * When ``me`` is not registered itself (metadata trouble), the recorded owner is answered without the
   activeness check, as a best effort (``#getActiveOwnerAsync``).
+* A channel that is ``Disabled`` or ``Closed`` (the broker is shutting down) answers the recorded owner
+  of an Owned or Splitting record without the registration check (Pulsar since apache PR #24770): its
+  registry view is no longer maintained, so waiting for a cleanup would only stall the lookup.
 * A wait (``#dedupeGetOwnerRequest``/``#deferGetOwner``; concurrent lookups of one key share it) ends
   with the ``LookupCompletion`` of the next handled record (``finish_wait``), or after
   ``loadBalancerInFlightServiceUnitStateWaitingTimeInMillis`` with the owner "now" -- Owned, Splitting,
@@ -35,6 +38,19 @@ from bundlewise.model.channel import ServiceUnitState, ServiceUnitStateData, sta
 
 S = ServiceUnitState
 Registered = Callable[[str], bool]
+
+
+class ChannelState(StrEnum):
+    """``ServiceUnitStateChannelImpl.ChannelState``: a channel's life cycle."""
+
+    Closed = "Closed"
+    Constructed = "Constructed"
+    LeaderElectionServiceStarted = "LeaderElectionServiceStarted"
+    Started = "Started"
+    Disabled = "Disabled"
+
+
+INACTIVE_CHANNEL = frozenset({ChannelState.Disabled, ChannelState.Closed})
 
 
 class LookupAction(StrEnum):
@@ -98,11 +114,16 @@ def lookup_owner(
     registered: Registered,
     self_registered: bool = True,
     in_flight_wait_ms: int = 30_000,
+    channel_state: ChannelState = ChannelState.Started,
 ) -> OwnerLookup:
     """``#getOwnerAsync``: the decision table above."""
     state = state_of(data)
     if data is None or state in (S.Init, S.Free):
         return OwnerLookup(LookupAction.EMPTY, reason=f"{state}: no owner, go and assign")
+    if channel_state in INACTIVE_CHANNEL and state in (S.Owned, S.Splitting):
+        owner = data.dst_broker if state is S.Owned else data.source_broker
+        if owner is not None:
+            return OwnerLookup(LookupAction.ANSWER, owner, reason=f"the channel is {channel_state}: recorded owner")
     if state is S.Owned:
         return _active(data.dst_broker, data, registered, self_registered, in_flight_wait_ms)
     if state is S.Splitting:
@@ -162,9 +183,12 @@ def is_owner(
     *,
     registered: Registered,
     self_registered: bool = True,
+    channel_state: ChannelState = ChannelState.Started,
 ) -> bool:
     """``#isOwner(serviceUnit, target)`` on broker ``me``: the lookup answers ``target`` right away."""
-    d = lookup_owner(me, service_unit, data, registered=registered, self_registered=self_registered)
+    d = lookup_owner(
+        me, service_unit, data, registered=registered, self_registered=self_registered, channel_state=channel_state
+    )
     return d.action is LookupAction.ANSWER and d.owner == target
 
 

@@ -59,6 +59,8 @@ from bundlewise.model.channel import Unload as UnloadCommand
 from bundlewise.model.decisions import Label, Logged, Unload, UnloadReason
 from bundlewise.model.errors import InputError
 from bundlewise.model.extensible import BrokerLookupData, ExtensibleSnapshot
+from bundlewise.model.names import bundle_namespace
+from bundlewise.model.policies import PlacementPolicies
 from bundlewise.results.decisions import decision_row
 
 log = logging.getLogger(__name__)
@@ -138,21 +140,52 @@ class ExtensibleLoadManager:
     def _family(self) -> ExtensibleFamily:
         family = make_family(self.entry, self.ctx.config)
         assert isinstance(family, ExtensibleFamily)
+        if self.ctx.constraints is not None:
+            family.set_policies(self.ctx.constraints.current)
         return family
+
+    async def refresh_constraints(self) -> None:
+        """The cluster's placement constraints (re-read after a change) into both families."""
+        if self.ctx.constraints is not None:
+            self._apply_constraints(await self.ctx.constraints.get())
+
+    def _apply_constraints(self, policies: PlacementPolicies) -> None:
+        self.family.set_policies(policies)
+        self.leader_work.family.set_policies(policies)
+
+    def _owned(self) -> dict[str, frozenset[str]]:
+        """broker -> namespaces it owns by the channel (``getOwnershipEntrySet``, for anti-affinity)."""
+        owned: dict[str, set[str]] = {}
+        for key, rec in self.channel.items().items():
+            if rec is None:
+                continue
+            owner = rec.dst_broker if rec.state is ServiceUnitState.Owned else None
+            owner = rec.source_broker if rec.state is ServiceUnitState.Splitting else owner
+            if owner is not None:
+                owned.setdefault(owner, set()).add(bundle_namespace(key))
+        return {b: frozenset(ns) for b, ns in owned.items()}
 
     # -- lifecycle ---------------------------------------------------------------------------
     async def start(self) -> None:
         await self.tasks.open()
+        if self.ctx.constraints is not None:
+            self.ctx.constraints.listeners.append(self._apply_constraints)
         await self.registry.start()
         await self.broker_load.start()
         await self.top_bundles.start()
         await self.channel.start()
+        await self.refresh_constraints()
         await self.election.elect(values.leader_broker(self.ctx.identity))
         await self._refresh_leader()
         period = self.ctx.clock.real_seconds(self.ctx.config.view(BrokerSettings).report_interval_ms)
-        self._own.every(period, self.reporters.report, "reporting the load")
+        self._own.every(period, self._report, "reporting the load")
         self._own.every(MONITOR_INTERVAL_S, self._monitor, "the load manager's monitor")
         self.split_scheduler.start()
+
+    async def _report(self) -> None:
+        """One reporting tick: the placement constraints re-read if they changed, then both reporters."""
+        await self.refresh_constraints()
+        await self.reporters.report()
 
     async def _monitor(self) -> None:
         """``#monitor``: registration and role."""
@@ -242,6 +275,10 @@ class ExtensibleLoadManager:
         and the same as an extensible snapshot document (docs/formats.md)."""
         loads = self.broker_load.items()
         tops = self.top_bundles.items() if top_bundles else {}
+        if self.family.policies or self.leader_work.family.policies:
+            owned = self._owned()
+            self.family.shedder.owned = owned
+            self.leader_work.family.shedder.owned = owned
         available = tuple(self.registry.available())
         raw_lookup = self.registry.lookup_data()
         snap = ExtensibleSnapshot(

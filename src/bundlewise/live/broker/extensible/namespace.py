@@ -151,6 +151,8 @@ class ExtensibleNamespaceService:
         children = shared.split_children(self.config, name, bundle, self.ext.ctx.topic_names(bundle), boundaries)
         if children is None:
             return
+        # a channel ``Split`` names exactly two children: several boundaries split at the first one only
+        children = bundle.split_at([children[0].upper])
         error = await self.ext.split(bundle, children)
         if error is not None:
             raise ServerError(f"Failed to split {bundle.name}: {error}")

@@ -10,8 +10,9 @@ A push is skipped while the metadata session is not connected (the local record 
 
 **Tombstones** (``#handleEvent``, ``#tombstone``): when the channel shows this broker as the source of a
 ``Releasing`` or ``Splitting`` record, or the destination of an ``Owned`` one, the broker reporter clears
-its local record (the EMAs restart) and removes its store entry, and the top-bundles reporter removes
-its entry, each at most once per 10 s (``TOMBSTONE_DELAY_IN_MILLIS``, Pulsar time here) -- so the
+its local record (the EMAs restart) on every such event and removes its store entry, and the top-bundles
+reporter removes its entry, each removal at most once per 10 s (``TOMBSTONE_DELAY_IN_MILLIS``, Pulsar time
+here; ``algorithms.extensible.reporting.Tombstoner``) -- so the
 leader sees missing or fresh data right after an ownership change, not a stale EMA.
 """
 
@@ -28,11 +29,10 @@ from bundlewise.live.broker.extensible.load_store import LoadDataStore
 from bundlewise.live.broker.manager import BrokerContext, Sample, usage_gauges
 from bundlewise.live.broker.tasks import Tasks
 from bundlewise.live.store.errors import MetadataStoreError
-from bundlewise.model.channel import ServiceUnitState, ServiceUnitStateData
+from bundlewise.model.channel import ServiceUnitStateData
 from bundlewise.model.extensible import BrokerLoadData, TopBundlesLoadData
 
 log = logging.getLogger(__name__)
-TOMBSTONE_DELAY_MS = 10_000
 
 
 class LoadReporters:
@@ -52,7 +52,6 @@ class LoadReporters:
         self.top = TopBundlesReporter()
         self.stats_interval_ms = ctx.config.view(BrokerSettings).stats_interval_ms
         self.pushes = 0
-        self._tombstoned: dict[str, int] = {}  # reporter -> Pulsar time of its last tombstone
         self._lock = asyncio.Lock()
 
     async def report(self, force: bool = False) -> None:
@@ -92,24 +91,13 @@ class LoadReporters:
                     await self.top_store.push(self.me, top)
 
     def on_record(self, key: str, record: ServiceUnitStateData | None) -> None:
-        """The channel's event: tombstone after an ownership change that involves this broker."""
-        if record is None:
-            return
-        s = record.state
-        mine = (s in (ServiceUnitState.Releasing, ServiceUnitState.Splitting) and record.source_broker == self.me) or (
-            s is ServiceUnitState.Owned and record.dst_broker == self.me
-        )
-        if not mine:
-            return
+        """The channel's event (``#handleEvent`` of both reporters): the broker reporter's local record is
+        reset on every event that concerns this broker; each store removal at most once per 10 s."""
         now = self.ctx.clock.now_ms()
-        for which, store in (("broker", self.broker_store), ("top", self.top_store)):
-            last = self._tombstoned.get(which)
-            if last is not None and now - last < TOMBSTONE_DELAY_MS:
-                continue
-            self._tombstoned[which] = now
-            if which == "broker":
-                self.broker.clear()
-            self.scope.spawn(self._remove(store), f"tombstoning the {which} load data")
+        if self.broker.handle_event(self.me, record, now):
+            self.scope.spawn(self._remove(self.broker_store), "tombstoning the broker load data")
+        if self.top.handle_event(self.me, record, now):
+            self.scope.spawn(self._remove(self.top_store), "tombstoning the top load data")
 
     async def _remove(self, store: LoadDataStore[BrokerLoadData] | LoadDataStore[TopBundlesLoadData]) -> None:
         async with self._lock:

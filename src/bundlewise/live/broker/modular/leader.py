@@ -116,6 +116,8 @@ class LeaderWork:
         """One ``doLoadShedding``."""
         if not self.is_leader():
             return
+        if self.ctx.constraints is not None:  # isolation, anti-affinity, failure domains (docs/placement.md)
+            self.family.set_policies(await self.ctx.constraints.get())
         now = self.ctx.clock.now_ms()
         cycle = self.family.cycle
         async with self.data.lock:

@@ -144,6 +144,8 @@ class ModularLoadManager:
         target = self.affinity.pop(bundle, None)
         if target is not None:
             return target
+        if self.ctx.constraints is not None:
+            self.family.set_policies(await self.ctx.constraints.get())
         async with self.data.lock:
             owner = self.data.preallocated.get(bundle)
             if owner is not None:

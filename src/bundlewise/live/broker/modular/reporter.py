@@ -18,6 +18,7 @@
 from __future__ import annotations
 
 import logging
+import time
 from typing import Any
 
 from bundlewise.algorithms.reporting import ReportFigures, needs_report
@@ -47,6 +48,7 @@ class BrokerReporter:
         self.last_written: LocalBrokerData | None = None
         self.last_sample: LocalBrokerData | None = None
         self.writes = 0
+        self.start_ms = int(time.time() * 1000)  # LocalBrokerData#startTimestamp: wall time of the start
 
     def sample(self) -> LocalBrokerData:
         report = self.ctx.sample_load()
@@ -55,7 +57,7 @@ class BrokerReporter:
         return report
 
     def value(self, report: LocalBrokerData) -> dict[str, Any]:
-        return values.local_broker_data(self.ctx.identity, report)
+        return values.local_broker_data(self.ctx.identity, report, self.start_ms)
 
     async def register(self) -> None:
         report = self.sample()
