@@ -62,9 +62,6 @@ class BrokerProcess(ServerProcess):
         self.settings = dict(settings or {})
         self.args = args
 
-    def _lock_data_dir(self) -> None:
-        """Nothing to lock: a broker's directory holds the logs of every broker of its cluster, no store's data."""
-
     @property
     def broker_id(self) -> str:
         return f"{self.host}:{self.port}"
