@@ -77,9 +77,16 @@ class ConstraintsCache:
             self._refreshing = loop.create_task(self._refresh())
 
     async def _refresh(self) -> None:
-        policies = await self.get()
-        for listener in self.listeners:
-            listener(policies)
+        # a notification that arrives while this read runs (ZooKeeper creates a policy's parents first, one
+        # event each) marks the cache dirty again: read again, so the last change is not left to the next tick
+        # (a few times at most: a read the store refuses leaves it dirty too, for the next get())
+        for _ in range(5):
+            policies = await self.get()
+            for listener in self.listeners:
+                listener(policies)
+            if not self._dirty:
+                return
+            await asyncio.sleep(0.05)
 
     async def get(self) -> PlacementPolicies:
         if self._dirty:
