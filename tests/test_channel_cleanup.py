@@ -133,6 +133,17 @@ def test_override_table():
     assert override_for(assigning, B3, graceful=True, now=NOW) == rec(Owned, B3, None, 5, True, ts=NOW)
     releasing = rec(Releasing, None, B1, 4)
     assert override_for(releasing, B2, graceful=False, now=NOW) == rec(Owned, B2, B1, 5, True, ts=NOW)
+    # a transfer's dead destination, its source alive and maybe still serving: the source releases
+    # again, to the new broker (bundlewise deviates from Pulsar's forced Owned here)
+    transfer = rec(Releasing, B1, B3, 4)
+    assert override_for(transfer, B2, graceful=False, now=NOW, dead=B1) == rec(Releasing, B2, B3, 5, True, ts=NOW)
+    assert override_for(transfer, B2, graceful=True, now=NOW, dead=B1) == rec(Releasing, B2, B3, 5, True, ts=NOW)
+    assert override_for(transfer, B3, graceful=False, now=NOW, dead=B1) == rec(Owned, B3, None, 5, True, ts=NOW)
+    assert override_for(transfer, None, graceful=False, now=NOW, dead=B1) == rec(Free, None, B3, 5, True, ts=NOW)
+    # the dead broker is the source: nobody else serves it, the new broker owns it at once (as Pulsar)
+    assert override_for(transfer, B2, graceful=False, now=NOW, dead=B3) == rec(Owned, B2, B3, 5, True, ts=NOW)
+    # the monitor (no dead broker) keeps Pulsar's forced Owned for a stuck Releasing
+    assert override_for(transfer, B2, graceful=False, now=NOW) == rec(Owned, B2, B3, 5, True, ts=NOW)
     # no candidate: free it, naming the old owner (Owned) or the old source (in flight)
     assert override_for(owned, None, graceful=False, now=NOW) == rec(Free, None, B1, 5, True, ts=NOW)
     assert override_for(releasing, None, graceful=True, now=NOW) == rec(Free, None, B1, 5, True, ts=NOW)

@@ -193,6 +193,36 @@ def test_a_dead_brokers_bundles_move_to_the_selected_broker():
     assert owner_seen_by(c, B2, BUNDLE) == B3
 
 
+def test_a_dead_transfer_destination_does_not_hand_the_bundle_over_before_the_source_releases():
+    """The counterexample the state machine found, replayed step by step: the leader starts a transfer
+    b3 -> b2 that b3 has not heard of yet, then b2 dies.  Pulsar's ``#overrideOwnership`` would force
+    ``Owned(b1, src = b3)`` while b3 still serves the bundle; the override is a forced ``Releasing`` to
+    the new broker instead, so the live source closes first and the transfer completes as any other."""
+    lo, hi = "t/a/0x00000000_0x80000000", "t/a/0x80000000_0xffffffff"
+    c = Cluster([B1, B2, B3], {"t/a": NamespaceBundles.of("t/a", [0, 0x80000000, 0xFFFFFFFF])})
+
+    def race_ahead(name: str) -> None:
+        while c.brokers[name].inbox or c.brokers[name].pending:
+            while c.brokers[name].inbox:
+                c.deliver(name, next(iter(c.brokers[name].inbox)))
+            c.step(name)
+
+    assert c.assign(B1, hi, B1) and c.assign(B1, lo, B3)
+    race_ahead(B3)
+    race_ahead(B1)
+    assert c.owners(lo) == [B3] and c.owners(hi) == [B1]
+    assert c.unload(B1, hi, B1)
+    assert c.unload(B1, lo, B3, B2)  # b3 has not seen this Releasing yet
+    c.crash(B2)
+    c.cleanup(B1, B2, lambda key, excluded: B1)
+    assert states(c, lo)[-1] == (Releasing, B1, B3, 4)
+    assert c.store.values[lo].force is True
+    assert c.owners(lo) == [B3]  # only the source, until it has released
+    c.settle()
+    assert states(c, lo)[-3:] == [(Releasing, B1, B3, 4), (Assigning, B1, B3, 5), (Owned, B1, B3, 6)]
+    assert c.owners(lo) == [B1]
+
+
 # --- random interleavings -------------------------------------------------------------------------
 
 BROKERS = [B1, B2, B3]

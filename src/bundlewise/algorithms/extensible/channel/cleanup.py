@@ -21,6 +21,7 @@ new broker chosen by ``select(key, excluded={broker})``:
 | Splitting | ``Splitting(dst = old dst, src = new, same children, force)``: the new source re-runs the split |
 | Owned | ``Owned(dst = new, src = old dst unless it is the new one, force)``; graceful: ``Releasing`` (*) |
 | Assigning / Releasing | ``Owned(dst = new, src = old src unless it is the new one, force)`` |
+| Releasing, ``dst == broker``, another src | ``Releasing(dst = new, src = old src, force)`` (**) |
 | no candidate | ``Free(src = old dst if Owned else old src, force)`` |
 
 (*) A graceful self-cleanup (a broker shutting down) hands each bundle it owns over with a forced
@@ -29,6 +30,14 @@ in fact alive.  Non-system orphans go first; after them the owner waits up to 5 
 the broker, then overrides the ``pulsar/system`` orphans (closing the channel's own topics early would
 destabilise the cluster), and finally removes the broker from both load-data stores.  ``select`` is
 called once per orphan, in publish order.
+
+(**) Deviation from Pulsar, which writes ``Owned(dst = new, src = old src, force)`` here: when the
+*destination* of a transfer dies while the record is still ``Releasing``, the source is alive and may not
+have seen the release yet -- it still serves the bundle.  A forced ``Owned`` would make the new broker
+serve it at once while the source keeps serving until it reads the override: two live owners.  The
+forced ``Releasing`` instead lets the source close first and write ``Assigning(new)``, as in any
+transfer; should the source be dead as well, its own cleanup (in flight with ``src == broker``) moves
+the bundle on.  ``Assigning`` needs no such care: the source writes it only after closing.
 """
 
 from __future__ import annotations
@@ -49,6 +58,7 @@ from bundlewise.model.channel import (
     ServiceUnitState,
     ServiceUnitStateData,
     is_active_state,
+    is_blank,
     is_in_flight_state,
     next_version_id,
 )
@@ -147,10 +157,20 @@ def is_orphan(broker: str, data: ServiceUnitStateData | None) -> bool:
 
 
 def override_for(
-    orphan: ServiceUnitStateData, selected: str | None, *, graceful: bool, now: int
+    orphan: ServiceUnitStateData, selected: str | None, *, graceful: bool, now: int, dead: str | None = None
 ) -> ServiceUnitStateData:
-    """``#overrideOwnership``'s forced record for ``orphan`` and the newly selected broker."""
+    """``#overrideOwnership``'s forced record for ``orphan`` and the newly selected broker.
+
+    ``dead`` is the broker being cleaned up (None for the monitor's stuck records).  A ``Releasing``
+    orphan of a dead *destination* whose source is another broker is re-released to the new broker
+    (``Releasing(dst = new, src = old source, force)``) instead of Pulsar's direct ``Owned``: the source
+    is alive and may not have closed its topics yet, so only it may move the bundle on (module docstring).
+    """
     v = next_version_id(orphan)
+    source = orphan.source_broker
+    source_alive = dead is not None and source is not None and not is_blank(source) and source != dead
+    if orphan.state is S.Releasing and selected is not None and source_alive and selected != source:
+        return ServiceUnitStateData(S.Releasing, selected, source, force=True, timestamp=now, version_id=v)
     if selected is None:
         src = orphan.dst_broker if orphan.state is S.Owned else orphan.source_broker
         return ServiceUnitStateData(S.Free, None, src, force=True, timestamp=now, version_id=v)
@@ -195,7 +215,7 @@ def _override(
     key: str, orphan: ServiceUnitStateData, broker: str, select: Selector, graceful: bool, now: int
 ) -> Override:
     selected = select(key, frozenset({broker}))
-    record = override_for(orphan, selected, graceful=graceful, now=now)
+    record = override_for(orphan, selected, graceful=graceful, now=now, dead=broker)
     who = f"to {selected}" if selected is not None else "free: no broker available"
     return Override(key, orphan, record, f"{orphan.state} orphan of {broker} -> {record.state} {who}")
 
