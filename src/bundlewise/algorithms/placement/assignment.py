@@ -5,7 +5,8 @@
 1. a bundle already preallocated to a broker (in its ``preallocatedBundleData``) goes there;
 2. the bundle's data is ``load.bundleData[bundle]``, else the default prior (50 msg/s, 50000 B/s);
 3. candidates: brokers accepting the bundle's topic type (isolation policies are not in the snapshot);
-4. max-topics filter; 5. anti-affinity (identity); 6. distribute bundles evenly (if enabled);
+4. max-topics filter; 5. anti-affinity (identity); 6. distribute bundles evenly (if enabled), over the
+   per-broker, per-namespace bundle counts this object keeps across calls (``namespace_counts``);
 7. load-manager-class then version filter; a filter error, or an empty result, resets the
    candidates to the step-3 set;
 8. bundles of ``loadBalancerSheddingExcludedNamespaces`` are placed by a round-robin selector
@@ -28,6 +29,7 @@ import random
 
 from bundlewise.algorithms.placement import filters
 from bundlewise.algorithms.placement.base import PlacementStrategy, Selection
+from bundlewise.algorithms.placement.namespace_counts import NamespaceBundleCounts
 from bundlewise.algorithms.placement.round_robin import RoundRobinBrokerSelector
 from bundlewise.config import Config
 from bundlewise.config.views import PlacementSettings
@@ -43,13 +45,21 @@ def preallocated_owner(bundle: str, load: LoadData) -> str | None:
     return None
 
 
-def candidate_brokers(bundle: str, load: LoadData, config: Config, *, non_persistent: bool = False) -> list[str]:
-    """Steps 3-7: the filtered candidates, reset to the step-3 set on a filter error or when empty."""
+def candidate_brokers(
+    bundle: str,
+    load: LoadData,
+    config: Config,
+    *,
+    non_persistent: bool = False,
+    counts: NamespaceBundleCounts | None = None,
+) -> list[str]:
+    """Steps 3-7: the filtered candidates, reset to the step-3 set on a filter error or when empty (``counts``:
+    the flow's per-broker, per-namespace bundle counts, kept across calls)."""
     base = filters.topic_type_candidates(load, non_persistent=non_persistent)
     cands = filters.filter_max_topics(base, load, config.view(PlacementSettings).max_topics)
     cands = filters.filter_anti_affinity(cands, bundle, load)
     if filters.distribute_evenly_applies(bundle, config):
-        cands = filters.filter_distribute_evenly(cands, bundle, load)
+        cands = filters.filter_distribute_evenly(cands, bundle, load, counts)
     try:
         cands = filters.filter_load_manager_class(cands, load, config)
         cands = filters.filter_broker_version(cands, load, config)
@@ -64,6 +74,7 @@ class ModularPlacement:
     def __init__(self, strategy: PlacementStrategy) -> None:
         self.strategy = strategy
         self.round_robin = RoundRobinBrokerSelector()
+        self.namespace_counts = NamespaceBundleCounts()  # brokerToNamespaceToBundleRange, kept across calls
 
     def select_broker(
         self,
@@ -79,7 +90,7 @@ class ModularPlacement:
         if owner is not None:
             return Selection(owner, (owner,))
         data = load.bundleData.get(bundle) or BundleData.default()
-        cands = candidate_brokers(bundle, load, config, non_persistent=non_persistent)
+        cands = candidate_brokers(bundle, load, config, non_persistent=non_persistent, counts=self.namespace_counts)
         excluded = bundle_namespace(bundle) in config.view(PlacementSettings).excluded_namespaces
         chooser: PlacementStrategy = self.round_robin if excluded else self.strategy
         selection = chooser.select(cands, bundle, data, load, config, rng)
