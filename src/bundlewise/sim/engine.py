@@ -31,7 +31,7 @@ Each tick at ``now`` (docs/simulator.md, One tick; the ``ModularLoadManagerImpl`
    has since moved is carried out on the bundle's owner (the unload request goes to whoever owns it).
 7. **Record** the tick for the metrics and the timeline.
 
-With a ``[dispatch]`` section, step 3 first runs the tick's dispatch (``sim/dispatch.py``): consumers drain
+With a ``[dispatch]`` section, step 3 first runs the tick's dispatch (``sim/dispatch/cluster.py``): consumers drain
 backlogs through the limiters of the broker owning each topic, and the dispatched msg/s and bytes/s
 replace those topics' msgRateOut and msgThroughputOut.
 
@@ -62,7 +62,7 @@ from bundlewise.sim.adapters import make_manager
 from bundlewise.sim.backlog import Backlog
 from bundlewise.sim.clock import Clock
 from bundlewise.sim.cluster import UNOWNED
-from bundlewise.sim.dispatch import ClusterDispatch, DispatchRecord, dispatch_metrics
+from bundlewise.sim.dispatch.cluster import ClusterDispatch, DispatchRecord, dispatch_metrics
 from bundlewise.sim.layout import build_cluster
 from bundlewise.sim.leader import LeaderView
 from bundlewise.sim.scenario import Scenario

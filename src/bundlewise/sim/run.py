@@ -25,7 +25,7 @@ import numpy as np
 from bundlewise.algorithms.registry import SheddingEntry
 from bundlewise.config import Config
 from bundlewise.model.errors import InputError
-from bundlewise.sim.dispatch import DISPATCH_METRIC_KEYS
+from bundlewise.sim.dispatch.cluster import DISPATCH_METRIC_KEYS
 from bundlewise.sim.engine import Engine, RunResult
 from bundlewise.sim.metric_defs import format_value, metric_def
 from bundlewise.sim.scenario import Scenario
