@@ -64,7 +64,8 @@ def filter_max_topics(candidates: Sequence[str], load: LoadData, max_topics: int
         broker = load.brokers.get(name)
         total = 0
         if broker is not None:
-            total = broker.localData.numTopics + sum(d.topics for d in broker.preallocatedBundleData.values())
+            pre = broker.preallocatedBundleData
+            total = broker.localData.numTopics + (sum(d.topics for d in pre.values()) if pre else 0)
         if total <= max_topics:
             kept.append(name)
     return kept if kept else list(candidates)
@@ -107,12 +108,13 @@ def filter_load_manager_class(candidates: Sequence[str], load: LoadData, config:
     taken to run the configured load manager (the snapshot default; Pulsar would see a real
     broker's name there and drops brokers reporting none).
     """
-    ours = short_class_name(config.view(PlacementSettings).load_manager_class)
+    configured = config.view(PlacementSettings).load_manager_class
+    ours = short_class_name(configured)
     out = []
     for name in candidates:
         broker = load.brokers.get(name)
         reported = broker.localData.loadManagerClassName if broker is not None else None
-        if reported is None or short_class_name(reported) == ours:
+        if reported is None or reported == configured or short_class_name(reported) == ours:
             out.append(name)
     return out
 

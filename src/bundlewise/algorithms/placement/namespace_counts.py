@@ -63,10 +63,11 @@ class NamespaceBundleCounts:
         if broker is None:
             return 0
         entry = self._of_report(name, broker.localData)
-        extra = sum(
-            1 for b in broker.preallocatedBundleData if b not in entry.bundles and bundle_namespace(b) == namespace
-        )
-        return entry.per_namespace.get(namespace, 0) + extra
+        reported = entry.per_namespace.get(namespace, 0)
+        pre = broker.preallocatedBundleData
+        if not pre:
+            return reported
+        return reported + sum(1 for b in pre if b not in entry.bundles and bundle_namespace(b) == namespace)
 
     def counts(self, brokers: Sequence[str], load: LoadData, namespace: str) -> dict[str, int]:
         """``count`` for each of ``brokers``; entries of brokers gone from ``load`` are dropped."""
