@@ -302,7 +302,8 @@ class LeaderView:
 
     def forget_bundle(self, bid: int) -> None:
         """A split parent: remove its data from the leader (``#checkNamespaceBundleSplit``)."""
-        self._grow()
+        if bid >= len(self.has):  # a bundle born since the last report was never sampled
+            self._grow()
         self.has[bid] = False
         view = self.load.bundleData
         if isinstance(view, LazyBundleData):
