@@ -19,7 +19,8 @@ process, so its peak resident memory is its own.  Per run:
 1000x100000x1000000:10``: brokers x bundles x topics : simulated minutes) for every registered strategy
 (``BENCH_FLEET_STRATEGIES`` to choose), prints the table and writes ``bench/results/fleet.json`` and
 ``bench/results/fleet.md``.  ``BENCH_FLEET_BASELINE=SRC`` (a ``src`` folder of another version, e.g. from ``git
-archive``) also runs every size x strategy on that code, labelled ``BENCH_FLEET_BASELINE_LABEL``, in the same run.
+archive``) also runs every size x strategy on that code, labelled ``BENCH_FLEET_BASELINE_LABEL``, in the same run
+(only the sizes of ``BENCH_FLEET_BASELINE_SIZES`` when set).
 """
 
 from __future__ import annotations
@@ -142,17 +143,19 @@ def main() -> None:
     wanted = os.environ.get("BENCH_FLEET_STRATEGIES")
     strategies = wanted.split(",") if wanted else list(shedding_names())
     baseline = os.environ.get("BENCH_FLEET_BASELINE")
-    codes: list[tuple[str, str | None]] = [("this", None)]
-    if baseline:
-        codes.append((os.environ.get("BENCH_FLEET_BASELINE_LABEL", "baseline"), baseline))
+    label = os.environ.get("BENCH_FLEET_BASELINE_LABEL", "baseline")
+    baseline_sizes = parse_sizes(os.environ.get("BENCH_FLEET_BASELINE_SIZES", "")) if baseline else []
     rows = []
     for size in sizes:
+        codes: list[tuple[str, str | None]] = [("this", None)]
+        if baseline and (not baseline_sizes or size in baseline_sizes):
+            codes.append((label, baseline))
         for strategy in strategies:
-            for label, src in codes:
-                row = {"code": label, **run_child(size, strategy, src)}
+            for label_, src in codes:
+                row = {"code": label_, **run_child(size, strategy, src)}
                 rows.append(row)
                 print(
-                    f"fleet {label:<8} {size[0]:>5} x {size[1]:>7} x {size[2]:>8} {strategy:<20} "
+                    f"fleet {label_:<8} {size[0]:>5} x {size[1]:>7} x {size[2]:>8} {strategy:<20} "
                     f"{row['ticks']:>5} ticks {row['wall_s']:>8.1f} s ({row['cpu_s']:>8.1f} s CPU)  "
                     f"tick {row['tick_ms']['median']:>8.1f} ms "
                     f"(decision {row['decision_ms']['median']:>8.1f}, other {row['other_ms']['median']:>7.1f})  "

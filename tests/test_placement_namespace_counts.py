@@ -10,7 +10,7 @@ namespace in its report's ``bundles`` and its ``preallocatedBundleData`` (Pulsar
 
 from __future__ import annotations
 
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from bundlewise.algorithms.placement import filters
@@ -96,7 +96,7 @@ WHAT_LEADERS_DO = ("assign", "assign", "report", "report", "preallocate", "prune
 OPS = st.sampled_from((*WHAT_LEADERS_DO, "split", "merge", "leave", "join"))
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.tuples(OPS, st.integers(0, 40), st.integers(0, 7)), max_size=60))
 def test_incremental_counts_equal_the_scan_after_every_step(steps: list[tuple[str, int, int]]) -> None:
     leader = Leader()
@@ -108,7 +108,7 @@ def test_incremental_counts_equal_the_scan_after_every_step(steps: list[tuple[st
             assert got == {n: scan(leader.load.brokers.get(n), ns) for n in BROKERS}, (op, ns)
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.tuples(OPS, st.integers(0, 40), st.integers(0, 7)), max_size=40), st.integers(0, 40))
 def test_the_filter_with_kept_counts_keeps_what_a_fresh_one_keeps(steps: list[tuple[str, int, int]], k: int) -> None:
     leader = Leader()

@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from bundlewise.model.load import BrokerData, LoadData, LocalBrokerData
+from bundlewise.model.load import LoadData, LocalBrokerData
 from bundlewise.model.names import bundle_namespace
 
 
@@ -52,25 +52,25 @@ class NamespaceBundleCounts:
     def __init__(self) -> None:
         self._reports: dict[str, _ReportCounts] = {}
 
-    def _of_report(self, name: str, report: LocalBrokerData) -> _ReportCounts:
-        entry = self._reports.get(name)
-        if entry is None or not entry.current(report):
-            entry = self._reports[name] = _ReportCounts.of(report)
-        return entry
-
-    def count(self, name: str, broker: BrokerData | None, namespace: str) -> int:
-        """The distinct bundles of ``namespace`` that ``broker`` reports or has preallocated (0 without data)."""
-        if broker is None:
-            return 0
-        entry = self._of_report(name, broker.localData)
-        reported = entry.per_namespace.get(namespace, 0)
-        pre = broker.preallocatedBundleData
-        if not pre:
-            return reported
-        return reported + sum(1 for b in pre if b not in entry.bundles and bundle_namespace(b) == namespace)
-
     def counts(self, brokers: Sequence[str], load: LoadData, namespace: str) -> dict[str, int]:
-        """``count`` for each of ``brokers``; entries of brokers gone from ``load`` are dropped."""
-        if len(self._reports) > 2 * len(load.brokers) + 16:
-            self._reports = {k: v for k, v in self._reports.items() if k in load.brokers}
-        return {name: self.count(name, load.brokers.get(name), namespace) for name in brokers}
+        """Per broker of ``brokers``: the distinct bundles of ``namespace`` it reports or has preallocated (0 for a
+        broker without load data).  Entries of brokers gone from ``load`` are dropped now and then."""
+        reports = self._reports
+        if len(reports) > 2 * len(load.brokers) + 16:
+            reports = self._reports = {k: v for k, v in reports.items() if k in load.brokers}
+        out: dict[str, int] = {}
+        for name in brokers:  # one pass per placement over the candidates: keep it lean
+            broker = load.brokers.get(name)
+            if broker is None:
+                out[name] = 0
+                continue
+            local = broker.localData
+            entry = reports.get(name)
+            if entry is None or not entry.current(local):
+                entry = reports[name] = _ReportCounts.of(local)
+            count = entry.per_namespace.get(namespace, 0)
+            pre = broker.preallocatedBundleData
+            if pre:
+                count += sum(1 for b in pre if b not in entry.bundles and bundle_namespace(b) == namespace)
+            out[name] = count
+        return out
