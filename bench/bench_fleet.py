@@ -162,9 +162,12 @@ def main() -> None:
                     f"peak {row['peak_rss_mb']:>7.0f} MB",
                     flush=True,
                 )
+                write(sizes, rows)  # after every row: a long run cut short keeps what it measured
+
+
+def write(sizes: list[tuple[int, int, int, int]], rows: list[dict[str, Any]]) -> None:
     write_result("fleet", {"sizes": [list(s) for s in sizes], "rows": rows})
     (RESULTS / "fleet.md").write_text(markdown(rows))
-    print(f"wrote {RESULTS / 'fleet.md'}")
 
 
 if __name__ == "__main__":
