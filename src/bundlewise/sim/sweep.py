@@ -21,9 +21,8 @@ from typing import Any
 from bundlewise.algorithms.registry import SheddingEntry, shedding_entry
 from bundlewise.config import ALL_KEYS
 from bundlewise.model.errors import InputError
-from bundlewise.results.catalogue import METRIC_KEYS
+from bundlewise.results.catalogue import METRIC_KEYS, format_value, metric_def
 from bundlewise.sim.engine import Engine
-from bundlewise.sim.metric_defs import format_value, metric_def
 from bundlewise.sim.run import make_workload
 from bundlewise.sim.scenario import Scenario
 from bundlewise.traffic.layout import RecordedLayout
@@ -127,7 +126,7 @@ def collapse(rows: Sequence[dict[str, Any]], metrics: Sequence[str] = METRIC_KEY
 def format_rows(rows: Sequence[dict[str, Any]], metrics: Sequence[str] = METRIC_KEYS) -> str:
     """Plain-text table like ``simulate``'s: one line per distinct result (``collapse``: the ``runs`` column
     counts the grid points it stands for), a line of units under the header, numbers written as the report
-    writes them (``metric_defs.format_value``)."""
+    writes them (``results.catalogue.format_value``)."""
     if not rows:
         return "(empty sweep)\n"
     settings = [k for k in rows[0] if k not in METRIC_KEYS]
