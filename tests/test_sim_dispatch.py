@@ -1,6 +1,6 @@
 """The simulator's ``[dispatch]`` section: consumers draining backlogs through the dispatch limiters.
 
-Timing model (``sim.dispatcher``): a read is checked 0.1 ms after its trigger, takes
+Timing model (``sim.dispatch.dispatcher``): a read is checked 0.1 ms after its trigger, takes
 1 ms (``read_latency``) and is charged at delivery; a throttled read is retried 1000 ms + 0.1 ms later.
 So one topic throttled at R msg/s (1 message per entry, R <= dispatcherMaxReadBatchSize) reads R
 entries at 0.1 ms and then once per 1001.2 ms: read ``k`` is delivered at ``1.1 + 1001.2·k`` ms.
@@ -334,8 +334,8 @@ def test_bad_dispatch_section_exits_2_with_one_line(
 
 def test_a_removed_topic_leaves_the_broker_dispatch() -> None:
     from bundlewise.config import Config
-    from bundlewise.sim.dispatch_topics import SubscriptionSpec, TopicSpec
-    from bundlewise.sim.dispatcher import DispatchSimulation
+    from bundlewise.sim.dispatch.dispatcher import DispatchSimulation
+    from bundlewise.sim.dispatch.topics import SubscriptionSpec, TopicSpec
 
     cfg = Config().with_values({"dispatchThrottlingRatePerTopicInMsg": 10})
     topics = [

@@ -8,8 +8,8 @@ import pytest
 from bundlewise.algorithms.throttling import DispatchRate, DispatchRateLimiter, Level, ManualClock, Policies
 from bundlewise.algorithms.throttling.read_sizing import charge_delivery, size_read
 from bundlewise.config import Config
-from bundlewise.sim.dispatch_topics import ConsumerSpec, EntryShape, ReplicatorSpec, SubscriptionSpec, TopicSpec
-from bundlewise.sim.dispatcher import DispatchSimulation
+from bundlewise.sim.dispatch.dispatcher import DispatchSimulation
+from bundlewise.sim.dispatch.topics import ConsumerSpec, EntryShape, ReplicatorSpec, SubscriptionSpec, TopicSpec
 
 IMPLS = ["AsyncTokenBucket", "Classic"]
 T = "persistent://public/default/t"

@@ -1,8 +1,8 @@
 """``bundlewise throttle``: what Pulsar's dispatch throttling delivers, period by period.
 
 Reads a description of topics, their subscriptions' backlogs and the policies in force (the topics in the
-dialect ``sim.dispatch_topics`` reads, shared with a scenario's ``[dispatch]``), runs
-``sim.dispatcher.DispatchSimulation`` and prints the messages,
+dialect ``sim.dispatch.topics`` reads, shared with a scenario's ``[dispatch]``), runs
+``sim.dispatch.dispatcher.DispatchSimulation`` and prints the messages,
 bytes and entries delivered in each period at every level (broker, topic partition,
 subscription, replicator), so an operator sees over-delivery before setting a limit.
 The input format is documented in ``docs/formats.md`` and in ``--help``.
@@ -21,8 +21,8 @@ from bundlewise.cli.inputs import read_json
 from bundlewise.config import Config, parse_assignments
 from bundlewise.model import fields
 from bundlewise.model.errors import InputError
-from bundlewise.sim.dispatch_topics import check_keys, parse_topics
-from bundlewise.sim.dispatcher import Delivered, DispatchSimulation
+from bundlewise.sim.dispatch.dispatcher import Delivered, DispatchSimulation
+from bundlewise.sim.dispatch.topics import check_keys, parse_topics
 
 DESCRIPTION = """\
 Simulate Pulsar's message dispatch throttling on a subscription backlog and print what is delivered

@@ -27,10 +27,13 @@ LONG_MIN = -(2**63)
 LONG_MAX = 2**63 - 1
 
 
+_SINGLE = struct.Struct("f")
+
+
 def f32(x: float) -> float:
     """Round a double to the nearest IEEE-754 single, as a Java ``(float)`` cast does."""
     try:
-        return float(struct.unpack("f", struct.pack("f", x))[0])
+        return float(_SINGLE.unpack(_SINGLE.pack(x))[0])
     except OverflowError:
         return math.inf if x > 0 else -math.inf
 

@@ -24,12 +24,14 @@ from collections import deque
 
 import numpy as np
 
+from bundlewise.sim.columns import throughput
+
 EPSILON_BYTES = 1e-6
 """A backlog below this many bytes is empty (floating-point remainders of a full drain)."""
 
 
 class Backlog:
-    """Per bundle id: undelivered messages and bytes (columns as the rates: rateIn, rateOut, tputIn, tputOut)."""
+    """Per bundle id: undelivered messages and bytes (``sim.columns``' order)."""
 
     def __init__(self, step_ms: int) -> None:
         self.step_s = step_ms / 1000.0
@@ -41,9 +43,12 @@ class Backlog:
         self.delivered_bytes = 0.0  # Σ over the run (for the conservation check)
 
     def grow(self, n: int) -> None:
-        extra = n - len(self.amount)
-        if extra > 0:
-            self.amount = np.vstack([self.amount, np.zeros((extra, 4))])
+        """Room for ``n`` bundle ids; rows past the bundles so far stay zero (room grows by half, so a run of
+        splits does not copy the table once per split)."""
+        if n > len(self.amount):
+            room = np.zeros((max(n, len(self.amount) * 3 // 2), 4))
+            room[: len(self.amount)] = self.amount
+            self.amount = room
 
     def offered(self, demand: np.ndarray) -> np.ndarray:
         """Rates offered per bundle this tick: the demand plus the backlog spread over the step."""
@@ -54,10 +59,10 @@ class Backlog:
     def settle(self, tick: int, demand: np.ndarray, offered: np.ndarray, delivered: np.ndarray) -> None:
         """The tick's delivery: new backlog, undelivered fresh bytes, FIFO segments and ages."""
         n = len(demand)
-        old = self.amount[:n, 2] + self.amount[:n, 3]
+        old = throughput(self.amount[:n])
         new_amount = np.maximum(0.0, (offered - delivered) * self.step_s)
-        new = new_amount[:, 2] + new_amount[:, 3]
-        sent = (delivered[:, 2] + delivered[:, 3]) * self.step_s
+        new = throughput(new_amount)
+        sent = throughput(delivered) * self.step_s
         self.delivered_bytes += float(sent.sum())
         served_old = np.minimum(old, sent)
         fresh = np.maximum(0.0, new - (old - served_old))
@@ -106,7 +111,7 @@ class Backlog:
     def bytes_by(self, owner: np.ndarray, slots: int) -> tuple[np.ndarray, float]:
         """Backlog bytes per broker slot (owned bundles), and the backlog of bundles without an owner."""
         n = len(owner)
-        total = self.amount[:n, 2] + self.amount[:n, 3]
+        total = throughput(self.amount[:n])
         owned = owner >= 0
         per_slot: np.ndarray = np.bincount(owner[owned], weights=total[owned], minlength=slots)
         return per_slot, float(total[~owned].sum())

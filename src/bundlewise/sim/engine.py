@@ -31,7 +31,7 @@ Each tick at ``now`` (docs/simulator.md, One tick; the ``ModularLoadManagerImpl`
    has since moved is carried out on the bundle's owner (the unload request goes to whoever owns it).
 7. **Record** the tick for the metrics and the timeline.
 
-With a ``[dispatch]`` section, step 3 first runs the tick's dispatch (``sim/dispatch.py``): consumers drain
+With a ``[dispatch]`` section, step 3 first runs the tick's dispatch (``sim/dispatch/cluster.py``): consumers drain
 backlogs through the limiters of the broker owning each topic, and the dispatched msg/s and bytes/s
 replace those topics' msgRateOut and msgThroughputOut.
 
@@ -63,7 +63,18 @@ from bundlewise.sim.adapters import make_manager
 from bundlewise.sim.backlog import Backlog
 from bundlewise.sim.clock import Clock
 from bundlewise.sim.cluster import UNOWNED
-from bundlewise.sim.dispatch import ClusterDispatch
+from bundlewise.sim.columns import (
+    AVERAGE_ORDER,
+    INBOUND,
+    OUTBOUND,
+    RATE_IN,
+    RATE_OUT,
+    TPUT_IN,
+    TPUT_OUT,
+    messages,
+    throughput,
+)
+from bundlewise.sim.dispatch.cluster import ClusterDispatch
 from bundlewise.sim.layout import build_cluster
 from bundlewise.sim.leader import LeaderView
 from bundlewise.sim.scenario import Scenario
@@ -113,12 +124,7 @@ class Engine:
         n = len(self.cluster.names)
         self.last_update = np.zeros(n, dtype=np.int64)
         self.written = np.zeros(n, dtype=bool)
-        self.last_vals: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] = (
-            np.zeros(n),
-            np.zeros(n),
-            np.zeros(n),
-            np.zeros(n),
-        )
+        self.last_vals = reporting.ReportFigures.zeros(n)  # the figures of each broker's last written report
         self.last_shed: int | None = None
         self.last_quota_write = 0
         self.pending = broker_events.transitions(scenario.initial, scenario.events)[0]
@@ -127,6 +133,7 @@ class Engine:
         self._counts_cache: tuple[int, int, Counts, np.ndarray, np.ndarray, np.ndarray] | None = None
         self._topics_cache: tuple[int, np.ndarray] | None = None
         self._rates: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] = (np.zeros(0),) * 4
+        self._topic_bytes = np.zeros(0)  # per topic this tick: bytes/s in + out
         self.measured: Measured | None = None
         self._workload_bytes = self._unowned_bytes = 0.0
         for slot in np.flatnonzero(self.cluster.up):  # the brokers up at the start have registered
@@ -188,8 +195,8 @@ class Engine:
         self.leader.write_report(slot, report, none, np.zeros((0, 4)), none, none, load)
         self.last_update[slot] = self.clock.now
         self.written[slot] = True
-        for k, v in enumerate((0.0, 0.0, 0.0, load)):
-            self.last_vals[k][slot] = v
+        for last, value in zip(self.last_vals, (0.0, 0.0, 0.0, load), strict=True):
+            last[slot] = value
 
     # -- 2. lookups ------------------------------------------------------------------------------
 
@@ -235,26 +242,30 @@ class Engine:
         if self.dispatch is not None:  # dispatched msg/s replace the dispatch topics' out-rates
             rates = self.dispatch.advance(self.clock.tick, self.clock.now, rates)
         self._rates = rates
+        self._topic_bytes = rates[TPUT_IN] + rates[TPUT_OUT]
         n, slots = cl.n_bundles, len(cl.names)
         demand = np.stack([np.bincount(cl.topic_bundle, weights=r, minlength=n) for r in rates], axis=1)
         topics, producers, consumers = self._bundle_counts(self.workload.counts(self.clock.now))
         owner = cl.owner[:n]
         owned = owner != UNOWNED
+        o = owner[owned]
         offered = self.backlog.offered(demand)
 
         def per_slot(x: np.ndarray) -> np.ndarray:
-            return np.stack([np.bincount(owner[owned], weights=x[owned, k], minlength=slots) for k in range(4)], axis=1)
+            return np.stack([np.bincount(o, weights=x[owned, k], minlength=slots) for k in range(4)], axis=1)
 
         asked = per_slot(offered)
-        s_in, s_out = saturation.service_factors(cl.capacity, asked[:, 0], asked[:, 1], asked[:, 2], asked[:, 3])
+        s_in, s_out = saturation.service_factors(
+            cl.capacity, asked[:, RATE_IN], asked[:, RATE_OUT], asked[:, TPUT_IN], asked[:, TPUT_OUT]
+        )
         s_in, s_out = np.where(cl.up, s_in, 0.0), np.where(cl.up, s_out, 0.0)
         delivered = np.zeros_like(offered)
-        o = owner[owned]
-        for k, s in ((0, s_in), (2, s_in), (1, s_out), (3, s_out)):
-            delivered[owned, k] = offered[owned, k] * s[o]
+        for columns, s in ((INBOUND, s_in), (OUTBOUND, s_out)):
+            for k in columns:
+                delivered[owned, k] = offered[owned, k] * s[o]
         self.backlog.settle(self.clock.tick, demand, offered, delivered)
-        tput = demand[:, 2] + demand[:, 3]
-        self._workload_bytes = float((rates[2] + rates[3]).sum())
+        tput = throughput(demand)
+        self._workload_bytes = float(self._topic_bytes.sum())
         self._unowned_bytes = float(tput[~owned & cl.alive[:n]].sum())
         saturated = cl.up & ((s_in < 1.0) | (s_out < 1.0))
         factor = None
@@ -263,10 +274,18 @@ class Engine:
             factor = cost.jitter_factors(slots, jitter, self.jitter_rng)
         wanted = per_slot(demand)
         demand_usage = cost.broker_usage(
-            cl.capacity, cl.up, wanted[:, 0], wanted[:, 1], wanted[:, 2], wanted[:, 3], factor=factor
+            cl.capacity,
+            cl.up,
+            wanted[:, RATE_IN],
+            wanted[:, RATE_OUT],
+            wanted[:, TPUT_IN],
+            wanted[:, TPUT_OUT],
+            factor=factor,
         )
         sent = per_slot(delivered)
-        usage = cost.broker_usage(cl.capacity, cl.up, sent[:, 0], sent[:, 1], sent[:, 2], sent[:, 3], factor=factor)
+        usage = cost.broker_usage(
+            cl.capacity, cl.up, sent[:, RATE_IN], sent[:, RATE_OUT], sent[:, TPUT_IN], sent[:, TPUT_OUT], factor=factor
+        )
         measured = Measured(delivered, topics, producers, consumers, sent, saturation.capped(cl.capacity, usage))
         self.measured = measured
         return measured, demand, wanted, demand_usage, saturated
@@ -277,10 +296,11 @@ class Engine:
         cl = self.cluster
         now = self.clock.now
         n = len(m.per_bundle)
-        owned = cl.alive[:n] & (cl.owner[:n] != UNOWNED)
-        nb = np.bincount(cl.owner[:n][owned], minlength=len(cl.names)).astype(float)
+        owned_ids = np.flatnonzero(cl.alive[:n] & (cl.owner[:n] != UNOWNED))
+        owners = cl.owner[owned_ids]
+        nb = np.bincount(owners, minlength=len(cl.names)).astype(float)
         pk = m.per_broker
-        current = (pk[:, 0] + pk[:, 1], pk[:, 2] + pk[:, 3], nb, load_now)
+        current = reporting.ReportFigures(messages(pk), throughput(pk), nb, load_now)
         write = reporting.needs_update(self.config, now, self.last_update, self.written, self.last_vals, current)
         write &= cl.up
         writers = np.flatnonzero(write)
@@ -288,14 +308,19 @@ class Engine:
             return False
         weights = self.config.weights()
         lm_class = self.config.view(PlacementSettings).load_manager_class
-        for slot in writers:
-            ids = np.flatnonzero(owned & (cl.owner[:n] == slot))
+        # each writer's bundles, in id order: one stable sort by owner instead of a scan of all bundles per writer
+        by_owner = np.argsort(owners, kind="stable")
+        sorted_owners = owners[by_owner]
+        starts = np.searchsorted(sorted_owners, writers, side="left")
+        ends = np.searchsorted(sorted_owners, writers, side="right")
+        for slot, start, end in zip(writers, starts, ends, strict=True):
+            ids = owned_ids[by_owner[start:end]]
             resources = m.resources(cl, int(slot))
             report = LocalBrokerData.of_stats(
                 resources, m.stats(cl, ids), brokerVersionString=BROKER_VERSION, loadManagerClassName=lm_class
             )
             report.lastUpdate = now
-            vals = m.per_bundle[ids][:, [2, 3, 0, 1]]  # TimeAverageMessageData order: tputIn, tputOut, rateIn, rateOut
+            vals = m.per_bundle[ids][:, AVERAGE_ORDER]
             self.leader.write_report(
                 int(slot),
                 report,
@@ -305,10 +330,10 @@ class Engine:
                 m.producers[ids] + m.consumers[ids],
                 resources.weighted_max_usage(weights),
             )
-            self.last_update[slot] = now
-            self.written[slot] = True
-            for k in range(4):
-                self.last_vals[k][slot] = current[k][slot]
+        self.last_update[writers] = now
+        self.written[writers] = True
+        for last, value in zip(self.last_vals, current, strict=True):
+            last[writers] = value[writers]
         return True
 
     # -- 5. splits -------------------------------------------------------------------------------
@@ -331,10 +356,10 @@ class Engine:
             topics = [
                 TopicLoad(
                     cl.topic_names[t],
-                    float(rates[0][t]),
-                    float(rates[1][t]),
-                    float(rates[2][t]),
-                    float(rates[3][t]),
+                    float(rates[RATE_IN][t]),
+                    float(rates[RATE_OUT][t]),
+                    float(rates[TPUT_IN][t]),
+                    float(rates[TPUT_OUT][t]),
                     int(cl.topic_hash[t]),
                 )
                 for t in tids
@@ -345,7 +370,7 @@ class Engine:
             boundaries, _ = result
             owner = cl.names[int(cl.owner[bid])]
             children = cl.split(bid, boundaries)
-            self._hand_down(bid, children, rates)
+            self._hand_down(bid, children)
             self.leader.forget_bundle(bid)
             self.counters.splits += 1
             kids = tuple(cl.bundle_names[c] for c in children)
@@ -390,10 +415,10 @@ class Engine:
         )
         self._log(done)
 
-    def _hand_down(self, parent: int, children: list[int], rates: tuple[np.ndarray, ...]) -> None:
+    def _hand_down(self, parent: int, children: list[int]) -> None:
         """The parent's backlog goes to its children in proportion to their traffic (else topics, else evenly)."""
         cl = self.cluster
-        tput = rates[2] + rates[3]
+        tput = self._topic_bytes
         weight = np.array([float(tput[cl.topics_of(c)].sum()) for c in children])
         if weight.sum() <= 0:
             weight = np.array([float(len(cl.topics_of(c))) for c in children])
@@ -419,7 +444,7 @@ class Engine:
                 # the unload request reaches the bundle's owner (``NamespacesBase#unloadNamespaceBundle``)
                 note = f" (planned from {u.broker}'s report; {owner} owns the bundle)"
                 u = Unload(owner, u.bundle, u.reason + note, u.destination, u.label, u.cause)
-            tput = float(demand[bid, 2] + demand[bid, 3])
+            tput = float(demand[bid, TPUT_IN] + demand[bid, TPUT_OUT])
             flap = self.counters.unload(u.bundle, now, tput, float(m.topics[bid]), self.blip)
             cl.owner[bid] = dest  # the destination may be the owner itself: unloaded and owned again
             self.manager.moved(u.broker, cl.names[dest])
@@ -469,8 +494,8 @@ class Engine:
             self._check("shed")
             per_slot["true"][tick] = demand_usage.weighted_max(weights)
             per_slot["delivered"][tick] = m.usage.weighted_max(weights)
-            per_slot["demand"][tick] = wanted[:, 2] + wanted[:, 3]
-            per_slot["sent"][tick] = m.per_broker[:, 2] + m.per_broker[:, 3]
+            per_slot["demand"][tick] = throughput(wanted)
+            per_slot["sent"][tick] = throughput(m.per_broker)
             workload_bytes[tick], unowned_bytes[tick] = self._workload_bytes, self._unowned_bytes
             n = cl.n_bundles
             per_slot["backlog"][tick], _ = self.backlog.bytes_by(np.where(cl.alive, cl.owner, UNOWNED)[:n], slots)
@@ -521,5 +546,5 @@ class Engine:
             unowned_bytes=unowned_bytes,
             refused=self.refused,
             bytes_delivered=self.backlog.delivered_bytes,
-            bytes_waiting=float(self.backlog.amount[:, 2:].sum()),
+            bytes_waiting=float(self.backlog.amount[: cl.n_bundles, TPUT_IN:].sum()),
         )

@@ -251,15 +251,28 @@ class LeaderView:
         view._overlay = overlay
         self.load.bundleData = view  # type: ignore[assignment]
         names = self.cluster.names
-        for slot, ids in self.report_ids.items():
+        short, long, unknown = self._broker_sums()
+        for k, slot in enumerate(self.report_ids):
             broker = self.load.brokers[names[slot]]
-            known = self.has[ids]  # a bundle without data (a split parent) counts as the prior (``#reset``)
-            prior = float((~known).sum()) * PRIOR
-            s = self.short[ids[known]].sum(axis=0) + prior
-            lt = self.long[ids[known]].sum(axis=0) + prior
+            prior = float(unknown[k]) * PRIOR  # a bundle without data (a split parent) counts as the prior (``#reset``)
+            s, lt = short[k] + prior, long[k] + prior
             broker.timeAverageData = TimeAverageBrokerData(*(float(v) for v in (*s, *lt)))
             if broker.preallocatedBundleData:
                 self._prune_preallocations(slot, broker)
+
+    def _broker_sums(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per written report (``report_ids`` order): the sums of its known bundles' short- and long-term averages
+        (rows added in the report's order, as a per-report sum would) and how many of its bundles have no data."""
+        groups = len(self.report_ids)
+        if groups == 0:
+            return np.zeros((0, 4)), np.zeros((0, 4)), np.zeros(0, dtype=np.int64)
+        ids = np.concatenate(list(self.report_ids.values()))
+        group = np.repeat(np.arange(groups), [len(v) for v in self.report_ids.values()])
+        known = self.has[ids]
+        g, kid = group[known], ids[known]
+        short = np.stack([np.bincount(g, weights=self.short[kid, c], minlength=groups) for c in range(4)], axis=1)
+        long = np.stack([np.bincount(g, weights=self.long[kid, c], minlength=groups) for c in range(4)], axis=1)
+        return short, long, np.bincount(group[~known], minlength=groups)
 
     def _has_name(self, name: str) -> bool:
         bid = self.cluster.bundle_id.get(name)
@@ -302,7 +315,8 @@ class LeaderView:
 
     def forget_bundle(self, bid: int) -> None:
         """A split parent: remove its data from the leader (``#checkNamespaceBundleSplit``)."""
-        self._grow()
+        if bid >= len(self.has):  # a bundle born since the last report was never sampled
+            self._grow()
         self.has[bid] = False
         view = self.load.bundleData
         if isinstance(view, LazyBundleData):

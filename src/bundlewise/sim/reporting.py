@@ -10,6 +10,8 @@ runs every tick (Pulsar's 5-second local task is finer than any sensible tick). 
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from bundlewise.config import Config
@@ -24,6 +26,20 @@ def percent_change(old: np.ndarray, new: np.ndarray) -> np.ndarray:
     return result
 
 
+class ReportFigures(NamedTuple):
+    """Per broker slot, the figures the rule compares: msgRateIn+Out, msgThroughputIn+Out, numBundles and the
+    weighted max usage."""
+
+    rate: np.ndarray
+    throughput: np.ndarray
+    bundles: np.ndarray
+    load: np.ndarray
+
+    @classmethod
+    def zeros(cls, slots: int) -> ReportFigures:
+        return cls(np.zeros(slots), np.zeros(slots), np.zeros(slots), np.zeros(slots))
+
+
 def needs_update(
     config: Config,
     now: int,
@@ -32,14 +48,17 @@ def needs_update(
     last: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
     current: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
 ) -> np.ndarray:
-    """Which brokers write now; ``last``/``current`` are (rate, throughput, numBundles, weightedMax)."""
+    """Which brokers write now, from the figures (``ReportFigures``' order) of their last written report and of
+    now."""
+    last_rate, last_tput, last_bundles, last_load = last
+    rate, tput, bundles, load = current
     settings = config.view(ReportSettings)
     change = np.maximum.reduce(
         [
-            percent_change(last[0], current[0]),
-            percent_change(last[1], current[1]),
-            percent_change(last[2], current[2]),
-            100.0 * np.abs(last[3] - current[3]),
+            percent_change(last_rate, rate),
+            percent_change(last_tput, tput),
+            percent_change(last_bundles, bundles),
+            100.0 * np.abs(last_load - load),
         ]
     )
     due: np.ndarray = (

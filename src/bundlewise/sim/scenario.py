@@ -12,7 +12,7 @@ a scenario may carry:
   skew, 0 = uniform), ``producers``/``consumers`` per topic, and ``owner`` (a broker that owns all the
   namespace's bundles at the start; otherwise bundles are dealt round-robin over the starting brokers);
 * ``[dispatch]``: subscriptions draining backlogs through the dispatch rate limiters
-  (``sim/dispatch_spec.py``);
+  (``sim/dispatch/spec.py``);
 * ``[workload]``: ``diurnal_amplitude`` (0–1), ``diurnal_period`` (duration), ``noise`` (relative
   std-dev of each topic's rate per tick), ``cpu_jitter`` (relative std-dev of measured CPU), and
   ``[[workload.bursts]]`` with ``namespace``, ``at``, ``duration``, ``factor``.
@@ -37,7 +37,7 @@ from bundlewise.model.durations import parse_duration
 from bundlewise.model.errors import InputError
 from bundlewise.model.names import NamespaceName
 from bundlewise.model.policies import NO_POLICIES, PlacementPolicies
-from bundlewise.sim.dispatch_spec import DispatchSpec, parse_dispatch
+from bundlewise.sim.dispatch.spec import DispatchSpec, parse_dispatch
 from bundlewise.sim.events import initial_brokers, transitions
 from bundlewise.traffic.cost import BROKER_DEFAULTS, BROKER_FIELDS, BrokerSpec
 from bundlewise.traffic.workload import Burst, NamespaceSpec, WorkloadSpec
@@ -114,7 +114,7 @@ class Scenario:
     workload: WorkloadSpec = field(default_factory=WorkloadSpec)
     strategies: tuple[str, ...] = ()
     warnings: tuple[str, ...] = ()  # unknown balancer keys, events that change nothing: for the CLI to print
-    dispatch: DispatchSpec | None = None  # the optional [dispatch] section (sim/dispatch_spec.py)
+    dispatch: DispatchSpec | None = None  # the optional [dispatch] section (sim/dispatch/spec.py)
     broker_defaults: BrokerSpec = field(default_factory=lambda: BrokerSpec("defaults"))  # [broker_defaults]
     policies: PlacementPolicies = NO_POLICIES  # the optional [policies] section (docs/placement.md)
 

@@ -8,7 +8,8 @@
    is not available (``NamespaceService``'s heartbeat shortcut, ahead of the load manager);
 3. candidates: ``applyNamespacePolicies`` with the placement's ``PlacementPolicies`` (isolation primaries,
    secondaries on failover, else the shared brokers accepting the bundle's topic type);
-4. max-topics filter; 5. anti-affinity group (and failure domains); 6. distribute bundles evenly (if enabled);
+4. max-topics filter; 5. anti-affinity group (and failure domains); 6. distribute bundles evenly (if enabled), over the
+   per-broker, per-namespace bundle counts this object keeps across calls (``namespace_counts``);
 7. load-manager-class then version filter; a filter error, or an empty result, resets the
    candidates to the step-3 set (``candidate_trace`` keeps what each filter removed and why, for
    ``shed``'s advice);
@@ -35,6 +36,7 @@ from dataclasses import dataclass
 
 from bundlewise.algorithms.placement import filters
 from bundlewise.algorithms.placement.base import PlacementStrategy, Selection
+from bundlewise.algorithms.placement.namespace_counts import NamespaceBundleCounts
 from bundlewise.algorithms.placement.round_robin import RoundRobinBrokerSelector
 from bundlewise.config import Config
 from bundlewise.config.views import PlacementSettings
@@ -73,6 +75,8 @@ class CandidateTrace:
 def _step(
     name: str, setting: str, before: Sequence[str], after: Sequence[str], why: Callable[[str], str]
 ) -> list[FilterStep]:
+    if len(after) == len(before):  # a filter keeps a subset in order: nothing removed
+        return []
     kept = set(after)
     removed = tuple((b, why(b)) for b in before if b not in kept)
     return [FilterStep(name, setting, removed)] if removed else []
@@ -85,8 +89,10 @@ def candidate_trace(
     *,
     non_persistent: bool = False,
     policies: PlacementPolicies = NO_POLICIES,
+    counts: NamespaceBundleCounts | None = None,
 ) -> CandidateTrace:
-    """Steps 3-7 (module docstring), saying what each filter removed and why."""
+    """Steps 3-7 (module docstring), saying what each filter removed and why (``counts``: the flow's
+    per-broker, per-namespace bundle counts, kept across calls; without one they are taken from ``load``)."""
     settings = config.view(PlacementSettings)
     kind = "non-persistent" if non_persistent else "persistent"
     typed = set(filters.topic_type_candidates(load, non_persistent=non_persistent))
@@ -128,16 +134,20 @@ def candidate_trace(
     )
     if filters.distribute_evenly_applies(bundle, config):
         ns = bundle_namespace(bundle)
-        counts = filters.namespace_bundle_counts(cands, load, ns)
-        least = min(counts.values(), default=0)
-        before, cands = cands, filters.filter_distribute_evenly(cands, bundle, load)
-        steps += _step(
-            "distribute bundles evenly",
-            "loadBalancerDistributeBundlesEvenlyEnabled",
-            before,
-            cands,
-            lambda b: f"owns {counts[b]} bundle{'s' if counts[b] != 1 else ''} of {ns}, the fewest is {least}",
-        )
+        tracker = counts if counts is not None else NamespaceBundleCounts()
+        before, cands = cands, filters.filter_distribute_evenly(cands, bundle, load, tracker)
+        if len(cands) < len(before):  # the reasons' counts only when someone was removed
+            per_broker = tracker.counts(before, load, ns)
+            least = min(per_broker.values(), default=0)
+            steps += _step(
+                "distribute bundles evenly",
+                "loadBalancerDistributeBundlesEvenlyEnabled",
+                before,
+                cands,
+                lambda b: (
+                    f"owns {per_broker[b]} bundle{'s' if per_broker[b] != 1 else ''} of {ns}, the fewest is {least}"
+                ),
+            )
     try:
         before, cands = cands, filters.filter_load_manager_class(cands, load, config)
         steps += _step(
@@ -171,9 +181,13 @@ def candidate_brokers(
     *,
     non_persistent: bool = False,
     policies: PlacementPolicies = NO_POLICIES,
+    counts: NamespaceBundleCounts | None = None,
 ) -> list[str]:
-    """Steps 3-7: the filtered candidates, reset to the step-3 set on a filter error or when empty."""
-    return candidate_trace(bundle, load, config, non_persistent=non_persistent, policies=policies).candidates
+    """Steps 3-7: the filtered candidates, reset to the step-3 set on a filter error or when empty (``counts``:
+    the flow's per-broker, per-namespace bundle counts, kept across calls)."""
+    return candidate_trace(
+        bundle, load, config, non_persistent=non_persistent, policies=policies, counts=counts
+    ).candidates
 
 
 class ModularPlacement:
@@ -183,6 +197,7 @@ class ModularPlacement:
         self.strategy = strategy
         self.policies = policies
         self.round_robin = RoundRobinBrokerSelector()
+        self.namespace_counts = NamespaceBundleCounts()  # brokerToNamespaceToBundleRange, kept across calls
 
     def select_broker(
         self,
@@ -201,7 +216,9 @@ class ModularPlacement:
         if owner is not None:
             return Selection(owner, (owner,))
         data = load.bundleData.get(bundle) or BundleData.default()
-        cands = candidate_brokers(bundle, load, config, non_persistent=non_persistent, policies=self.policies)
+        cands = candidate_brokers(
+            bundle, load, config, non_persistent=non_persistent, policies=self.policies, counts=self.namespace_counts
+        )
         excluded = bundle_namespace(bundle) in config.view(PlacementSettings).excluded_namespaces
         chooser: PlacementStrategy = self.round_robin if excluded else self.strategy
         selection = chooser.select(cands, bundle, data, load, config, rng)

@@ -15,7 +15,8 @@ is mutated).  Order is the input's broker order, where Pulsar iterates a hash se
   anti-affinity group, the brokers (and, with ``failureDomainsEnabled``, failure domains) owning the
   fewest namespaces of the group, counted over each broker's bundles and preallocations.
 * ``filter_distribute_evenly`` (step 6, ``removeMostServicingBrokersForNamespace``): keep the
-  brokers owning the fewest distinct bundles of the bundle's namespace (owned + preallocated).
+  brokers owning the fewest distinct bundles of the bundle's namespace (owned + preallocated), counted by
+  ``namespace_counts.NamespaceBundleCounts`` (Pulsar's incrementally kept ``brokerToNamespaceToBundleRange``).
 * ``filter_load_manager_class`` (step 7, ``BrokerLoadManagerClassFilter``): drop brokers whose
   reported ``loadManagerClassName`` differs from ours.
 * ``filter_broker_version`` (step 7, ``BrokerVersionFilter``): with ``preferLaterVersions``, keep
@@ -29,6 +30,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from bundlewise.algorithms.placement import constraints
+from bundlewise.algorithms.placement.namespace_counts import NamespaceBundleCounts
 from bundlewise.config import Config
 from bundlewise.config.config import short_class_name
 from bundlewise.config.views import PlacementSettings
@@ -86,7 +88,8 @@ def broker_topics(name: str, load: LoadData) -> int:
     broker = load.brokers.get(name)
     if broker is None:
         return 0
-    return broker.localData.numTopics + sum(d.topics for d in broker.preallocatedBundleData.values())
+    pre = broker.preallocatedBundleData
+    return broker.localData.numTopics + (sum(d.topics for d in pre.values()) if pre else 0)
 
 
 def filter_anti_affinity(
@@ -107,25 +110,21 @@ def filter_anti_affinity(
 def namespace_bundle_counts(brokers: Sequence[str], load: LoadData, namespace: str) -> dict[str, int]:
     """broker -> distinct bundles of ``namespace`` it owns or has preallocated (Pulsar's
     ``brokerToNamespaceToBundleRange``); a broker without load data owns none."""
-    counts: dict[str, int] = {}
-    for name in brokers:
-        broker = load.brokers.get(name)
-        if broker is None:
-            counts[name] = 0
-            continue
-        owned = {b for b in broker.localData.bundles if namespace_of(b) == namespace}
-        owned.update(b for b in broker.preallocatedBundleData if namespace_of(b) == namespace)
-        counts[name] = len(owned)
-    return counts
+    return NamespaceBundleCounts().counts(brokers, load, namespace)
 
 
-def filter_distribute_evenly(candidates: Sequence[str], bundle: str, load: LoadData) -> list[str]:
-    """Step 6: the candidates owning the fewest bundles of the bundle's namespace (all ties kept)."""
+def filter_distribute_evenly(
+    candidates: Sequence[str], bundle: str, load: LoadData, counts: NamespaceBundleCounts | None = None
+) -> list[str]:
+    """Step 6: the candidates owning the fewest bundles of the bundle's namespace (all ties kept).
+
+    ``counts`` is the placement flow's incremental map (``namespace_counts``); without one, the counts are taken
+    from ``load`` afresh."""
     if not candidates:
         return []
-    counts = namespace_bundle_counts(candidates, load, namespace_of(bundle))
-    least = min(counts.values())
-    return [b for b in candidates if counts[b] == least]
+    per_broker = (counts or NamespaceBundleCounts()).counts(candidates, load, namespace_of(bundle))
+    least = min(per_broker.values())
+    return [b for b in candidates if per_broker[b] == least]
 
 
 def distribute_evenly_applies(bundle: str, config: Config) -> bool:
@@ -140,12 +139,13 @@ def filter_load_manager_class(candidates: Sequence[str], load: LoadData, config:
     taken to run the configured load manager (the snapshot default; Pulsar would see a real
     broker's name there and drops brokers reporting none).
     """
-    ours = short_class_name(config.view(PlacementSettings).load_manager_class)
+    configured = config.view(PlacementSettings).load_manager_class
+    ours = short_class_name(configured)
     out = []
     for name in candidates:
         broker = load.brokers.get(name)
         reported = broker.localData.loadManagerClassName if broker is not None else None
-        if reported is None or short_class_name(reported) == ours:
+        if reported is None or reported == configured or short_class_name(reported) == ours:
             out.append(name)
     return out
 

@@ -7,7 +7,7 @@
 * ``limiter``     one level's limiter (both dimensions, both implementations, lazy creation)
 * ``read_sizing`` the dispatcher's read sizing and quota charging
 
-The event loop that drives them over time (a broker's dispatchers) is ``sim.dispatcher``.
+The event loop that drives them over time (a broker's dispatchers) is ``sim.dispatch.dispatcher``.
 """
 
 from bundlewise.algorithms.throttling.classic import ClassicRateLimiter

@@ -1,9 +1,9 @@
 """Consumers draining backlogs through the dispatch rate limiters, inside the cluster simulation.
 
-Built only when the scenario has a ``[dispatch]`` section (``sim.dispatch_spec``); without one the
+Built only when the scenario has a ``[dispatch]`` section (``sim.dispatch.spec``); without one the
 engine never touches this module, so its runs are unchanged.
 
-**Model** (the dispatch of one broker is ``sim.dispatcher.DispatchSimulation``):
+**Model** (the dispatch of one broker is ``sim.dispatch.dispatcher.DispatchSimulation``):
 
 * One ``DispatchSimulation`` per running broker: its broker-level limiter
   (``dispatchThrottlingRateIn{Msg,Byte}``) is shared by every dispatch topic that broker owns.
@@ -39,9 +39,9 @@ from bundlewise.config.views import LeaderSettings
 from bundlewise.model.errors import InputError
 from bundlewise.results.record import DispatchRecord
 from bundlewise.sim.cluster import UNOWNED, Cluster
-from bundlewise.sim.dispatch_spec import DEFAULT_SUBSCRIPTIONS, DispatchSpec
-from bundlewise.sim.dispatch_topics import TopicEntry, TopicSpec
-from bundlewise.sim.dispatcher import DispatchSimulation
+from bundlewise.sim.dispatch.dispatcher import DispatchSimulation
+from bundlewise.sim.dispatch.spec import DEFAULT_SUBSCRIPTIONS, DispatchSpec
+from bundlewise.sim.dispatch.topics import TopicEntry, TopicSpec
 
 Rates = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 

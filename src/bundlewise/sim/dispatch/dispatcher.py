@@ -1,8 +1,8 @@
 """The dispatch of one broker, event by event: subscriptions draining backlogs through the limiters.
 
 The limiters and the read sizing are ``algorithms.throttling``; this is the event loop that drives them
-(used by ``bundlewise throttle`` and by the cluster simulator's ``[dispatch]``, ``sim.dispatch``).  The
-topics are described by ``sim.dispatch_topics``.
+(used by ``bundlewise throttle`` and by the cluster simulator's ``[dispatch]``, ``sim.dispatch.cluster``).  The
+topics are described by ``sim.dispatch.topics``.
 
 Model (one broker; Pulsar's dispatchers, ``PersistentDispatcherMultipleConsumers#readMoreEntries`` and
 ``#sendMessagesToConsumers``):
@@ -65,7 +65,7 @@ from bundlewise.algorithms.throttling.read_sizing import (
 from bundlewise.config import Config
 from bundlewise.config.views import DispatchSettings
 from bundlewise.model.errors import InputError
-from bundlewise.sim.dispatch_topics import SHARED_TYPES, SUBSCRIPTION_TYPES, SubscriptionSpec, TopicSpec
+from bundlewise.sim.dispatch.topics import SHARED_TYPES, SUBSCRIPTION_TYPES, SubscriptionSpec, TopicSpec
 
 DEFAULT_BACKLOGGED_THRESHOLD = 1000
 

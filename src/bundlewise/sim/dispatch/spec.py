@@ -12,7 +12,7 @@ subscriptions = [{ name = "sub", type = "Shared", consumers = 1, backlogEntries 
 ```
 
 A topic table is written in the dialect of ``bundlewise throttle``'s topics and read by the same reader
-(``sim.dispatch_topics.parse_topic``); a scenario's workload publishes, so ``partitions``,
+(``sim.dispatch.topics.parse_topic``); a scenario's workload publishes, so ``partitions``,
 ``publishEntriesPerSecond`` and ``replicators`` are not part of it, and an entry pattern is one number.
 A topic named by its own table and by its namespace's takes each field from its own table first
 (policies field by field); without ``subscriptions`` it has one ``Shared`` subscription ``sub`` with one
@@ -27,7 +27,7 @@ from typing import Any
 
 from bundlewise.model.durations import parse_duration
 from bundlewise.model.errors import InputError
-from bundlewise.sim.dispatch_topics import ConsumerSpec, SubscriptionSpec, TopicEntry, parse_topic
+from bundlewise.sim.dispatch.topics import ConsumerSpec, SubscriptionSpec, TopicEntry, parse_topic
 
 DEFAULT_SUBSCRIPTIONS = (SubscriptionSpec("sub", (ConsumerSpec("consumer-0"),)),)
 
