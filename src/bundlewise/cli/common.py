@@ -81,11 +81,6 @@ def add_out_options(p: argparse.ArgumentParser, what: str, metavar: str = "DIR")
     p.add_argument("--overwrite", action="store_true", help="replace an existing --out whole (nothing of it is kept)")
 
 
-def source_name(path: str) -> str:
-    """How errors name an input file (``-`` is stdin)."""
-    return "<stdin>" if path == "-" else path
-
-
 def check_bundle_count(n: int, config: Config, flag: str = "--bundles") -> None:
     """A namespace's bundle count: 1 to ``loadBalancerNamespaceMaximumBundles`` (Pulsar's most bundles of a
     namespace; ``--set`` it higher to allow more)."""

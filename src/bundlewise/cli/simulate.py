@@ -83,7 +83,7 @@ def resolve_scenario(arg: str | None) -> Scenario:
         return bundled_scenario("default")
     if arg != "-" and not Path(arg).exists() and not arg.endswith(".toml") and arg in bundled_names():
         return bundled_scenario(arg)
-    return load_scenario(arg, sys.stdin)
+    return load_scenario(arg)
 
 
 def progress_bar(name: str) -> Callable[[int, int], None]:

@@ -28,7 +28,7 @@ from bundlewise.algorithms.splitting.detector import find_bundles_to_split
 from bundlewise.cli.bundle import parse_boundaries
 from bundlewise.cli.common import add_config_options, config_from_args
 from bundlewise.cli.explain import columns, when
-from bundlewise.cli.inputs import SharedBundles, Step, emit, iterate_steps, read_inputs, read_json
+from bundlewise.cli.inputs import SharedBundles, Step, emit, iterate_steps, read_inputs
 from bundlewise.config.views import LeaderSettings
 from bundlewise.model import fields
 from bundlewise.model.admin import split_command
@@ -39,6 +39,7 @@ from bundlewise.model.extensible import parse_extensible_snapshot
 from bundlewise.model.names import TopicName
 from bundlewise.model.names import bundle_namespace as namespace_of
 from bundlewise.model.snapshot import parse_modular_snapshot
+from bundlewise.model.textfiles import read_json
 
 SPLIT_DESCRIPTION = """\
 Compute where Pulsar would split a bundle, with one of its four NamespaceBundleSplitAlgorithms:

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bundlewise.model import fields
+from bundlewise.model.epoch import check_epoch_ms
 from bundlewise.model.errors import InputError
 from bundlewise.model.load import BrokerData, BundleData, LoadData, LocalBrokerData, TimeAverageBrokerData
 
@@ -59,7 +60,13 @@ def shared_warning(source: str, where: str, shared: Mapping[str, tuple[str, ...]
 
 
 def parse_timestamp(value: Any, where: str) -> int | None:
-    """Milliseconds since the epoch, or an ISO-8601 string."""
+    """Milliseconds since the epoch, or an ISO-8601 string; a plausible time or a relative clock
+    (``model.epoch``)."""
+    ms = _timestamp(value, where)
+    return None if ms is None else check_epoch_ms(ms, where)
+
+
+def _timestamp(value: Any, where: str) -> int | None:
     if value is None:
         return None
     if isinstance(value, bool):

@@ -29,7 +29,6 @@ Returns a ``Summary``.  An input path that does not exist or cannot be read is a
 from __future__ import annotations
 
 import functools
-import json
 import threading
 import time
 from collections.abc import Callable
@@ -46,6 +45,7 @@ from pyspark.sql.pandas.types import to_arrow_schema
 from bundlewise.config import Config
 from bundlewise.config.views import SplitSettings
 from bundlewise.model.errors import InputError
+from bundlewise.model.textfiles import read_json
 from bundlewise.pipeline import columnar, columns, fragments, frames, ingest, keyed, reading, schemas, transforms
 from bundlewise.pipeline.boundaries import Boundaries, parse_bundles_doc
 from bundlewise.pipeline.locations import Location
@@ -93,16 +93,7 @@ class Summary:
 
 
 def read_bundles_file(path: str, default: Boundaries) -> Boundaries:
-    try:
-        with open(path, encoding="utf-8") as fh:
-            doc = json.load(fh)
-    except OSError as e:
-        raise InputError(f"cannot read: {e.strerror}", source=path) from None
-    except ValueError as e:
-        raise InputError(f"not JSON: {e}", source=path) from None
-    except RecursionError:
-        raise InputError("not JSON: nested too deeply", source=path) from None
-    return parse_bundles_doc(doc, default, path)
+    return parse_bundles_doc(read_json(path), default, path)
 
 
 class _Ticker:

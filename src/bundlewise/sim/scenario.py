@@ -30,12 +30,13 @@ import difflib
 import tomllib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
 from bundlewise.config import Config
 from bundlewise.model.durations import parse_duration
 from bundlewise.model.errors import InputError
 from bundlewise.model.names import NamespaceName
+from bundlewise.model.textfiles import read_text, source_name
 from bundlewise.sim.dispatch_spec import DispatchSpec, parse_dispatch
 from bundlewise.sim.events import initial_brokers, transitions
 from bundlewise.traffic.cost import BROKER_DEFAULTS, BROKER_FIELDS, BrokerSpec
@@ -307,15 +308,10 @@ def parse_scenario(doc: dict[str, Any], source: str) -> Scenario:
     )
 
 
-def load_scenario(path: str | Path, stdin: TextIO | None = None) -> Scenario:
-    """Read and parse a ``CLUSTER.toml`` file (``-``: ``stdin``)."""
-    source = "<stdin>" if str(path) == "-" else str(path)
-    try:
-        text = stdin.read() if source == "<stdin>" and stdin is not None else Path(path).read_text(encoding="utf-8")
-    except OSError as e:
-        raise InputError(f"cannot read: {e.strerror}", source=source) from None
-    except UnicodeDecodeError:
-        raise InputError("not UTF-8 text", source=source) from None
+def load_scenario(path: str | Path) -> Scenario:
+    """Read and parse a ``CLUSTER.toml`` file (``-``: stdin) through ``model.textfiles``."""
+    source = source_name(str(path))
+    text = read_text(str(path))
     try:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:

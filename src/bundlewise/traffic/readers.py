@@ -38,6 +38,7 @@ import pyarrow.json as pajson
 import pyarrow.parquet as pq
 
 from bundlewise.model.errors import InputError
+from bundlewise.model.textfiles import strip_bom
 from bundlewise.traffic.columns import NUMBER_FIELDS, TRACE_COLUMNS
 
 TRACE_KINDS = {".parquet": "parquet", ".csv": "csv", ".jsonl": "json", ".ndjson": "json", ".json": "json"}
@@ -185,7 +186,7 @@ def _csv(files: list[str], source: str) -> list[Part]:
 
 def _csv_header(path: str) -> list[str]:
     with open(path, "rb") as fh:
-        first = fh.readline().rstrip(b"\r\n").decode("utf-8", errors="replace")
+        first = strip_bom(fh.readline(), path).rstrip(b"\r\n").decode("utf-8", errors="replace")
     return next(csv.reader([first]), [])
 
 
@@ -194,7 +195,7 @@ def _blocks(path: str, skip_first_line: bool) -> Iterator[bytes]:
     with open(path, "rb") as fh:
         if skip_first_line:
             fh.readline()
-        rest = b""
+        rest = b"" if skip_first_line else strip_bom(fh.read(3), path)
         while True:
             data = fh.read(BLOCK_BYTES)
             if not data:
