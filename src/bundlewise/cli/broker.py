@@ -19,8 +19,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from bundlewise.cli.common import add_config_options, config_from_args, needs_extra
+from bundlewise.cli.common import TIME_SCALE, add_config_options, config_from_args, needs_extra, number_arg
 from bundlewise.model.errors import InputError
+from bundlewise.traffic.cost import BROKER_BOUNDS
 from bundlewise.traffic.trace import TraceWorkload
 
 _HOSTPORT = re.compile(r"^([A-Za-z0-9._-]+):([0-9]{1,5})$")
@@ -36,11 +37,27 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--store", required=True, metavar="URL", help="zk://HOST:PORT/CHROOT or etcd://HOST:PORT/PREFIX")
     p.add_argument("--web", required=True, metavar="HOST:PORT", help="where to serve HTTP; also the broker id")
     add_config_options(p)
-    p.add_argument("--cores", type=float, default=8.0, metavar="N", help="CPU cores of the emulated broker (8)")
-    p.add_argument("--nic-mbps", type=float, default=10000.0, metavar="M", help="NIC speed in Mbit/s (10000)")
+    p.add_argument(
+        "--cores",
+        type=number_arg(*BROKER_BOUNDS["cpu_cores"]),
+        default=8.0,
+        metavar="N",
+        help="CPU cores of the emulated broker (8)",
+    )
+    p.add_argument(
+        "--nic-mbps",
+        type=number_arg(*BROKER_BOUNDS["nic_mbps"]),
+        default=10000.0,
+        metavar="M",
+        help="NIC speed in Mbit/s (10000)",
+    )
     p.add_argument("--workload", metavar="TRACE", help="topic-samples trace: Parquet, CSV or JSON Lines")
     p.add_argument(
-        "--time-scale", type=float, default=1.0, metavar="K", help="run balancer intervals and the workload K× faster"
+        "--time-scale",
+        type=TIME_SCALE,
+        default=1.0,
+        metavar="K",
+        help="run balancer intervals and the workload K× faster",
     )
     p.add_argument(
         "--time-origin",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import math
 import re
 import socket
 import sys
@@ -14,6 +15,7 @@ from typing import Any
 from bundlewise.config import Config, load_config
 from bundlewise.config.views import SplitSettings
 from bundlewise.files.atomic import held_interrupts
+from bundlewise.model.bundles import MAX_LISTED_BUNDLES
 from bundlewise.model.errors import InputError
 
 CONFIG_HELP = (
@@ -83,9 +85,13 @@ def add_out_options(p: argparse.ArgumentParser, what: str, metavar: str = "DIR")
 
 def check_bundle_count(n: int, config: Config, flag: str = "--bundles") -> None:
     """A namespace's bundle count: 1 to ``loadBalancerNamespaceMaximumBundles`` (Pulsar's most bundles of a
-    namespace; ``--set`` it higher to allow more)."""
+    namespace; ``--set`` it higher to allow more), and never past ``model.bundles.MAX_LISTED_BUNDLES``, checked
+    before any bundle is listed."""
     cap = config.view(SplitSettings).max_bundles
-    if not 1 <= n <= cap:
+    if cap > MAX_LISTED_BUNDLES and n >= 1:
+        if n > MAX_LISTED_BUNDLES:
+            raise InputError(f"expected 1 to {MAX_LISTED_BUNDLES:,} bundles (the most listed), got {n:,}", field=flag)
+    elif not 1 <= n <= cap:
         raise InputError(
             f"expected 1 to {cap:,} bundles (loadBalancerNamespaceMaximumBundles; "
             f"--set loadBalancerNamespaceMaximumBundles=N allows more), got {n:,}",
@@ -136,3 +142,31 @@ def start_session(open_session: Callable[[str | None], Any], master: str | None)
             first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
             raise InputError(f"cannot start Spark on {master or 'local[*]'}: {first}", field="--master") from None
         yield spark
+
+
+def _shown(x: float) -> str:
+    return f"{int(x):,}" if x == int(x) else f"{x:,g}"
+
+
+def number_arg(low: float, high: float, *, whole: bool = False, above: bool = False) -> Callable[[str], Any]:
+    """An ``argparse`` type: a finite number from ``low`` (exclusive when ``above``) to ``high``, whole when
+    ``whole``; anything else is a usage error (one line, exit 2) naming the option and the range."""
+    lower = f"above {_shown(low)}" if above else f"from {_shown(low)}"
+    expect = f"{'a whole number' if whole else 'a finite number'} {lower} to {_shown(high)}"
+
+    def parse(text: str) -> Any:
+        try:
+            value: float = int(text, 0) if whole else float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {expect}, got {text!r}") from None
+        if not math.isfinite(value) or value > high or value < low or (above and value == low):
+            raise argparse.ArgumentTypeError(f"expected {expect}, got {text!r}")
+        return value
+
+    return parse
+
+
+SEED = number_arg(0, 2**63 - 1, whole=True)
+"""A random seed: a Java ``long`` >= 0 (numpy's generators take no negative seed)."""
+TIME_SCALE = number_arg(0, 1_000_000, above=True)
+"""How many times faster than Pulsar time a live run goes."""

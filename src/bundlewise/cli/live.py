@@ -33,7 +33,15 @@ from typing import Any
 
 from bundlewise.algorithms.families.extensible import ExtensibleFamily
 from bundlewise.algorithms.registry import SheddingEntry, extensible_entry, shedding_entry
-from bundlewise.cli.common import add_config_options, add_out_options, config_over, needs_extra
+from bundlewise.cli.common import (
+    SEED,
+    TIME_SCALE,
+    add_config_options,
+    add_out_options,
+    config_over,
+    needs_extra,
+    number_arg,
+)
 from bundlewise.config.config import short_class_name
 from bundlewise.config.keys_extensible import EXTENSIBLE_LOAD_MANAGER
 from bundlewise.config.keys_modular import IMPL
@@ -57,11 +65,16 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     up = cmds.add_parser("up", help="start a store, brokers and lookup clients and play a scenario for real")
     up.add_argument("--store", metavar="URL", help="use this store (zk://… or etcd://…) instead of starting one")
     up.add_argument("--zookeeper", action="store_true", help="start Debian's ZooKeeper instead of etcd")
-    up.add_argument("--brokers", type=int, metavar="N", help="brokers at the start (default: the scenario's; 3)")
+    up.add_argument(
+        "--brokers",
+        type=number_arg(1, 1000, whole=True),
+        metavar="N",
+        help="brokers at the start (default: the scenario's; 3)",
+    )
     up.add_argument("--cluster", metavar="CLUSTER.toml", help="scenario file or bundled name (default: default)")
     up.add_argument("--workload", metavar="TRACE", help="topic-samples trace: Parquet, CSV or JSON Lines")
     up.add_argument("--strategy", metavar="NAME", help="loadBalancerLoadSheddingStrategy for every broker")
-    up.add_argument("--time-scale", type=float, default=60.0, metavar="K", help="Pulsar time K× faster (60)")
+    up.add_argument("--time-scale", type=TIME_SCALE, default=60.0, metavar="K", help="Pulsar time K× faster (60)")
     up.add_argument("--duration", metavar="D", help="Pulsar time to run, e.g. 30m (default: the scenario's)")
     up.add_argument(
         "--managers",
@@ -86,7 +99,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         default="table",
         help="as shed prints it: a table (default), JSON Lines, or the pulsar-admin commands to run",
     )
-    advise.add_argument("--seed", type=int, default=0, help="seed of the destinations' random tie-breaks (0)")
+    advise.add_argument("--seed", type=SEED, default=0, help="seed of the destinations' random tie-breaks (0)")
     add_config_options(advise)
     advise.set_defaults(func=run_advise, plan_only=False)
 
@@ -176,7 +189,7 @@ def run_up(args: argparse.Namespace) -> int:
     duration = parse_duration(args.duration, "--duration", "<args>") if args.duration else scenario.duration
     if duration <= 0:
         raise InputError("expected a positive duration", field="--duration")
-    staging = atomic.stage(args.out, args.overwrite) if args.out else None  # refused before any work
+    staging = atomic.stage(args.out, args.overwrite) if args.out is not None else None  # refused before any work
     with needs_extra("live", "bundlewise live up"), staging if staging is not None else contextlib.nullcontext():
         from bundlewise.cli.broker import read_trace
         from bundlewise.live.events import LiveEvent

@@ -34,7 +34,7 @@ from bundlewise.algorithms.registry import (
     make_family,
     shedding_entry,
 )
-from bundlewise.cli.common import add_config_options, add_out_options, config_over
+from bundlewise.cli.common import SEED, add_config_options, add_out_options, config_over
 from bundlewise.cli.traces import load_workload
 from bundlewise.config import Config
 from bundlewise.files import atomic
@@ -71,7 +71,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         help="shedding strategy (repeatable), or all (bundlewise's own included); default: Pulsar's five",
     )
     add_out_options(p, "summary.json, timeline.parquet, decisions.jsonl and report.html into this folder")
-    p.add_argument("--seed", type=int, help="override the scenario's seed")
+    p.add_argument("--seed", type=SEED, help="override the scenario's seed")
     p.add_argument("--format", choices=("json", "table"), default="json")
     p.add_argument("--no-progress", action="store_true", help="no progress bars on stderr")
     add_config_options(p)
@@ -124,7 +124,7 @@ def run(args: argparse.Namespace) -> int:
     names = [s for group in args.strategy for s in group] if args.strategy else None
     strategies = resolve_strategies(names, scenario, config)
     trace, layout = None, None
-    staging = atomic.stage(args.out, args.overwrite) if args.out else None  # refused before any work
+    staging = atomic.stage(args.out, args.overwrite) if args.out is not None else None  # refused before any work
     with staging if staging is not None else contextlib.nullcontext():
         if args.workload:
             workload = load_workload(args.workload, use_spark=args.spark)

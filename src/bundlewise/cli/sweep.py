@@ -19,7 +19,7 @@ import json
 import sys
 
 from bundlewise.algorithms.registry import default_shedding_names, expand_all
-from bundlewise.cli.common import add_out_options, needs_extra
+from bundlewise.cli.common import SEED, add_out_options, needs_extra
 from bundlewise.cli.simulate import resolve_scenario
 from bundlewise.cli.traces import check_trace, load_workload, needs_spark, spark_session
 from bundlewise.files import atomic
@@ -49,7 +49,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         help="one axis of the grid (repeatable): a configuration key or 'strategy'",
     )
     p.add_argument("--strategy", metavar="NAME", action="append", nargs="+", default=None)
-    p.add_argument("--seed", type=int)
+    p.add_argument("--seed", type=SEED)
     add_out_options(p, "the table as one Parquet file", "FILE.parquet")
     p.add_argument("--format", choices=("json", "table"), default="json")
     p.add_argument("--master", default="local[*]", help="Spark master (default local[*])")
@@ -67,7 +67,7 @@ def run(args: argparse.Namespace) -> int:
     validate_points(scenario, points)
     if args.workload and (args.spark or needs_spark(args.workload)):
         check_trace(args.workload)  # before Spark starts
-    staging = atomic.stage(args.out, args.overwrite, directory=False) if args.out else None
+    staging = atomic.stage(args.out, args.overwrite, directory=False) if args.out is not None else None
     with staging if staging is not None else contextlib.nullcontext():
         spark = spark_session(args.master)  # the session of --master, also for a trace Spark reads
         trace, layout = None, None
@@ -87,7 +87,9 @@ def run(args: argparse.Namespace) -> int:
         if staging is not None:
             import pyarrow.parquet as pq
 
-            pq.write_table(rows_table(rows), staging.path)
+            table = rows_table(rows)
+            marked = {**(table.schema.metadata or {}), atomic.FILE_MARK: b"true"}  # --overwrite may replace it
+            pq.write_table(table.replace_schema_metadata(marked), staging.path)
     if args.format == "table":
         sys.stdout.write(f"scenario: {scenario.name}\n" + format_rows(rows))
     else:

@@ -7,7 +7,7 @@ import math
 from collections.abc import Iterator, Mapping
 from typing import Any, Protocol, Self, TypeVar
 
-from bundlewise.config.keys import Key, registry
+from bundlewise.config.keys import JAVA_LONG_MAX, Key, registry
 from bundlewise.config.keys_balanced import BALANCED_KEYS
 from bundlewise.config.keys_extensible import EXTENSIBLE_KEYS
 from bundlewise.config.keys_live import LIVE_KEYS
@@ -25,6 +25,10 @@ WATCHED_PREFIXES = ("loadBalancer", "dispatchThrottling", "dispatcher")
 def short_class_name(value: str) -> str:
     """``org.apache...impl.ThresholdShedder`` -> ``ThresholdShedder``."""
     return value.strip().rsplit(".", 1)[-1]
+
+
+def _bound(x: float) -> str:
+    return f"{x:g}" if x != int(x) or abs(x) < 1e6 else f"{int(x):,}"
 
 
 def _coerce(key: Key, raw: Any, where: str) -> Any:
@@ -54,10 +58,12 @@ def _coerce(key: Key, raw: Any, where: str) -> Any:
             if value != int(value):
                 raise bad(f"a whole number ({key.unit})")
             value = int(value)
+            if not -JAVA_LONG_MAX - 1 <= value <= JAVA_LONG_MAX:
+                raise bad(f"a whole number within Java's long ({key.unit})")
         if key.minimum is not None and value < key.minimum:
-            raise bad(f"a value >= {key.minimum:g} ({key.unit})")
+            raise bad(f"a value >= {_bound(key.minimum)} ({key.unit})")
         if key.maximum is not None and value > key.maximum:
-            raise bad(f"a value <= {key.maximum:g} ({key.unit})")
+            raise bad(f"a value <= {_bound(key.maximum)} ({key.unit})")
         return value
     if key.type == "list":
         if isinstance(raw, str):

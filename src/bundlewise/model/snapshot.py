@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bundlewise.model import fields
+from bundlewise.model.brokers import check_distinct
 from bundlewise.model.epoch import check_epoch_ms
 from bundlewise.model.errors import InputError
 from bundlewise.model.load import BrokerData, BundleData, LoadData, LocalBrokerData, TimeAverageBrokerData
@@ -96,6 +97,7 @@ def parse_modular_snapshot(doc: Any, where: str = "snapshot") -> ModularSnapshot
         if k in d:
             raise InputError(f"'{k}' belongs to an extensible snapshot, not a modular one", field=where)
     brokers_raw = fields.obj(d["brokers"], f"{where}.brokers")
+    check_distinct(brokers_raw, f"{where}.brokers")
     brokers: dict[str, BrokerData] = {}
     ta_given: set[str] = set()
     for name, raw in brokers_raw.items():
