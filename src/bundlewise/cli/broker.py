@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from bundlewise.cli.common import TIME_SCALE, add_config_options, config_from_args, needs_extra, number_arg
+from bundlewise.cli.common import TIME_SCALE, add_config_options, check_range, config_from_args, needs_extra
 from bundlewise.model.errors import InputError
 from bundlewise.traffic.cost import BROKER_BOUNDS
 from bundlewise.traffic.trace import TraceWorkload
@@ -39,14 +39,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     add_config_options(p)
     p.add_argument(
         "--cores",
-        type=number_arg(*BROKER_BOUNDS["cpu_cores"]),
+        type=float,
         default=8.0,
         metavar="N",
         help="CPU cores of the emulated broker (8)",
     )
     p.add_argument(
         "--nic-mbps",
-        type=number_arg(*BROKER_BOUNDS["nic_mbps"]),
+        type=float,
         default=10000.0,
         metavar="M",
         help="NIC speed in Mbit/s (10000)",
@@ -54,7 +54,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--workload", metavar="TRACE", help="topic-samples trace: Parquet, CSV or JSON Lines")
     p.add_argument(
         "--time-scale",
-        type=TIME_SCALE,
+        type=float,
         default=1.0,
         metavar="K",
         help="run balancer intervals and the workload K× faster",
@@ -104,10 +104,9 @@ def run(args: argparse.Namespace) -> int:
     m = _HOSTPORT.match(args.web)
     if m is None or not 0 < int(m.group(2)) < 65536:
         raise InputError(f"expected HOST:PORT, got {args.web!r}", field="--web")
-    if args.time_scale <= 0:
-        raise InputError(f"expected a positive number, got {args.time_scale}", field="--time-scale")
-    if args.cores <= 0 or args.nic_mbps <= 0:
-        raise InputError("expected positive numbers", field="--cores/--nic-mbps")
+    check_range(args.time_scale, "--time-scale", *TIME_SCALE)
+    check_range(args.cores, "--cores", *BROKER_BOUNDS["cpu_cores"])
+    check_range(args.nic_mbps, "--nic-mbps", *BROKER_BOUNDS["nic_mbps"])
     with needs_extra("live", "bundlewise broker"):
         from bundlewise.live.broker import BrokerOptions, run_broker
         from bundlewise.live.store.url import StoreUrl

@@ -148,25 +148,15 @@ def _shown(x: float) -> str:
     return f"{int(x):,}" if x == int(x) else f"{x:,g}"
 
 
-def number_arg(low: float, high: float, *, whole: bool = False, above: bool = False) -> Callable[[str], Any]:
-    """An ``argparse`` type: a finite number from ``low`` (exclusive when ``above``) to ``high``, whole when
-    ``whole``; anything else is a usage error (one line, exit 2) naming the option and the range."""
-    lower = f"above {_shown(low)}" if above else f"from {_shown(low)}"
-    expect = f"{'a whole number' if whole else 'a finite number'} {lower} to {_shown(high)}"
-
-    def parse(text: str) -> Any:
-        try:
-            value: float = int(text, 0) if whole else float(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected {expect}, got {text!r}") from None
-        if not math.isfinite(value) or value > high or value < low or (above and value == low):
-            raise argparse.ArgumentTypeError(f"expected {expect}, got {text!r}")
-        return value
-
-    return parse
+def check_range(value: float | None, flag: str, low: float, high: float) -> None:
+    """A numeric option (``None``: not given) is finite and from ``low`` to ``high``, else bad input naming it."""
+    if value is None:
+        return
+    if not math.isfinite(value) or not low <= value <= high:
+        raise InputError(f"expected a number from {_shown(low)} to {_shown(high)}, got {value}", field=flag)
 
 
-SEED = number_arg(0, 2**63 - 1, whole=True)
+SEED = (0, 2**63 - 1)
 """A random seed: a Java ``long`` >= 0 (numpy's generators take no negative seed)."""
-TIME_SCALE = number_arg(0, 1_000_000, above=True)
-"""How many times faster than Pulsar time a live run goes."""
+TIME_SCALE = (0.01, 10_000.0)
+"""How many times faster than Pulsar time a live run goes (a hundredth to ten thousand)."""

@@ -38,9 +38,9 @@ from bundlewise.cli.common import (
     TIME_SCALE,
     add_config_options,
     add_out_options,
+    check_range,
     config_over,
     needs_extra,
-    number_arg,
 )
 from bundlewise.config.config import short_class_name
 from bundlewise.config.keys_extensible import EXTENSIBLE_LOAD_MANAGER
@@ -67,14 +67,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     up.add_argument("--zookeeper", action="store_true", help="start Debian's ZooKeeper instead of etcd")
     up.add_argument(
         "--brokers",
-        type=number_arg(1, 1000, whole=True),
+        type=int,
         metavar="N",
         help="brokers at the start (default: the scenario's; 3)",
     )
     up.add_argument("--cluster", metavar="CLUSTER.toml", help="scenario file or bundled name (default: default)")
     up.add_argument("--workload", metavar="TRACE", help="topic-samples trace: Parquet, CSV or JSON Lines")
     up.add_argument("--strategy", metavar="NAME", help="loadBalancerLoadSheddingStrategy for every broker")
-    up.add_argument("--time-scale", type=TIME_SCALE, default=60.0, metavar="K", help="Pulsar time K× faster (60)")
+    up.add_argument("--time-scale", type=float, default=60.0, metavar="K", help="Pulsar time K× faster (60)")
     up.add_argument("--duration", metavar="D", help="Pulsar time to run, e.g. 30m (default: the scenario's)")
     up.add_argument(
         "--managers",
@@ -99,7 +99,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         default="table",
         help="as shed prints it: a table (default), JSON Lines, or the pulsar-admin commands to run",
     )
-    advise.add_argument("--seed", type=SEED, default=0, help="seed of the destinations' random tie-breaks (0)")
+    advise.add_argument("--seed", type=int, default=0, help="seed of the destinations' random tie-breaks (0)")
     add_config_options(advise)
     advise.set_defaults(func=run_advise, plan_only=False)
 
@@ -171,8 +171,8 @@ def _manager_entry(manager_class: str, strategy: str) -> SheddingEntry:
 
 
 def run_up(args: argparse.Namespace) -> int:
-    if args.time_scale <= 0:
-        raise InputError(f"expected a positive number, got {args.time_scale}", field="--time-scale")
+    check_range(args.time_scale, "--time-scale", *TIME_SCALE)
+    check_range(args.brokers, "--brokers", 1, 1000)
     managers = _managers(args)
     scenario = _plan_scenario(args)
     config = config_over(scenario.config, args)
@@ -288,6 +288,7 @@ def run_advise(args: argparse.Namespace) -> int:
     from bundlewise.cli.inputs import Document
     from bundlewise.cli.shed import shed_documents
 
+    check_range(args.seed, "--seed", *SEED)
     config = config_from_args(args)
     args.strategy = args.strategy or str(config["loadBalancerLoadSheddingStrategy"])
     with needs_extra("live", "bundlewise live advise"):

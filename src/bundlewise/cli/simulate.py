@@ -34,7 +34,7 @@ from bundlewise.algorithms.registry import (
     make_family,
     shedding_entry,
 )
-from bundlewise.cli.common import SEED, add_config_options, add_out_options, config_over
+from bundlewise.cli.common import SEED, add_config_options, add_out_options, check_range, config_over
 from bundlewise.cli.traces import load_workload
 from bundlewise.config import Config
 from bundlewise.files import atomic
@@ -71,7 +71,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         help="shedding strategy (repeatable), or all (bundlewise's own included); default: Pulsar's five",
     )
     add_out_options(p, "summary.json, timeline.parquet, decisions.jsonl and report.html into this folder")
-    p.add_argument("--seed", type=SEED, help="override the scenario's seed")
+    p.add_argument("--seed", type=int, help="override the scenario's seed")
     p.add_argument("--format", choices=("json", "table"), default="json")
     p.add_argument("--no-progress", action="store_true", help="no progress bars on stderr")
     add_config_options(p)
@@ -117,6 +117,7 @@ def resolve_strategies(names: list[str] | None, scenario: Scenario, config: Conf
 
 
 def run(args: argparse.Namespace) -> int:
+    check_range(args.seed, "--seed", *SEED)
     scenario = resolve_scenario(args.cluster).with_seed(args.seed)
     for w in scenario.warnings:
         sys.stderr.write(w + "\n")

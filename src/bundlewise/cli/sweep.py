@@ -19,7 +19,7 @@ import json
 import sys
 
 from bundlewise.algorithms.registry import default_shedding_names, expand_all
-from bundlewise.cli.common import SEED, add_out_options, needs_extra
+from bundlewise.cli.common import SEED, add_out_options, check_range, needs_extra
 from bundlewise.cli.simulate import resolve_scenario
 from bundlewise.cli.traces import check_trace, load_workload, needs_spark, spark_session
 from bundlewise.files import atomic
@@ -49,7 +49,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         help="one axis of the grid (repeatable): a configuration key or 'strategy'",
     )
     p.add_argument("--strategy", metavar="NAME", action="append", nargs="+", default=None)
-    p.add_argument("--seed", type=SEED)
+    p.add_argument("--seed", type=int)
     add_out_options(p, "the table as one Parquet file", "FILE.parquet")
     p.add_argument("--format", choices=("json", "table"), default="json")
     p.add_argument("--master", default="local[*]", help="Spark master (default local[*])")
@@ -57,6 +57,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 
 def run(args: argparse.Namespace) -> int:
+    check_range(args.seed, "--seed", *SEED)
     scenario = resolve_scenario(args.cluster).with_seed(args.seed)
     strategies = expand_all(
         [s for g in args.strategy for s in g]
