@@ -17,6 +17,7 @@ from bundlewise.config.views import SplitSettings
 from bundlewise.files.atomic import held_interrupts
 from bundlewise.model.bundles import MAX_LISTED_BUNDLES
 from bundlewise.model.errors import InputError
+from bundlewise.model.fields import shown
 
 CONFIG_HELP = (
     "Pulsar broker.conf (key=value), JSON or TOML with ServiceConfiguration keys; "
@@ -144,16 +145,12 @@ def start_session(open_session: Callable[[str | None], Any], master: str | None)
         yield spark
 
 
-def _shown(x: float) -> str:
-    return f"{int(x):,}" if x == int(x) else f"{x:,g}"
-
-
 def check_range(value: float | None, flag: str, low: float, high: float) -> None:
     """A numeric option (``None``: not given) is finite and from ``low`` to ``high``, else bad input naming it."""
     if value is None:
         return
     if not math.isfinite(value) or not low <= value <= high:
-        raise InputError(f"expected a number from {_shown(low)} to {_shown(high)}, got {value}", field=flag)
+        raise InputError(f"expected a number from {shown(low)} to {shown(high)}, got {value}", field=flag)
 
 
 SEED = (0, 2**63 - 1)

@@ -16,6 +16,7 @@ from bundlewise.config.keys_sim import SIM_KEYS
 from bundlewise.config.keys_throttling import THROTTLING_KEYS
 from bundlewise.config.views import ALL_VIEWS, LeaderSettings, PlacementSettings
 from bundlewise.model.errors import InputError
+from bundlewise.model.fields import shown
 from bundlewise.model.resources import ResourceWeights
 
 ALL_KEYS: dict[str, Key] = registry(MODULAR_KEYS, EXTENSIBLE_KEYS, THROTTLING_KEYS, SIM_KEYS, LIVE_KEYS, BALANCED_KEYS)
@@ -25,10 +26,6 @@ WATCHED_PREFIXES = ("loadBalancer", "dispatchThrottling", "dispatcher")
 def short_class_name(value: str) -> str:
     """``org.apache...impl.ThresholdShedder`` -> ``ThresholdShedder``."""
     return value.strip().rsplit(".", 1)[-1]
-
-
-def _bound(x: float) -> str:
-    return f"{x:g}" if x != int(x) or abs(x) < 1e6 else f"{int(x):,}"
 
 
 def _coerce(key: Key, raw: Any, where: str) -> Any:
@@ -61,9 +58,9 @@ def _coerce(key: Key, raw: Any, where: str) -> Any:
             if not -JAVA_LONG_MAX - 1 <= value <= JAVA_LONG_MAX:
                 raise bad(f"a whole number within Java's long ({key.unit})")
         if key.minimum is not None and value < key.minimum:
-            raise bad(f"a value >= {_bound(key.minimum)} ({key.unit})")
+            raise bad(f"a value >= {shown(key.minimum)} ({key.unit})")
         if key.maximum is not None and value > key.maximum:
-            raise bad(f"a value <= {_bound(key.maximum)} ({key.unit})")
+            raise bad(f"a value <= {shown(key.maximum)} ({key.unit})")
         return value
     if key.type == "list":
         if isinstance(raw, str):

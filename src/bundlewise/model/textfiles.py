@@ -22,8 +22,9 @@ from typing import Any, BinaryIO
 
 from bundlewise.model.errors import InputError
 
-MAX_TEXT_BYTES = 256 << 20
-"""The largest file read whole (256 MiB); larger inputs belong to the pipeline, which streams them."""
+MAX_TEXT_BYTES = 64 << 20
+"""The largest file read whole (64 MiB; parsed JSON takes several times its text); larger inputs are split (every
+command that reads snapshots takes several files) or go to the pipeline, which streams them."""
 BOM = "\ufeff"
 
 
@@ -85,7 +86,10 @@ def decode(data: bytes, source: str, note: Callable[[str], None] = _stderr) -> s
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:
-        raise InputError(f"not UTF-8 text at byte {e.start} (a binary file?)", source=source) from None
+        raise InputError(
+            f"not UTF-8 text at byte {e.start}; expected UTF-8 (a binary file, or text saved as Latin-1?)",
+            source=source,
+        ) from None
     if "\x00" in text:
         raise InputError("holds NUL bytes; expected text (a binary file?)", source=source)
     return normalise(text, source, note)

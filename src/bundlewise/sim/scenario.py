@@ -37,6 +37,7 @@ from bundlewise.config import Config
 from bundlewise.model.brokers import broker_key
 from bundlewise.model.durations import parse_duration
 from bundlewise.model.errors import InputError
+from bundlewise.model.fields import shown
 from bundlewise.model.names import NamespaceName
 from bundlewise.model.textfiles import read_text, source_name
 from bundlewise.sim.dispatch_spec import DispatchSpec, parse_dispatch
@@ -163,7 +164,7 @@ class _Reader:
         v = d.get(key, default)
         number = not isinstance(v, bool) and isinstance(v, int | float) and math.isfinite(v)
         if bounds is not None and (not number or not bounds[0] <= v <= bounds[1]):
-            raise self.err(f"{where}{key}", f"a number from {bounds[0]:,g} to {bounds[1]:,g}", v)
+            raise self.err(f"{where}{key}", f"a number from {shown(bounds[0])} to {shown(bounds[1])}", v)
         if not number or v < 0 or (positive and v <= 0):
             raise self.err(f"{where}{key}", "a finite number > 0" if positive else "a finite number >= 0", v)
         return float(v)
