@@ -21,7 +21,10 @@ A broker's first event decides how it starts (``sim.events``): a listed broker w
 ``add`` starts absent and joins at that event with its listed capacity, any other listed broker is up at the
 start; an ``add`` of an unlisted broker takes ``[broker_defaults]``.  An event that changes nothing is kept out
 of the run with a warning.  Errors are one-line ``InputError``s naming the file and the field; a misspelt key of
-any table names the closest valid one.  Bounds: a step of at least 1 s and at most 1,000,000 ticks per run.
+any table names the closest valid one.  Bounds: a step of at least 1 s and at most 1,000,000 ticks per run; a
+broker's capacity within ``traffic.cost.BROKER_BOUNDS``; a namespace's bundles and topics within
+``MAX_NAMESPACE_BUNDLES``/``MAX_NAMESPACE_TOPICS``; broker names distinct in any letter case; events and bursts
+before the run's end.  The file is read through ``model.textfiles`` (size cap, BOM and CRLF removed).
 """
 
 from __future__ import annotations
