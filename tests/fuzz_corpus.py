@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tests.test_throttling_cli import SCENARIO as THROTTLE  # a valid throttle input
+
 BOM = "\ufeff"
 TS = 1_700_000_000_000
 YEAR_3000 = 32_503_680_000_000
@@ -121,18 +123,6 @@ TOPICS = [
     {"name": f"persistent://{NS}/topic-{k}", "msgRateIn": 10.0 * k, "msgRateOut": 5.0, "msgThroughputIn": 100.0 * k}
     for k in range(6)
 ]
-THROTTLE = {
-    "periods": 3,
-    "topics": [
-        {
-            "name": "t",
-            "messagesPerEntry": 6,
-            "entryBytes": 100,
-            "namespacePolicies": {"topicDispatchRate": {"dispatchThrottlingRateInMsg": 10}},
-            "subscriptions": [{"name": "s", "backlogEntries": 1000, "consumers": [{"receiverQueueSize": 10}]}],
-        }
-    ],
-}
 BUNDLES_FILE = {"boundaries": ["0x00000000", "0x40000000", "0x80000000", "0xc0000000", "0xffffffff"], "numBundles": 4}
 
 NUMBERS: list[Any] = [0, -1, 1e308, float("nan"), 2**70, 0.000001, "12", None, True, [], {}]
