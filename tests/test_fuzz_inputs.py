@@ -63,11 +63,11 @@ def json_output(stdout: str) -> list[Any]:
 
 
 def timeless(stdout: str) -> list[Any]:
-    """The output without what differs from run to run (``wall_seconds``)."""
+    """The output without what differs from run to run (``wall_seconds``, the pipeline's ``seconds``)."""
 
     def strip(value: Any) -> Any:
         if isinstance(value, dict):
-            return {k: strip(v) for k, v in value.items() if k != "wall_seconds"}
+            return {k: strip(v) for k, v in value.items() if k not in ("wall_seconds", "seconds")}
         if isinstance(value, list):
             return [strip(v) for v in value]
         return value
@@ -94,7 +94,8 @@ def verdict(case: Case, result: dict[str, Any], results: list[dict[str, Any]]) -
             return f"stdout is not JSON: {e}: {out[:200]!r}"
         if not docs:
             return "exit 0 without output"
-        if case.expect == "same" and case.base is not None and timeless(out) != timeless(results[case.base]["stdout"]):
+        base = case.base if case.expect == "same" else case.extra.get("like")
+        if base is not None and timeless(out) != timeless(results[base]["stdout"]):
             return f"output differs from the clean file's: {out[:300]!r}"
         return None
     lines = err.splitlines()

@@ -17,7 +17,6 @@ import logging
 import re
 import sys
 from pathlib import Path
-from typing import Any
 
 from bundlewise.cli.common import TIME_SCALE, add_config_options, check_range, config_from_args, needs_extra
 from bundlewise.model.errors import InputError
@@ -77,26 +76,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def read_trace(path: str) -> TraceWorkload:
-    """A topic-samples trace read with Arrow (docs/formats.md)."""
-    import pyarrow as pa
-    import pyarrow.csv as pacsv
-    import pyarrow.json as pajson
-    import pyarrow.parquet as pq
+    """A topic-samples trace (docs/formats.md), read and checked as ``simulate --workload`` reads it
+    (``cli.traces.load_workload``: the trace rules, timestamps in ms, a byte-order mark removed)."""
+    from bundlewise.cli.traces import load_workload
 
-    suffix = Path(path).suffix.lower()
-    try:
-        table: Any
-        if suffix == ".parquet":
-            table = pq.read_table(path)
-        elif suffix == ".csv":
-            table = pacsv.read_csv(path)
-        elif suffix in (".jsonl", ".json", ".ndjson"):
-            table = pajson.read_json(path)
-        else:
-            raise InputError("expected a .parquet, .csv or .jsonl trace", source=path, field="--workload")
-    except (OSError, pa.ArrowInvalid) as e:
-        raise InputError(f"cannot read the trace: {e}", source=path, field="--workload") from None
-    return TraceWorkload(table, path)
+    return load_workload(path).trace
 
 
 def run(args: argparse.Namespace) -> int:
