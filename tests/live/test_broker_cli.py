@@ -38,9 +38,11 @@ def test_bad_arguments(args: list[str], message: str) -> None:
 def test_bad_trace_and_unreachable_store_and_unsupported_load_manager(tmp_path: Path) -> None:
     port = free_port()
     bad = tmp_path / "trace.jsonl"
-    bad.write_text('{"timestamp": 0, "topic": "t"}\n')
+    bad.write_text('{"timestamp": 0, "msgRateIn": 5}\n')  # the trace rules of simulate --workload: no topic
     out = broker("--store", f"etcd://127.0.0.1:{port}", "--web", "127.0.0.1:1", "--workload", str(bad))
-    assert out.returncode == 2 and out.stderr.startswith(f"error: {bad}: missing column 'msgRateIn'"), out.stderr
+    assert out.returncode == 2 and out.stderr == (
+        f"error: {bad}: no valid record: all 1 rows rejected; most frequent reasons: topic: missing (1)\n"
+    ), out.stderr
     out = broker("--store", f"etcd://127.0.0.1:{port}", "--web", f"127.0.0.1:{free_port()}")
     assert out.returncode == 2 and out.stderr.splitlines()[-1].startswith(
         "error: --store: cannot open the metadata store"

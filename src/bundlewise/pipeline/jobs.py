@@ -44,7 +44,7 @@ from pyspark.sql.pandas.types import to_arrow_schema
 
 from bundlewise.config import Config
 from bundlewise.config.views import SplitSettings
-from bundlewise.model.epoch import check_span
+from bundlewise.model.epoch import check_trace_start
 from bundlewise.model.errors import InputError
 from bundlewise.model.textfiles import read_json
 from bundlewise.pipeline import columnar, columns, fragments, frames, ingest, keyed, reading, schemas, transforms
@@ -185,10 +185,10 @@ def run_pipeline(
             summary, bundles = _finish(spark, sums, config, counts, outputs, finish, step)
             if summary.rows_in == summary.rows_rejected:
                 raise InputError(no_valid_record(summary), source=source.path or source.uri)
-            first, last = summary.time_span
-            if first is not None and last is not None:  # seconds for ms, or a date no load data has
+            first = summary.time_span[0]
+            if first is not None:  # seconds for ms, or a date no load data has
                 try:
-                    check_span(first, last, "timestamp")
+                    check_trace_start(first, "timestamp")
                 except InputError as e:
                     raise e.within(source.path or source.uri) from None
             if fmt in fragments.DUMP_FORMATS:

@@ -24,7 +24,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from bundlewise.model.bundles import Bundle
-from bundlewise.model.epoch import check_span
+from bundlewise.model.epoch import check_trace_start
 from bundlewise.model.errors import InputError
 from bundlewise.model.hashing import crc32_hash
 from bundlewise.model.names import TopicName, bundle_namespace
@@ -104,7 +104,7 @@ class TraceWorkload:
                 raise InputError(f"missing column {col!r}", source=source)
         ts = _numbers(table, "timestamp", np.int64)
         try:
-            check_span(int(ts.min()), int(ts.max()), "timestamp")
+            check_trace_start(int(ts.min()), "timestamp")
         except InputError as e:
             raise e.within(source) from None
         entry, names, hashes, namespaces = self._entries(table, source)
