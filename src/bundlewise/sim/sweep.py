@@ -21,9 +21,8 @@ from typing import Any
 from bundlewise.algorithms.registry import SheddingEntry, shedding_entry
 from bundlewise.config import ALL_KEYS
 from bundlewise.model.errors import InputError
-from bundlewise.results.catalogue import METRIC_KEYS
+from bundlewise.results.catalogue import METRIC_KEYS, format_value, metric_def
 from bundlewise.sim.engine import Engine
-from bundlewise.sim.metric_defs import format_value, metric_def
 from bundlewise.sim.run import make_workload
 from bundlewise.sim.scenario import Scenario
 from bundlewise.traffic.layout import RecordedLayout
