@@ -94,7 +94,14 @@ def earlier_simulation(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, 
     (d / "big.toml").write_text(big_scenario())
     done = bundlewise("simulate", "--no-progress", "--cluster", str(d / "small.toml"), "--out", str(d / "out"))
     assert done.returncode == 0, done.stderr
-    assert sorted(os.listdir(d / "out")) == ["decisions.jsonl", "report.html", "summary.json", "timeline.parquet"]
+    assert sorted(os.listdir(d / "out")) == [
+        "_SUCCESS",
+        "decisions.jsonl",
+        "report.html",
+        "summary.json",
+        "timeline.parquet",
+    ]
+    assert (d / "out" / "_SUCCESS").read_text() == "written by bundlewise\n"  # what --overwrite may replace
     return d, d / "out"
 
 
@@ -129,7 +136,9 @@ def earlier_pipeline(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Pa
     write_trace(d / "big.csv", 1_500_000)
     done = bundlewise("pipeline", "--input", str(d / "small.csv"), "--out", str(d / "out"))
     assert done.returncode == 0, done.stderr
-    assert all((d / "out" / name / "_SUCCESS").exists() for name in os.listdir(d / "out"))
+    assert (d / "out" / "_SUCCESS").read_text() == "written by bundlewise\n"  # what --overwrite may replace
+    datasets = [name for name in os.listdir(d / "out") if name != "_SUCCESS"]
+    assert datasets and all((d / "out" / name / "_SUCCESS").exists() for name in datasets)
     return d, d / "out"
 
 

@@ -75,6 +75,7 @@ def test_pipeline_on_a_directory_of_broker_stats_topics_dumps(spark, capsys, tmp
     }
     assert "rows rejected  1" in err and "hottest bundles" in err
     assert sorted(p.name for p in out_dir.iterdir()) == [
+        "_SUCCESS",
         "broker_load",
         "bundle_load",
         "namespaces",

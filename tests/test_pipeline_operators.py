@@ -89,13 +89,14 @@ def test_every_dataset_carries_success_and_overwrite_replaces_the_out_whole(
     out = tmp_path / "out"
     assert run(capsys, "--input", str(trace), "--out", str(out))[0] == 0
     datasets = ["broker_load", "bundle_load", "namespaces", "rejects", "split_candidates", "topic_samples"]
-    assert sorted(os.listdir(out)) == datasets
+    assert sorted(os.listdir(out)) == ["_SUCCESS", *datasets]
     assert all((out / d / "_SUCCESS").is_file() for d in datasets)
+    assert (out / "_SUCCESS").read_text() == "written by bundlewise\n"
     code, _, err = run(capsys, "--input", str(trace), "--out", str(out), "--no-topic-samples")
     assert (code, err) == (2, f"error: {out}: --out: is not empty; pass --overwrite to replace it\n")
     code, _, err = run(capsys, "--input", str(trace), "--out", str(out), "--no-topic-samples", "--overwrite")
     assert code == 0, err
-    assert sorted(os.listdir(out)) == [d for d in datasets if d != "topic_samples"]  # no stale dataset
+    assert sorted(os.listdir(out)) == ["_SUCCESS", *[d for d in datasets if d != "topic_samples"]]  # no stale one
     assert sorted(os.listdir(tmp_path)) == ["out", "t.csv"]  # no staging folder left
 
 

@@ -189,7 +189,10 @@ def test_table_format_prints_the_comparison(tmp_path: Path, capsys: pytest.Captu
     [
         ("duration = '1h'\n", "error: {f}: brokers: missing; expected at least one [[brokers]]"),
         ("step = 'soon'\n[[brokers]]\nname='a'\n", "error: {f}: step: expected a duration"),
-        ("[[brokers]]\nname='a'\ncpu_cores=-4\n", "error: {f}: brokers[0].cpu_cores: expected a number > 0"),
+        (
+            "[[brokers]]\nname='a'\ncpu_cores=-4\n",
+            "error: {f}: brokers[0].cpu_cores: expected a number from 0.1 to 10,000, got -4",
+        ),
         (
             "[[brokers]]\nname='a'\n[[events]]\nat='1m'\naction='reboot'\nbroker='a'\n",
             "error: {f}: events[0].action: expected one of add, remove, restart",

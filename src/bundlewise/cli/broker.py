@@ -19,9 +19,10 @@ import re
 import sys
 from pathlib import Path
 
-from bundlewise.cli.common import add_config_options, config_from_args, needs_extra
+from bundlewise.cli.common import TIME_SCALE, add_config_options, check_range, config_from_args, needs_extra
 from bundlewise.cli.traces import load_local_workload
 from bundlewise.model.errors import InputError
+from bundlewise.traffic.cost import BROKER_BOUNDS
 from bundlewise.traffic.trace import TraceWorkload
 
 _HOSTPORT = re.compile(r"^([A-Za-z0-9._-]+):([0-9]{1,5})$")
@@ -37,11 +38,27 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--store", required=True, metavar="URL", help="zk://HOST:PORT/CHROOT or etcd://HOST:PORT/PREFIX")
     p.add_argument("--web", required=True, metavar="HOST:PORT", help="where to serve HTTP; also the broker id")
     add_config_options(p)
-    p.add_argument("--cores", type=float, default=8.0, metavar="N", help="CPU cores of the emulated broker (8)")
-    p.add_argument("--nic-mbps", type=float, default=10000.0, metavar="M", help="NIC speed in Mbit/s (10000)")
+    p.add_argument(
+        "--cores",
+        type=float,
+        default=8.0,
+        metavar="N",
+        help="CPU cores of the emulated broker (8)",
+    )
+    p.add_argument(
+        "--nic-mbps",
+        type=float,
+        default=10000.0,
+        metavar="M",
+        help="NIC speed in Mbit/s (10000)",
+    )
     p.add_argument("--workload", metavar="TRACE", help="topic-samples trace: Parquet, CSV or JSON Lines")
     p.add_argument(
-        "--time-scale", type=float, default=1.0, metavar="K", help="run balancer intervals and the workload K× faster"
+        "--time-scale",
+        type=float,
+        default=1.0,
+        metavar="K",
+        help="run balancer intervals and the workload K× faster",
     )
     p.add_argument(
         "--time-origin",
@@ -61,8 +78,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def read_trace(path: str) -> TraceWorkload:
-    """The trace at ``path``, read and checked as ``simulate`` reads a local trace (rejected rows summed up on
-    stderr)."""
+    """The trace at ``path``, read and checked as ``simulate`` reads a local trace (the trace rules, timestamps
+    in ms, a byte-order mark removed; rejected rows summed up on stderr)."""
     workload = load_local_workload(path)
     workload.report(path)
     return workload.trace
@@ -73,10 +90,9 @@ def run(args: argparse.Namespace) -> int:
     m = _HOSTPORT.match(args.web)
     if m is None or not 0 < int(m.group(2)) < 65536:
         raise InputError(f"expected HOST:PORT, got {args.web!r}", field="--web")
-    if args.time_scale <= 0:
-        raise InputError(f"expected a positive number, got {args.time_scale}", field="--time-scale")
-    if args.cores <= 0 or args.nic_mbps <= 0:
-        raise InputError("expected positive numbers", field="--cores/--nic-mbps")
+    check_range(args.time_scale, "--time-scale", *TIME_SCALE)
+    check_range(args.cores, "--cores", *BROKER_BOUNDS["cpu_cores"])
+    check_range(args.nic_mbps, "--nic-mbps", *BROKER_BOUNDS["nic_mbps"])
     with needs_extra("live", "bundlewise broker"):
         from bundlewise.live.broker.service import BrokerOptions, run_broker
         from bundlewise.live.store.url import StoreUrl

@@ -14,12 +14,13 @@ import sys
 
 from bundlewise.cli.common import add_config_options, check_bundle_count, config_from_args
 from bundlewise.cli.explain import columns
-from bundlewise.cli.inputs import emit, read_json
+from bundlewise.cli.inputs import emit
 from bundlewise.config.views import SplitSettings
 from bundlewise.model.bundles import NamespaceBundles, initial_boundaries, parse_boundaries_data, parse_position
 from bundlewise.model.errors import InputError
 from bundlewise.model.hashing import crc32_hash
 from bundlewise.model.names import TopicName
+from bundlewise.model.textfiles import read_json
 
 
 def parse_boundaries(text: str, where: str = "--boundaries") -> list[int]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import math
 import re
 import socket
 import sys
@@ -14,7 +15,9 @@ from typing import Any
 from bundlewise.config import Config, load_config
 from bundlewise.config.views import SplitSettings
 from bundlewise.files.atomic import held_interrupts
+from bundlewise.model.bundles import MAX_LISTED_BUNDLES
 from bundlewise.model.errors import InputError
+from bundlewise.model.fields import shown
 
 CONFIG_HELP = (
     "Pulsar broker.conf (key=value), JSON or TOML with ServiceConfiguration keys; "
@@ -105,16 +108,15 @@ def add_out_options(p: argparse.ArgumentParser, what: str, metavar: str = "DIR")
     p.add_argument("--overwrite", action="store_true", help="replace an existing --out whole (nothing of it is kept)")
 
 
-def source_name(path: str) -> str:
-    """How errors name an input file (``-`` is stdin)."""
-    return "<stdin>" if path == "-" else path
-
-
 def check_bundle_count(n: int, config: Config, flag: str = "--bundles") -> None:
     """A namespace's bundle count: 1 to ``loadBalancerNamespaceMaximumBundles`` (Pulsar's most bundles of a
-    namespace; ``--set`` it higher to allow more)."""
+    namespace; ``--set`` it higher to allow more), and never past ``model.bundles.MAX_LISTED_BUNDLES``, checked
+    before any bundle is listed."""
     cap = config.view(SplitSettings).max_bundles
-    if not 1 <= n <= cap:
+    if cap > MAX_LISTED_BUNDLES and n >= 1:
+        if n > MAX_LISTED_BUNDLES:
+            raise InputError(f"expected 1 to {MAX_LISTED_BUNDLES:,} bundles (the most listed), got {n:,}", field=flag)
+    elif not 1 <= n <= cap:
         raise InputError(
             f"expected 1 to {cap:,} bundles (loadBalancerNamespaceMaximumBundles; "
             f"--set loadBalancerNamespaceMaximumBundles=N allows more), got {n:,}",
@@ -165,3 +167,17 @@ def start_session(open_session: Callable[[str | None], Any], master: str | None)
             first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
             raise InputError(f"cannot start Spark on {master or 'local[*]'}: {first}", field="--master") from None
         yield spark
+
+
+def check_range(value: float | None, flag: str, low: float, high: float) -> None:
+    """A numeric option (``None``: not given) is finite and from ``low`` to ``high``, else bad input naming it."""
+    if value is None:
+        return
+    if not math.isfinite(value) or not low <= value <= high:
+        raise InputError(f"expected a number from {shown(low)} to {shown(high)}, got {value}", field=flag)
+
+
+SEED = (0, 2**63 - 1)
+"""A random seed: a Java ``long`` >= 0 (numpy's generators take no negative seed)."""
+TIME_SCALE = (0.01, 10_000.0)
+"""How many times faster than Pulsar time a live run goes (a hundredth to ten thousand)."""

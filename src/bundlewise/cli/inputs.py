@@ -23,7 +23,6 @@ import os
 import sys
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from bundlewise.config import Config
@@ -33,40 +32,9 @@ from bundlewise.model.load import LocalBrokerData
 from bundlewise.model.policies import NO_POLICIES, PlacementPolicies
 from bundlewise.model.reports import Report, group_reports, is_load_report, read_report
 from bundlewise.model.snapshot import parse_timestamp, shared_warning
+from bundlewise.model.textfiles import parse_json, read_json, read_text, reject_constant, source_name
 
 INPUT_SUFFIXES = (".json", ".jsonl")
-
-
-def read_text(path: str) -> str:
-    if path == "-":
-        return sys.stdin.read()
-    try:
-        return Path(path).read_text(encoding="utf-8")
-    except IsADirectoryError:
-        raise InputError("is a directory; expected a file", source=path) from None
-    except OSError as e:
-        raise InputError(f"cannot read: {e.strerror}", source=path) from None
-    except UnicodeDecodeError:
-        raise InputError("not UTF-8 text (a binary file?)", source=path) from None
-
-
-def _strict_constant(name: str) -> float:
-    raise ValueError(f"{name} is not a number in JSON")
-
-
-def parse_json(text: str, source: str) -> Any:
-    try:
-        return json.loads(text, parse_constant=_strict_constant)
-    except json.JSONDecodeError as e:
-        raise InputError(f"malformed JSON: {e.msg} at line {e.lineno} column {e.colno}", source=source) from None
-    except ValueError as e:
-        raise InputError(f"malformed JSON: {e}", source=source) from None
-    except RecursionError:
-        raise InputError("malformed JSON: nested too deeply (more than about 1,000 levels)", source=source) from None
-
-
-def read_json(path: str) -> Any:
-    return parse_json(read_text(path), "<stdin>" if path == "-" else path)
 
 
 def policies_from_args(args: Any) -> PlacementPolicies:
@@ -82,7 +50,7 @@ def policies_from_args(args: Any) -> PlacementPolicies:
 
 def read_documents(path: str) -> list[Any]:
     """The documents of one file: a JSON document (``steps`` unwrapped, an array's elements) or JSON Lines."""
-    source = "<stdin>" if path == "-" else path
+    source = source_name(path)
     text = read_text(path)
     stripped = text.strip()
     if not stripped:
@@ -90,7 +58,7 @@ def read_documents(path: str) -> list[Any]:
             'empty input: expected a JSON snapshot, {"steps": [...]}, load reports or JSON Lines', source=source
         )
     try:
-        doc = json.loads(stripped, parse_constant=_strict_constant)
+        doc = json.loads(stripped, parse_constant=reject_constant)
     except RecursionError:
         raise InputError("malformed JSON: nested too deeply (more than about 1,000 levels)", source=source) from None
     except (json.JSONDecodeError, ValueError):

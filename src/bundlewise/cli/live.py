@@ -33,7 +33,15 @@ from typing import Any
 
 from bundlewise.algorithms.families.extensible import ExtensibleFamily
 from bundlewise.algorithms.registry import SheddingEntry, extensible_entry, shedding_entry
-from bundlewise.cli.common import add_config_options, add_out_options, config_over, needs_extra
+from bundlewise.cli.common import (
+    SEED,
+    TIME_SCALE,
+    add_config_options,
+    add_out_options,
+    check_range,
+    config_over,
+    needs_extra,
+)
 from bundlewise.config.config import short_class_name
 from bundlewise.config.keys_extensible import EXTENSIBLE_LOAD_MANAGER
 from bundlewise.config.keys_modular import IMPL
@@ -62,7 +70,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     up = cmds.add_parser("up", help="start a store, brokers and lookup clients and play a scenario for real")
     up.add_argument("--store", metavar="URL", help="use this store (zk://… or etcd://…) instead of starting one")
     up.add_argument("--zookeeper", action="store_true", help="start Debian's ZooKeeper instead of etcd")
-    up.add_argument("--brokers", type=int, metavar="N", help="brokers at the start (default: the scenario's; 3)")
+    up.add_argument(
+        "--brokers",
+        type=int,
+        metavar="N",
+        help="brokers at the start (default: the scenario's; 3)",
+    )
     up.add_argument("--cluster", metavar="CLUSTER.toml", help="scenario file or bundled name (default: default)")
     up.add_argument("--workload", metavar="TRACE", help="topic-samples trace: Parquet, CSV or JSON Lines")
     up.add_argument("--strategy", metavar="NAME", help="loadBalancerLoadSheddingStrategy for every broker")
@@ -185,8 +198,8 @@ def _manager_entry(manager_class: str, strategy: str) -> SheddingEntry:
 
 
 def run_up(args: argparse.Namespace) -> int:
-    if args.time_scale <= 0:
-        raise InputError(f"expected a positive number, got {args.time_scale}", field="--time-scale")
+    check_range(args.time_scale, "--time-scale", *TIME_SCALE)
+    check_range(args.brokers, "--brokers", 1, 1000)
     managers = _managers(args)
     scenario = _plan_scenario(args)
     config = config_over(scenario.config, args)
@@ -203,7 +216,7 @@ def run_up(args: argparse.Namespace) -> int:
     duration = parse_duration(args.duration, "--duration", "<args>") if args.duration else scenario.duration
     if duration <= 0:
         raise InputError("expected a positive duration", field="--duration")
-    staging = atomic.stage(args.out, args.overwrite) if args.out else None  # refused before any work
+    staging = atomic.stage(args.out, args.overwrite) if args.out is not None else None  # refused before any work
     with needs_extra("live", "bundlewise live up"), staging if staging is not None else contextlib.nullcontext():
         from bundlewise.cli.broker import read_trace
         from bundlewise.live.harness.events import LiveEvent
@@ -289,6 +302,7 @@ def run_advise(args: argparse.Namespace) -> int:
     from bundlewise.cli.inputs import Document
     from bundlewise.cli.shed import shed_documents
 
+    check_range(args.seed, "--seed", *SEED)
     config = config_from_args(args)
     args.strategy = args.strategy or str(config["loadBalancerLoadSheddingStrategy"])
     with needs_extra("live", "bundlewise live advise"):

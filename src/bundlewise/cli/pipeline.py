@@ -130,7 +130,7 @@ def run(args: argparse.Namespace) -> int:
     if args.bundles_file:
         boundaries = jobs.read_bundles_file(args.bundles_file, boundaries)
     jobs.check_input(args.input)
-    if args.out is not None and Location.of(args.out).path is not None:
+    if args.out is not None and (not args.out or Location.of(args.out).path is not None):
         atomic.check(args.out, args.overwrite)  # refused before Spark starts
     try:
         with start_session(run_session, args.master) as spark, quiet_interrupts(spark):

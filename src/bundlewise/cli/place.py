@@ -42,6 +42,7 @@ from bundlewise.cli.inputs import Document, SharedBundles, Step, emit, iterate_s
 from bundlewise.config import Config
 from bundlewise.config.config import short_class_name
 from bundlewise.model.admin import unload_command
+from bundlewise.model.brokers import check_distinct
 from bundlewise.model.decisions import Unload
 from bundlewise.model.errors import InputError
 from bundlewise.model.extensible import parse_extensible_snapshot
@@ -126,6 +127,7 @@ def parse_step_request(
             raise InputError("expected an ordered list of broker names", field=f"{where}.candidates")
         if len(set(raw)) != len(raw):
             raise InputError("a broker is listed twice; candidates form a set", field=f"{where}.candidates")
+        check_distinct(raw, f"{where}.candidates")
         candidates = list(raw)
     non_persistent = doc.get("nonPersistent", False)
     if not isinstance(non_persistent, bool):

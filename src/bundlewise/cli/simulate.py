@@ -34,7 +34,7 @@ from bundlewise.algorithms.registry import (
     make_family,
     shedding_entry,
 )
-from bundlewise.cli.common import add_config_options, add_out_options, config_over
+from bundlewise.cli.common import SEED, add_config_options, add_out_options, check_range, config_over
 from bundlewise.cli.traces import load_workload
 from bundlewise.config import Config
 from bundlewise.files import atomic
@@ -86,7 +86,7 @@ def resolve_scenario(arg: str | None) -> Scenario:
         return bundled_scenario("default")
     if arg != "-" and not Path(arg).exists() and not arg.endswith(".toml") and arg in bundled_names():
         return bundled_scenario(arg)
-    return load_scenario(arg, sys.stdin)
+    return load_scenario(arg)
 
 
 def progress_bar(name: str) -> Callable[[int, int], None]:
@@ -120,6 +120,7 @@ def resolve_strategies(names: list[str] | None, scenario: Scenario, config: Conf
 
 
 def run(args: argparse.Namespace) -> int:
+    check_range(args.seed, "--seed", *SEED)
     scenario = resolve_scenario(args.cluster).with_seed(args.seed)
     for w in scenario.warnings:
         sys.stderr.write(w + "\n")
@@ -127,7 +128,7 @@ def run(args: argparse.Namespace) -> int:
     names = [s for group in args.strategy for s in group] if args.strategy else None
     strategies = resolve_strategies(names, scenario, config)
     trace, layout = None, None
-    staging = atomic.stage(args.out, args.overwrite) if args.out else None  # refused before any work
+    staging = atomic.stage(args.out, args.overwrite) if args.out is not None else None  # refused before any work
     with staging if staging is not None else contextlib.nullcontext():
         if args.workload:
             workload = load_workload(args.workload, use_spark=args.spark)

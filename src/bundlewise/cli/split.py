@@ -28,7 +28,8 @@ from bundlewise.algorithms.splitting.detector import find_bundles_to_split
 from bundlewise.cli.bundle import parse_boundaries
 from bundlewise.cli.common import add_config_options, config_from_args
 from bundlewise.cli.explain import columns, when
-from bundlewise.cli.inputs import SharedBundles, Step, emit, iterate_steps, read_inputs, read_json
+from bundlewise.cli.inputs import SharedBundles, Step, emit, iterate_steps, read_inputs
+from bundlewise.config.keys import JAVA_INT_MAX
 from bundlewise.config.views import LeaderSettings
 from bundlewise.model import fields
 from bundlewise.model.admin import split_command
@@ -36,9 +37,10 @@ from bundlewise.model.bundles import Bundle
 from bundlewise.model.decisions import SplitDecision
 from bundlewise.model.errors import InputError
 from bundlewise.model.extensible import parse_extensible_snapshot
-from bundlewise.model.names import TopicName
+from bundlewise.model.names import NamespaceName, TopicName
 from bundlewise.model.names import bundle_namespace as namespace_of
 from bundlewise.model.snapshot import parse_modular_snapshot
+from bundlewise.model.textfiles import read_json
 
 SPLIT_DESCRIPTION = """\
 Compute where Pulsar would split a bundle, with one of its four NamespaceBundleSplitAlgorithms:
@@ -180,14 +182,26 @@ def run_split(args: argparse.Namespace) -> int:
 
 
 def parse_bundle_counts(text: str | None) -> dict[str, int] | None:
-    if not text:
+    """``NS=N,…``: each namespace once, N a bundle count Pulsar can hold (1 to 2^31 - 1, an ``int``)."""
+    if text is None:
         return None
     out: dict[str, int] = {}
     for item in text.split(","):
         ns, sep, n = item.strip().rpartition("=")
         if not sep or not ns or not n.strip().isdigit():
             raise InputError(f"expected NS=N, got {item!r}", field="--bundle-counts")
-        out[ns] = int(n)
+        try:
+            NamespaceName.parse(ns)
+        except InputError as e:
+            raise InputError(str(e), field="--bundle-counts") from None
+        count = int(n)
+        if not 1 <= count <= JAVA_INT_MAX:
+            raise InputError(
+                f"expected a bundle count of 1 to {JAVA_INT_MAX:,} for {ns}, got {count:,}", field="--bundle-counts"
+            )
+        if ns in out:
+            raise InputError(f"{ns} is given twice; expected each namespace once", field="--bundle-counts")
+        out[ns] = count
     return out
 
 

@@ -19,7 +19,7 @@ import json
 import sys
 
 from bundlewise.algorithms.registry import default_shedding_names, expand_all
-from bundlewise.cli.common import add_out_options, add_quiet, needs_extra
+from bundlewise.cli.common import SEED, add_out_options, add_quiet, check_range, needs_extra
 from bundlewise.cli.simulate import resolve_scenario
 from bundlewise.cli.traces import check_trace, load_workload, needs_spark, spark_session
 from bundlewise.files import atomic
@@ -58,6 +58,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 
 def run(args: argparse.Namespace) -> int:
+    check_range(args.seed, "--seed", *SEED)
     scenario = resolve_scenario(args.cluster).with_seed(args.seed)
     strategies = expand_all(
         [s for g in args.strategy for s in g]
@@ -68,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
     validate_points(scenario, points)
     if args.workload and (args.spark or needs_spark(args.workload)):
         check_trace(args.workload)  # before Spark starts
-    staging = atomic.stage(args.out, args.overwrite, directory=False) if args.out else None
+    staging = atomic.stage(args.out, args.overwrite, directory=False) if args.out is not None else None
     with staging if staging is not None else contextlib.nullcontext():
         spark = spark_session(args.master)  # the session of --master, also for a trace Spark reads
         with needs_extra("spark", "sweeping on Spark"):
@@ -90,7 +91,9 @@ def run(args: argparse.Namespace) -> int:
         if staging is not None:
             import pyarrow.parquet as pq
 
-            pq.write_table(rows_table(rows), staging.path)
+            table = rows_table(rows)
+            marked = {**(table.schema.metadata or {}), atomic.FILE_MARK: b"true"}  # --overwrite may replace it
+            pq.write_table(table.replace_schema_metadata(marked), staging.path)
     if args.format == "table":
         sys.stdout.write(f"scenario: {scenario.name}\n" + format_rows(rows))
     else:

@@ -17,10 +17,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from bundlewise.cli.common import add_config_options, config_from_args
-from bundlewise.cli.inputs import read_json
 from bundlewise.config import Config, parse_assignments
 from bundlewise.model import fields
 from bundlewise.model.errors import InputError
+from bundlewise.model.textfiles import read_json
 from bundlewise.sim.dispatch.dispatcher import Delivered, DispatchSimulation
 from bundlewise.sim.dispatch.topics import check_keys, parse_topics
 

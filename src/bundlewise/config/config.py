@@ -7,7 +7,7 @@ import math
 from collections.abc import Iterator, Mapping
 from typing import Any, Protocol, Self, TypeVar
 
-from bundlewise.config.keys import Key, registry
+from bundlewise.config.keys import JAVA_LONG_MAX, Key, registry
 from bundlewise.config.keys_balanced import BALANCED_KEYS
 from bundlewise.config.keys_extensible import EXTENSIBLE_KEYS
 from bundlewise.config.keys_live import LIVE_KEYS
@@ -16,6 +16,7 @@ from bundlewise.config.keys_sim import SIM_KEYS
 from bundlewise.config.keys_throttling import THROTTLING_KEYS
 from bundlewise.config.views import ALL_VIEWS, LeaderSettings, PlacementSettings
 from bundlewise.model.errors import InputError
+from bundlewise.model.fields import shown
 from bundlewise.model.resources import ResourceWeights
 
 ALL_KEYS: dict[str, Key] = registry(MODULAR_KEYS, EXTENSIBLE_KEYS, THROTTLING_KEYS, SIM_KEYS, LIVE_KEYS, BALANCED_KEYS)
@@ -54,10 +55,12 @@ def _coerce(key: Key, raw: Any, where: str) -> Any:
             if value != int(value):
                 raise bad(f"a whole number ({key.unit})")
             value = int(value)
+            if not -JAVA_LONG_MAX - 1 <= value <= JAVA_LONG_MAX:
+                raise bad(f"a whole number within Java's long ({key.unit})")
         if key.minimum is not None and value < key.minimum:
-            raise bad(f"a value >= {key.minimum:g} ({key.unit})")
+            raise bad(f"a value >= {shown(key.minimum)} ({key.unit})")
         if key.maximum is not None and value > key.maximum:
-            raise bad(f"a value <= {key.maximum:g} ({key.unit})")
+            raise bad(f"a value <= {shown(key.maximum)} ({key.unit})")
         return value
     if key.type == "list":
         if isinstance(raw, str):

@@ -9,6 +9,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
+JAVA_INT_MAX = 2**31 - 1
+"""Pulsar's ``int`` keys (e.g. bundle counts) hold at most this."""
+JAVA_LONG_MAX = 2**63 - 1
+"""Every whole-number key is at most a Java ``long``."""
+
 KeyType = Literal["bool", "int", "float", "str", "list"]
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bundlewise.config.keys import Key
+from bundlewise.config.keys import JAVA_INT_MAX, Key
 
 IMPL = "org.apache.pulsar.broker.loadbalance.impl."
 SPLIT_ALGORITHMS = (
@@ -269,7 +269,15 @@ MODULAR_KEYS: tuple[Key, ...] = (
         "Split a bundle above this throughput (in+out)",
         minimum=0,
     ),
-    Key("loadBalancerNamespaceMaximumBundles", 128, "int", "bundles", "No split beyond this many bundles", minimum=1),
+    Key(
+        "loadBalancerNamespaceMaximumBundles",
+        128,
+        "int",
+        "bundles",
+        "No split beyond this many bundles",
+        minimum=1,
+        maximum=JAVA_INT_MAX,
+    ),
     Key(
         "supportedNamespaceBundleSplitAlgorithms",
         list(SPLIT_ALGORITHMS),
@@ -312,7 +320,15 @@ MODULAR_KEYS: tuple[Key, ...] = (
         "Topic to bundle assigner",
         dynamic=False,
     ),
-    Key("defaultNumberOfNamespaceBundles", 4, "int", "bundles", "Bundles of a new namespace", minimum=1),
+    Key(
+        "defaultNumberOfNamespaceBundles",
+        4,
+        "int",
+        "bundles",
+        "Bundles of a new namespace",
+        minimum=1,
+        maximum=JAVA_INT_MAX,
+    ),
     Key("preferLaterVersions", False, "bool", "", "Place only on brokers of the newest version"),
     Key("failureDomainsEnabled", False, "bool", "", "Anti-affinity across failure domains"),
     Key("loadBalancerSheddingExcludedNamespaces", [], "list", "namespaces", "Namespaces never shed"),

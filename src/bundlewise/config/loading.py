@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import tomllib
 from collections.abc import Iterable
 from pathlib import Path
@@ -10,6 +9,7 @@ from typing import Any
 
 from bundlewise.config.config import ALL_KEYS, Config
 from bundlewise.model.errors import InputError
+from bundlewise.model.textfiles import parse_json, read_text
 
 
 def _properties(text: str) -> dict[str, str]:
@@ -38,12 +38,7 @@ def parse_config_text(text: str, source: str) -> dict[str, Any]:
     """The raw key/value map of a config file's text, by its name's suffix."""
     suffix = Path(source).suffix.lower()
     if suffix == ".json":
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as e:
-            raise InputError(f"malformed JSON: {e.msg} at line {e.lineno}", source=source) from None
-        except RecursionError:
-            raise InputError("malformed JSON: nested too deeply", source=source) from None
+        data = parse_json(text, source)
         if not isinstance(data, dict):
             raise InputError("expected a JSON object of configuration keys", source=source)
         return data
@@ -61,18 +56,7 @@ def load_config(path: str | None, overrides: Iterable[str] = (), warnings: list[
     """``--config FILE`` then ``--set KEY=VALUE`` overrides, in that order; every view checked (``Config.check``)."""
     config = Config()
     if path is not None:
-        try:
-            text = Path(path).read_text(encoding="utf-8")
-        except OSError as e:
-            raise InputError(f"cannot read configuration: {e.strerror}", source=path) from None
-        except UnicodeDecodeError:
-            raise InputError(
-                "not UTF-8 text: expected a broker.conf, JSON or TOML configuration (a binary file?)", source=path
-            ) from None
-        if "\x00" in text:
-            raise InputError(
-                "holds NUL bytes: expected a broker.conf, JSON or TOML configuration (a binary file?)", source=path
-            )
+        text = read_text(path)
         config = config.with_values(*_settings(parse_config_text(text, path), path), warnings)
     assignments = parse_assignments(overrides)
     if assignments:

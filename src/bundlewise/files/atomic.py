@@ -1,15 +1,18 @@
 """Atomic outputs: the one policy of every command that writes ``--out`` (docs/commands.md).
 
-* **Checked before the work.**  ``check(path, overwrite)``: an existing non-empty target (a directory with
-  entries, a non-empty file) is refused with one line unless ``overwrite``; a file system root, the home
-  directory, the working directory or one of its parents is never replaced.  ``stage(...)`` then makes
+* **Checked before the work.**  ``check(path, overwrite)``: ``--out ''`` is refused; an existing non-empty
+  target (a directory with entries, a non-empty file) is refused with one line unless ``overwrite``, and even
+  with it unless bundlewise wrote it (``is_ours``: a folder holds the marker file ``_SUCCESS`` starting with
+  ``MARKER_TEXT``; a file carries ``FILE_MARK`` in its trailing metadata, e.g. a Parquet file's key-value
+  metadata); an existing file is never turned into a folder; a file system root, the home directory, the
+  working directory or one of its parents is never replaced.  ``stage(...)`` then makes
   the parent folders and creates the staging entry, so an unwritable place fails before any work is done.
 * **Staged beside the target.**  The work writes into ``<parent>/.<name>.bundlewise-<pid>-<random>`` (the
   same directory, hence the same file system, so the final move is one ``rename``).
 * **Published whole.**  ``Staging.publish()``: a file replaces the target in one ``rename``; a directory
-  takes the place of an absent or empty target in one ``rename``, and with ``overwrite`` the old target is
-  first renamed aside, then deleted — never merged, so no stale dataset of an earlier run survives.  Ctrl-C
-  is held back for the few renames and acted on once they are done.
+  gets the marker ``_SUCCESS`` and takes the place of an absent or empty target in one ``rename``, and with
+  ``overwrite`` the old target is first renamed aside, then deleted — never merged, so no stale dataset of an
+  earlier run survives.  Ctrl-C is held back for the few renames and acted on once they are done.
 * **Nothing on failure.**  Any error, or Ctrl-C (``KeyboardInterrupt``), before the publication deletes the
   staging entry and leaves the target exactly as it was; Ctrl-C becomes ``Interrupted``, whose message says
   so.  Staging entries of processes that died without cleaning up (SIGKILL) are removed by the next run
@@ -34,6 +37,14 @@ from types import FrameType, TracebackType
 from bundlewise.model.errors import InputError
 
 MARK = ".bundlewise-"
+MARKER = "_SUCCESS"
+"""The file a folder bundlewise wrote holds (Hadoop's name: readers skip names starting with ``_``)."""
+MARKER_TEXT = "written by bundlewise\n"
+"""How ``MARKER`` starts: what tells bundlewise's outputs from folders of anything else (Spark's ``_SUCCESS`` is
+empty)."""
+FILE_MARK = b"written-by-bundlewise"
+"""The key a file output carries in its trailing metadata (a Parquet footer's key-value metadata)."""
+TAIL_BYTES = 1 << 16
 _STAGING = re.compile(r"^\.(?P<name>.+)\.bundlewise-(?P<pid>\d+)-[0-9a-f]{8}(?:\.old)?(?P<suffix>\.[^.]*)?$")
 
 
@@ -61,6 +72,25 @@ def _is_nonempty(path: str) -> bool:
     return os.path.getsize(path) > 0
 
 
+def is_ours(path: str) -> bool:
+    """Did bundlewise write ``path``: a folder with the marker file, a file with the mark in its last 64 KiB."""
+    try:
+        if os.path.isdir(path):
+            with open(os.path.join(path, MARKER), "rb") as fh:
+                return fh.read(len(MARKER_TEXT)) == MARKER_TEXT.encode()
+        with open(path, "rb") as fh:
+            fh.seek(max(0, os.path.getsize(path) - TAIL_BYTES))
+            return FILE_MARK in fh.read()
+    except OSError:
+        return False
+
+
+def mark(folder: str) -> None:
+    """Leave the marker in ``folder`` (a staging folder, just before it is published)."""
+    with open(os.path.join(folder, MARKER), "w", encoding="utf-8") as fh:
+        fh.write(MARKER_TEXT)
+
+
 def _protected(path: str) -> bool:
     """Places ``--overwrite`` never replaces: a root, the home directory, the working directory or a parent."""
     real = os.path.realpath(path)
@@ -78,6 +108,8 @@ def check(path: str, overwrite: bool, *, directory: bool = True, flag: str = "--
     if os.path.lexists(target):
         if not directory and os.path.isdir(target):
             raise InputError("is a directory; expected a file name", source=path, field=flag)
+        if directory and not os.path.isdir(target):
+            raise InputError("is a file; expected a folder (a file is never replaced by one)", source=path, field=flag)
         if _protected(target):
             raise InputError("refusing to write over this directory; name a new folder", source=path, field=flag)
         try:
@@ -87,6 +119,14 @@ def check(path: str, overwrite: bool, *, directory: bool = True, flag: str = "--
         if nonempty and not overwrite:
             what = "is not empty" if os.path.isdir(target) else "exists"
             raise InputError(f"{what}; pass --overwrite to replace it", source=path, field=flag)
+        if nonempty and not is_ours(target):
+            what = f"has no {MARKER} of bundlewise" if directory else "has no mark of bundlewise"
+            raise InputError(
+                f"was not written by bundlewise ({what}); --overwrite replaces only bundlewise's own outputs: "
+                "name a new one, or empty or remove it yourself",
+                source=path,
+                field=flag,
+            )
     return target
 
 
@@ -126,9 +166,10 @@ class Staging:
         if not self.directory:
             os.replace(self.path, self.target)
             return
+        mark(self.path)
         aside = None
         if os.path.lexists(self.target) and (not os.path.isdir(self.target) or _is_nonempty(self.target)):
-            if not self.overwrite:  # filled by someone else while this run worked: keep both
+            if not self.overwrite or not is_ours(self.target):  # filled by someone else meanwhile: keep both
                 raise InputError(f"was filled while this run worked; its results are in {self.path}", source=self.given)
             aside = f"{self.path}.old"
             os.rename(self.target, aside)

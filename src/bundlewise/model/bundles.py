@@ -160,10 +160,17 @@ def parse_boundaries_data(value: object, where: str = "bundles") -> tuple[int, .
     return tuple(bounds)
 
 
+MAX_LISTED_BUNDLES = 1 << 20
+"""The most bundles of one namespace bundlewise lists (1,048,576, about 100 MB of boundaries).  Pulsar's own
+limit is an ``int`` count in (0, 2^32] (``PulsarWebResource#getBundles``): far more than any list in memory."""
+
+
 def initial_boundaries(n: int) -> list[int]:
     """Boundaries of a namespace created with ``n`` bundles (Pulsar ``PoliciesUtil#getBundles``)."""
     if n <= 0:
         raise InputError(f"number of bundles must be > 0, got {n}")
+    if n > MAX_LISTED_BUNDLES:
+        raise InputError(f"expected at most {MAX_LISTED_BUNDLES:,} bundles in a namespace, got {n:,}")
     seg = (FULL_UPPER_BOUND + 1) // n
     return [k * seg for k in range(n)] + [FULL_UPPER_BOUND]
 

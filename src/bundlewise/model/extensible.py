@@ -27,6 +27,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from bundlewise.model import fields
+from bundlewise.model.brokers import check_distinct, spelled_as
 from bundlewise.model.errors import InputError
 from bundlewise.model.javamath import java_fixed
 from bundlewise.model.load import NamespaceBundleStats
@@ -316,20 +317,31 @@ def parse_extensible_snapshot(
     timestamp = parse_timestamp(d.get("timestamp"), f"{where}.timestamp")
     default_updated = now if now is not None else (timestamp or 0)
     raw_brokers = fields.obj(d["brokers"], f"{where}.brokers")
+    check_distinct(raw_brokers, f"{where}.brokers")
     brokers = {
         name: BrokerLoadData.from_json(v, f"{where}.brokers.{name}", weights, default_updated)
         for name, v in raw_brokers.items()
     }
     raw_top = fields.obj(d.get("topBundles") or {}, f"{where}.topBundles")
-    top = {name: TopBundlesLoadData.from_json(v, f"{where}.topBundles.{name}") for name, v in raw_top.items()}
+    check_distinct(raw_top, f"{where}.topBundles")
+    top = {
+        spelled_as(name, brokers): TopBundlesLoadData.from_json(v, f"{where}.topBundles.{name}")
+        for name, v in raw_top.items()
+    }
     if d.get("availableBrokers") is None:
         available = tuple(brokers)
     else:
-        available = tuple(fields.str_list(d, "availableBrokers", where))
+        listed = fields.str_list(d, "availableBrokers", where)
+        check_distinct(listed, f"{where}.availableBrokers")
+        available = tuple(spelled_as(name, brokers) for name in listed)
     lookup = None
     if d.get("lookupData") is not None:
         raw_lookup = fields.obj(d["lookupData"], f"{where}.lookupData")
-        lookup = {n: BrokerLookupData.from_json(v, f"{where}.lookupData.{n}") for n, v in raw_lookup.items()}
+        check_distinct(raw_lookup, f"{where}.lookupData")
+        lookup = {
+            spelled_as(n, brokers): BrokerLookupData.from_json(v, f"{where}.lookupData.{n}")
+            for n, v in raw_lookup.items()
+        }
     config = fields.obj(d.get("config") or {}, f"{where}.config")
     return ExtensibleSnapshot(
         timestamp=timestamp,

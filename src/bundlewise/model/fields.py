@@ -13,6 +13,11 @@ from typing import Any
 from bundlewise.model.errors import InputError
 
 
+def shown(x: float) -> str:
+    """A bound in a message: whole numbers with thousands separators (``10,000,000``), others as ``%g``."""
+    return f"{int(x):,}" if math.isfinite(x) and x == int(x) else f"{x:,g}"
+
+
 def obj(value: Any, where: str) -> Mapping[str, Any]:
     if not isinstance(value, Mapping):
         raise InputError(f"expected a JSON object, got {type(value).__name__}", field=where)

@@ -14,7 +14,8 @@
 * The time: the wrapper's ``timestamp``; the file name's ``@TIMESTAMP``; the report's ``lastUpdate``.
 * ``group_reports``: reports taken in time order (file order when one has no time) become snapshots — the
   leader's ``LoadData`` holds the latest report of every broker, so a broker reporting again starts the
-  next step.  Each step's ``timestamp`` is the latest of its reports' times.
+  next step (one broker however its name is spelt, ``model.brokers``: under its first spelling).  Each step's
+  ``timestamp`` is the latest of its reports' times.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from bundlewise.model.brokers import broker_key
 from bundlewise.model.errors import InputError
 from bundlewise.model.snapshot import parse_timestamp
 
@@ -129,15 +131,17 @@ def group_reports(reports: Sequence[Report]) -> list[dict[str, Any]]:
     steps: list[dict[str, Any]] = []
     current: dict[str, Any] = {}
     stamps: list[int] = []
+    spelling: dict[str, str] = {}  # a broker's identity -> its first name (model.brokers)
 
     def close() -> None:
         steps.append({"timestamp": max(stamps) if stamps else None, "brokers": dict(current)})
 
     for r in ordered:
-        if r.broker in current:
+        name = spelling.setdefault(broker_key(r.broker), r.broker)
+        if name in current:
             close()
             current, stamps = {}, []
-        current[r.broker] = dict(r.data)
+        current[name] = dict(r.data)
         if r.timestamp is not None:
             stamps.append(r.timestamp)
     if current:

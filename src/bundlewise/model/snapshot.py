@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bundlewise.model import fields
+from bundlewise.model.brokers import check_distinct
+from bundlewise.model.epoch import check_epoch_ms
 from bundlewise.model.errors import InputError
 from bundlewise.model.load import BrokerData, BundleData, LoadData, LocalBrokerData, TimeAverageBrokerData
 
@@ -59,7 +61,13 @@ def shared_warning(source: str, where: str, shared: Mapping[str, tuple[str, ...]
 
 
 def parse_timestamp(value: Any, where: str) -> int | None:
-    """Milliseconds since the epoch, or an ISO-8601 string."""
+    """Milliseconds since the epoch, or an ISO-8601 string; a plausible time or a relative clock
+    (``model.epoch``)."""
+    ms = _timestamp(value, where)
+    return None if ms is None else check_epoch_ms(ms, where)
+
+
+def _timestamp(value: Any, where: str) -> int | None:
     if value is None:
         return None
     if isinstance(value, bool):
@@ -89,6 +97,7 @@ def parse_modular_snapshot(doc: Any, where: str = "snapshot") -> ModularSnapshot
         if k in d:
             raise InputError(f"'{k}' belongs to an extensible snapshot, not a modular one", field=where)
     brokers_raw = fields.obj(d["brokers"], f"{where}.brokers")
+    check_distinct(brokers_raw, f"{where}.brokers")
     brokers: dict[str, BrokerData] = {}
     ta_given: set[str] = set()
     for name, raw in brokers_raw.items():

@@ -43,6 +43,7 @@ from bundlewise.model.names import PARTITION_SUFFIX, TopicName
 from bundlewise.model.reports import file_identity, report_broker
 from bundlewise.model.resources import SystemResources
 from bundlewise.model.snapshot import parse_timestamp
+from bundlewise.model.textfiles import normalise
 
 Row = tuple[Any, ...]
 Reject = tuple[str, str, str]
@@ -83,9 +84,15 @@ def _count(value: Any, key: str) -> int:
     return int(value)
 
 
+def _silent(line: str) -> None:
+    """Notes are not printed from Spark's executors."""
+
+
 def _load_json(source: str, text: str) -> tuple[Any, list[Reject]]:
+    """A dump's JSON; a byte-order mark and CRLF removed as every input's are (``model.textfiles``; on the
+    executors, without the note)."""
     try:
-        return json.loads(text), []
+        return json.loads(normalise(text, source, note=_silent)), []
     except ValueError as e:
         return None, [(source, _record(text), f"not JSON: {e}")]
 
@@ -359,7 +366,7 @@ def parse_prometheus(source: str, text: str, fallback: int | None = None) -> tup
     parsed: list[tuple[str, str, float]] = []
     rejects: list[Reject] = []
     stamps: list[int] = []
-    for raw in text.splitlines():
+    for raw in normalise(text, source, note=_silent).splitlines():
         line = raw.strip()
         if not line or line.startswith("#"):
             continue

@@ -20,7 +20,6 @@ Returns a ``Summary``.  An input path that does not exist or cannot be read is a
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable
 from typing import Any
@@ -28,7 +27,9 @@ from typing import Any
 from pyspark.sql.pandas.types import to_arrow_schema
 
 from bundlewise.config import Config
+from bundlewise.model.epoch import check_trace_start
 from bundlewise.model.errors import InputError
+from bundlewise.model.textfiles import read_json
 from bundlewise.pipeline import (
     fast_driver,
     fast_spark,
@@ -70,16 +71,7 @@ _NAMESPACES_ARROW = to_arrow_schema(schemas.NAMESPACES)
 
 
 def read_bundles_file(path: str, default: Boundaries) -> Boundaries:
-    try:
-        with open(path, encoding="utf-8") as fh:
-            doc = json.load(fh)
-    except OSError as e:
-        raise InputError(f"cannot read: {e.strerror}", source=path) from None
-    except ValueError as e:
-        raise InputError(f"not JSON: {e}", source=path) from None
-    except RecursionError:
-        raise InputError("not JSON: nested too deeply", source=path) from None
-    return parse_bundles_doc(doc, default, path)
+    return parse_bundles_doc(read_json(path), default, path)
 
 
 def run_pipeline(
@@ -133,6 +125,12 @@ def run_pipeline(
             summary.route = route.describe()
             if summary.rows_in == summary.rows_rejected:
                 raise InputError(no_valid_record(summary), source=source.path or source.uri)
+            first = summary.time_span[0]
+            if first is not None:  # seconds for ms, or a date no load data has
+                try:
+                    check_trace_start(first, "timestamp")
+                except InputError as e:
+                    raise e.within(source.path or source.uri) from None
             if fmt in fragments.DUMP_FORMATS:
                 summary.time_fallback = (
                     f"--timestamp {timestamp}" if timestamp is not None else "the file's modification time"

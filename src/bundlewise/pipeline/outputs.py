@@ -61,6 +61,13 @@ class Outputs:
             raise InputError(f"cannot write: {locations.first_line(e)}", source=out.uri) from None
         if filled:
             raise InputError("is not empty; pass --overwrite to replace it", source=out.uri, field="--out")
+        if overwrite and self._exists(out) and self._nonempty(out) and not self._exists(out.child(atomic.MARKER)):
+            raise InputError(
+                f"was not written by bundlewise (has no {atomic.MARKER}); --overwrite replaces only bundlewise's "
+                "own outputs: name a new one, or empty or remove it yourself",
+                source=out.uri,
+                field="--out",
+            )
         try:
             if self.arrow is not None:
                 self.arrow[0].create_dir(self.arrow[1], recursive=True)
@@ -117,8 +124,9 @@ class Outputs:
         for where in self.written.values():
             self._touch(where.child("_SUCCESS"))
         if self.local is not None:
-            self.local.publish()
+            self.local.publish()  # leaves the marker (files.atomic)
             return self.published()
+        self._touch(self.staging.child(atomic.MARKER))  # remote: the marker by its name alone
         if self._exists(self.out):
             aside = self.out.sibling(f".{self.out.name}.bundlewise-old-{uuid.uuid4().hex[:12]}")
             self._move(self.out, aside)

@@ -21,31 +21,42 @@ A broker's first event decides how it starts (``sim.events``): a listed broker w
 ``add`` starts absent and joins at that event with its listed capacity, any other listed broker is up at the
 start; an ``add`` of an unlisted broker takes ``[broker_defaults]``.  An event that changes nothing is kept out
 of the run with a warning.  Errors are one-line ``InputError``s naming the file and the field; a misspelt key of
-any table names the closest valid one.  Bounds: a step of at least 1 s and at most 1,000,000 ticks per run.
+any table names the closest valid one.  Bounds: a step of at least 1 s and at most 1,000,000 ticks per run; a
+broker's capacity within ``traffic.cost.BROKER_BOUNDS``; a namespace's bundles and topics within
+``MAX_NAMESPACE_BUNDLES``/``MAX_NAMESPACE_TOPICS``; broker names distinct in any letter case; events and bursts
+before the run's end.  The file is read through ``model.textfiles`` (size cap, BOM and CRLF removed).
 """
 
 from __future__ import annotations
 
 import difflib
+import math
 import tomllib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
 from bundlewise.config import Config
+from bundlewise.model.brokers import broker_key
 from bundlewise.model.durations import parse_duration
 from bundlewise.model.errors import InputError
+from bundlewise.model.fields import shown
 from bundlewise.model.names import NamespaceName
 from bundlewise.model.policies import NO_POLICIES, PlacementPolicies
+from bundlewise.model.textfiles import read_text, source_name
 from bundlewise.sim.dispatch.spec import DispatchSpec, parse_dispatch
 from bundlewise.sim.events import initial_brokers, transitions
-from bundlewise.traffic.cost import BROKER_DEFAULTS, BROKER_FIELDS, BrokerSpec
+from bundlewise.traffic.cost import BROKER_BOUNDS, BROKER_DEFAULTS, BROKER_FIELDS, BrokerSpec
 from bundlewise.traffic.workload import Burst, NamespaceSpec, WorkloadSpec
 
 ACTIONS = ("add", "remove", "restart")
 MIN_STEP_MS = 1_000
 """The shortest tick: Pulsar's load reports and leader cycles run every few seconds at the fastest."""
 MAX_TICKS = 1_000_000
+MAX_NAMESPACE_BUNDLES = 65_536
+"""The most bundles of one simulated namespace (Pulsar's default allows 128 before splitting stops)."""
+MAX_NAMESPACE_TOPICS = 1_000_000
+"""The most topics of one simulated namespace (the built-in generator holds each in memory)."""
 """The most ticks a run may have (about 11 days at a 1 s step, 2 years at 1 min)."""
 TOP_KEYS = (
     "name",
@@ -146,16 +157,30 @@ class _Reader:
             raise self.err(f"{where}{key}", f"an array of tables [[{key}]]", v)
         return v
 
-    def num(self, d: dict[str, Any], key: str, where: str, default: float, *, positive: bool = False) -> float:
+    def num(
+        self,
+        d: dict[str, Any],
+        key: str,
+        where: str,
+        default: float,
+        *,
+        positive: bool = False,
+        bounds: tuple[float, float] | None = None,
+    ) -> float:
         v = d.get(key, default)
-        if isinstance(v, bool) or not isinstance(v, int | float) or v != v or v < 0 or (positive and v <= 0):
-            raise self.err(f"{where}{key}", "a number > 0" if positive else "a number >= 0", v)
+        number = not isinstance(v, bool) and isinstance(v, int | float) and math.isfinite(v)
+        if bounds is not None and (not number or not bounds[0] <= v <= bounds[1]):
+            raise self.err(f"{where}{key}", f"a number from {shown(bounds[0])} to {shown(bounds[1])}", v)
+        if not number or v < 0 or (positive and v <= 0):
+            raise self.err(f"{where}{key}", "a finite number > 0" if positive else "a finite number >= 0", v)
         return float(v)
 
-    def integer(self, d: dict[str, Any], key: str, where: str, default: int, *, minimum: int = 0) -> int:
+    def integer(
+        self, d: dict[str, Any], key: str, where: str, default: int, *, minimum: int = 0, maximum: int = 2**63 - 1
+    ) -> int:
         v = d.get(key, default)
-        if isinstance(v, bool) or not isinstance(v, int) or v < minimum:
-            raise self.err(f"{where}{key}", f"a whole number >= {minimum}", v)
+        if isinstance(v, bool) or not isinstance(v, int) or not minimum <= v <= maximum:
+            raise self.err(f"{where}{key}", f"a whole number from {minimum:,} to {maximum:,}", v)
         return int(v)
 
     def text(self, d: dict[str, Any], key: str, where: str, default: str | None = None) -> str:
@@ -169,7 +194,7 @@ class _Reader:
 
 
 def _broker(r: _Reader, d: dict[str, Any], defaults: dict[str, float], where: str, name: str) -> BrokerSpec:
-    vals = {k: r.num(d, k, where, defaults[k], positive=k in ("cpu_cores", "nic_mbps")) for k in BROKER_FIELDS}
+    vals = {k: r.num(d, k, where, defaults[k], bounds=BROKER_BOUNDS[k]) for k in BROKER_FIELDS}
     return BrokerSpec(name, **vals)
 
 
@@ -196,7 +221,7 @@ def parse_scenario(doc: dict[str, Any], source: str) -> Scenario:
     raw_defaults = r.table(doc, "broker_defaults", "")
     check_keys(raw_defaults, BROKER_FIELDS, "broker_defaults.", source)
     defaults = {
-        k: r.num(raw_defaults, k, "broker_defaults.", BROKER_DEFAULTS[k], positive=k in ("cpu_cores", "nic_mbps"))
+        k: r.num(raw_defaults, k, "broker_defaults.", BROKER_DEFAULTS[k], bounds=BROKER_BOUNDS[k])
         for k in BROKER_FIELDS
     }
     if "brokers" not in doc:
@@ -206,8 +231,8 @@ def parse_scenario(doc: dict[str, Any], source: str) -> Scenario:
         where = f"brokers[{i}]."
         check_keys(b, ("name", *BROKER_FIELDS), where, source)
         name = r.text(b, "name", where)
-        if any(x.name == name for x in brokers):
-            raise r.err(f"{where}name", "a broker name not used before", name)
+        if any(broker_key(x.name) == broker_key(name) for x in brokers):
+            raise r.err(f"{where}name", "a broker name not used before (letter case aside)", name)
         brokers.append(_broker(r, b, defaults, where, name))
     if not brokers:
         raise r.err("brokers", "at least one [[brokers]] table", [])
@@ -216,6 +241,9 @@ def parse_scenario(doc: dict[str, Any], source: str) -> Scenario:
         where = f"events[{i}]."
         check_keys(e, EVENT_KEYS, where, source)
         at = r.duration(e, "at", where, "0s")
+        if at >= duration:
+            within = f"a time within the run (before duration = {doc.get('duration', '6h')})"
+            raise r.err(f"{where}at", within, e.get("at"))
         action = r.text(e, "action", where)
         if action not in ACTIONS:
             raise r.err(f"{where}action", "one of add, remove, restart", action)
@@ -246,8 +274,8 @@ def parse_scenario(doc: dict[str, Any], source: str) -> Scenario:
         namespaces.append(
             NamespaceSpec(
                 name=name,
-                bundles=r.integer(n, "bundles", where, 4, minimum=1),
-                topics=r.integer(n, "topics", where, 0),
+                bundles=r.integer(n, "bundles", where, 4, minimum=1, maximum=MAX_NAMESPACE_BUNDLES),
+                topics=r.integer(n, "topics", where, 0, maximum=MAX_NAMESPACE_TOPICS),
                 msg_rate=r.num(n, "msg_rate", where, 0.0),
                 fanout=r.num(n, "fanout", where, 1.0),
                 msg_size=r.num(n, "msg_size", where, 1024.0),
@@ -267,10 +295,13 @@ def parse_scenario(doc: dict[str, Any], source: str) -> Scenario:
         ns = r.text(b, "namespace", where)
         if all(n.name != ns for n in namespaces):
             raise r.err(f"{where}namespace", "a namespace listed under [[namespaces]]", ns)
+        burst_at = r.duration(b, "at", where, "0s")
+        if burst_at >= duration:
+            raise r.err(f"{where}at", "a time within the run (before duration)", b.get("at"))
         bursts.append(
             Burst(
                 ns,
-                r.duration(b, "at", where, "0s"),
+                burst_at,
                 r.duration(b, "duration", where, "30m"),
                 r.num(b, "factor", where, 3.0),
             )
@@ -321,15 +352,10 @@ def _policies(value: Any, source: str) -> PlacementPolicies:
         raise e.within(source) from None
 
 
-def load_scenario(path: str | Path, stdin: TextIO | None = None) -> Scenario:
-    """Read and parse a ``CLUSTER.toml`` file (``-``: ``stdin``)."""
-    source = "<stdin>" if str(path) == "-" else str(path)
-    try:
-        text = stdin.read() if source == "<stdin>" and stdin is not None else Path(path).read_text(encoding="utf-8")
-    except OSError as e:
-        raise InputError(f"cannot read: {e.strerror}", source=source) from None
-    except UnicodeDecodeError:
-        raise InputError("not UTF-8 text", source=source) from None
+def load_scenario(path: str | Path) -> Scenario:
+    """Read and parse a ``CLUSTER.toml`` file (``-``: stdin) through ``model.textfiles``."""
+    source = source_name(str(path))
+    text = read_text(str(path))
     try:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:

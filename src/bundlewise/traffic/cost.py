@@ -65,6 +65,16 @@ class BrokerSpec:
 
 
 BROKER_FIELDS = ("cpu_cores", "nic_mbps", "cpu_base_cores", "cpu_us_per_msg", "cpu_us_per_kib")
+BROKER_BOUNDS: dict[str, tuple[float, float]] = {
+    "cpu_cores": (0.1, 10_000.0),
+    "nic_mbps": (1.0, 10_000_000.0),
+    "cpu_base_cores": (0.0, 10_000.0),
+    "cpu_us_per_msg": (0.0, 1_000_000.0),
+    "cpu_us_per_kib": (0.0, 1_000_000.0),
+}
+"""Physical bounds of a broker's capacity and cost model (inclusive): a tenth of a core to 10,000 cores, a 1 Mbit/s
+to 10 Tbit/s NIC, at most a second of CPU per message or KiB.  Outside them the loads computed are meaningless
+(a 10⁻⁶-core broker is "230,000,000 % loaded")."""
 BROKER_DEFAULTS: dict[str, float] = {k: float(getattr(BrokerSpec("defaults"), k)) for k in BROKER_FIELDS}
 
 

@@ -39,6 +39,7 @@ import pyarrow.json as pajson
 import pyarrow.parquet as pq
 
 from bundlewise.model.errors import InputError
+from bundlewise.model.textfiles import BOM, strip_bom
 from bundlewise.traffic.columns import NUMBER_FIELDS, TRACE_COLUMNS
 
 TRACE_KINDS = {".parquet": "parquet", ".csv": "csv", ".jsonl": "json", ".ndjson": "json", ".json": "json"}
@@ -46,6 +47,7 @@ PROM_EXTENSIONS = (".prom", ".txt", ".metrics")
 RECORDED_COLUMNS = ("bundle", "topics")
 """Columns of the pipeline's outputs a replay reads besides the trace's."""
 BLOCK_BYTES = 16 << 20
+BOM_BYTES = BOM.encode("utf-8")
 JSON_SCHEMA = pa.schema(
     [
         ("timestamp", pa.float64()),
@@ -186,45 +188,60 @@ def _csv(files: list[str], source: str) -> list[Part]:
 
 def _csv_header(path: str) -> list[str]:
     with pafs.LocalFileSystem().open_input_file(path) as fh:
-        return csv_header(fh)
+        return csv_header(fh, source=path)
 
 
 def _blocks(path: str, skip_first_line: bool) -> Iterator[bytes]:
     """The file in blocks of about ``BLOCK_BYTES`` cut at line ends (``line_blocks``)."""
     with pafs.LocalFileSystem().open_input_file(path) as fh:
-        for _offset, block in line_blocks(fh, 0, None, skip_first_line, BLOCK_BYTES):
+        for _offset, block in line_blocks(fh, 0, None, skip_first_line, BLOCK_BYTES, source=path):
             yield block
 
 
 # -- lines and blocks (shared with the pipeline's fast path, ``pipeline.fragments``) ---------------------------
 
 
-def csv_header(f: pa.NativeFile) -> list[str]:
-    """The column names of a CSV file's first line (``f`` an open pyarrow file, read from its start)."""
+def csv_header(f: pa.NativeFile, source: str | None = None) -> list[str]:
+    """The column names of a CSV file's first line (``f`` an open pyarrow file, read from its start), a leading
+    byte-order mark removed (``model.textfiles.strip_bom``; noted on stderr when ``source`` names the file)."""
     f.seek(0)
     length = _through_newline(f, 0, f.size())
     f.seek(0)
-    first = f.read(length)
+    first = _without_bom(f.read(length), source)
     return next(csv.reader([first.rstrip(b"\r\n").decode("utf-8", errors="replace")]), [])
 
 
 def line_blocks(
-    f: pa.NativeFile, start: int, end: int | None, skip_header: bool = False, block: int = BLOCK_BYTES
+    f: pa.NativeFile,
+    start: int,
+    end: int | None,
+    skip_header: bool = False,
+    block: int = BLOCK_BYTES,
+    source: str | None = None,
 ) -> Iterator[tuple[int, bytes]]:
     """``(offset, block)``: blocks of whole lines of ``f`` (an open pyarrow file) and where each starts — the
     lines whose first byte lies in ``[start, end)`` (Hadoop's ``LineRecordReader`` split rule: a range that does
     not start the file skips the line it starts in; the line it ends in is read to its end), in blocks of about
     ``block`` bytes, each ending at a line end (or the end of the file).  ``skip_header``: a range starting the
-    file skips its first line.  A block's own range ``[offset, offset + len(block))`` reads it again."""
+    file skips its first line; else a leading byte-order mark is left out (``model.textfiles.strip_bom``; noted on
+    stderr when ``source`` names the file).  A block's own range ``[offset, offset + len(block))`` reads it
+    again."""
     size = f.size()
     end = size if end is None else min(end, size)
     pos = start
-    if start > 0:  # the line that starts before ``start`` belongs to the previous range
+    bom = 0
+    if start <= len(BOM_BYTES):  # a range right after the mark (a first block read again) starts the file too
+        f.seek(0)
+        head = f.read(len(BOM_BYTES))
+        bom = len(head) - len(_without_bom(head, source if start == 0 and not skip_header else None))
+    if start > bom or (start > 0 and skip_header):  # the line that starts before ``start`` is the previous range's
         f.seek(start - 1)
         pos = start - 1 + _through_newline(f, start - 1, size)
     elif skip_header:
         f.seek(0)
         pos = _through_newline(f, 0, size)
+    else:
+        pos = bom
     while pos < end:
         f.seek(pos)
         data: bytes = f.read(block)
@@ -241,6 +258,16 @@ def line_blocks(
             data = data if stop < 0 else data[: stop + 1]
         yield pos, data
         pos += len(data)
+
+
+def _without_bom(data: bytes, source: str | None) -> bytes:
+    """``data`` (a file's first bytes) without a leading UTF-8 byte-order mark, noted on stderr when ``source``
+    names the file (the simulator's reader on the driver; the pipeline's tasks remove it silently)."""
+    return strip_bom(data, "", _silent) if source is None else strip_bom(data, source)
+
+
+def _silent(line: str) -> None:
+    """Notes are not printed from Spark's tasks."""
 
 
 def _through_newline(f: pa.NativeFile, at: int, size: int) -> int:

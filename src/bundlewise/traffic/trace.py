@@ -24,6 +24,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from bundlewise.model.bundles import Bundle
+from bundlewise.model.epoch import check_trace_start
 from bundlewise.model.errors import InputError
 from bundlewise.model.hashing import crc32_hash
 from bundlewise.model.names import TopicName, bundle_namespace
@@ -102,6 +103,10 @@ class TraceWorkload:
             if col not in table.column_names:
                 raise InputError(f"missing column {col!r}", source=source)
         ts = _numbers(table, "timestamp", np.int64)
+        try:
+            check_trace_start(int(ts.min()), "timestamp")
+        except InputError as e:
+            raise e.within(source) from None
         entry, names, hashes, namespaces = self._entries(table, source)
         order: np.ndarray | None = np.argsort(ts, kind="stable")
         if order is not None and np.all(order == np.arange(n)):

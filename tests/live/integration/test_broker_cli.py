@@ -57,6 +57,13 @@ def test_the_broker_reads_its_trace_by_the_simulators_reader_and_rules(tmp_path:
         f"error: {dump}: --workload: expected a local topic-samples trace (Parquet, CSV or JSON Lines) or the "
         "pipeline's outputs; convert remote data or Pulsar dumps with `bundlewise pipeline` first\n"
     )
+    seconds = tmp_path / "seconds.jsonl"  # the input rules too: a trace written in seconds is refused
+    seconds.write_text('{"timestamp": 1700000000, "topic": "persistent://a/b/t", "msgRateIn": 5}\n')
+    out = broker("--store", f"etcd://127.0.0.1:{port}", "--web", "127.0.0.1:1", "--workload", str(seconds))
+    assert out.returncode == 2 and out.stderr == (
+        f"error: {seconds}: timestamp: 1700000000 looks like seconds since the epoch (2023-11-14 in seconds, "
+        "1970-01-20 in ms); expected milliseconds: multiply by 1000 (1700000000000)\n"
+    ), out.stderr
 
 
 def test_unreachable_store_and_unsupported_load_manager() -> None:

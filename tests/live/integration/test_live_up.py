@@ -77,7 +77,7 @@ def test_live_up_plays_a_restart_and_writes_the_simulators_files(tmp_path: Path,
     assert leftovers(store_of(stderr)) == []
 
     assert sorted(p.name for p in out.iterdir()) == [
-        "decisions.jsonl", "lookups.parquet", "report.html", "summary.json", "timeline.parquet",
+        "_SUCCESS", "decisions.jsonl", "lookups.parquet", "report.html", "summary.json", "timeline.parquet",
     ]  # fmt: skip
     doc = json.loads((out / "summary.json").read_text())
     assert doc == json.loads(stdout)

@@ -69,7 +69,7 @@ def test_both_managers_play_the_same_scenario_side_by_side(tmp_path: Path) -> No
         assert leftovers(store) == []
 
     assert sorted(p.name for p in out.iterdir()) == [
-        "decisions.jsonl", "lookups.parquet", "report.html", "summary.json", "timeline.parquet",
+        "_SUCCESS", "decisions.jsonl", "lookups.parquet", "report.html", "summary.json", "timeline.parquet",
     ]  # fmt: skip
     doc = json.loads((out / "summary.json").read_text())
     assert doc == json.loads(proc.stdout)
