@@ -87,7 +87,7 @@ def scenarios(draw: st.DrawFn) -> dict[str, Any]:
             action = "add"  # an unlisted broker is introduced by an add
         events.append(
             {
-                "at": f"{draw(st.integers(0, ticks))}m",
+                "at": f"{draw(st.integers(0, ticks - 1))}m",
                 "action": action,
                 "broker": broker,
                 "down_for": f"{draw(st.integers(1, 8))}m",

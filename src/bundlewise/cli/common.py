@@ -74,7 +74,7 @@ def add_config_options(p: argparse.ArgumentParser) -> None:
 
 POLICIES_HELP = (
     "placement constraints: JSON {namespaceIsolationPolicies, antiAffinityGroups, failureDomains} or the output "
-    "of `pulsar-admin ns-isolation-policy list CLUSTER` (docs/placement.md)"
+    "of `pulsar-admin ns-isolation-policy list CLUSTER`"
 )
 
 
