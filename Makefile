@@ -69,9 +69,10 @@ proto: $(STAMP)
 test: $(STAMP) zookeeper chromium
 	$(PY) -m pytest -q
 
-# everything but the Spark and the integration tests: starts no server and no broker process (under 3 minutes)
+# the fast tier: everything but the Spark, integration and slow tests (Ctrl-C runs, the report rendered in
+# Chromium, the simulator's hypothesis invariants); starts no server and no broker process (under 3 minutes)
 test-fast: $(STAMP)
-	$(PY) -m pytest -q -m "not spark and not integration"
+	$(PY) -m pytest -q -m "not spark and not integration and not slow"
 
 bench: $(STAMP)
 	$(PY) -m bench
