@@ -86,8 +86,11 @@ def read_key(value: str, field: str) -> bytes:
             return path.read_bytes()
         except OSError as e:
             raise InputError(f"cannot read the key file {path}: {e.strerror}", field=field) from None
-    if Path(value).is_file():
-        return Path(value).read_bytes()
+    try:
+        if Path(value).is_file():
+            return Path(value).read_bytes()
+    except OSError:  # base64 text longer than a file name may be (ENAMETOOLONG) is no path
+        pass
     try:
         return base64.b64decode(value, validate=True)
     except binascii.Error:
