@@ -105,9 +105,18 @@ class ServiceUnitStateChannel:
         self.disabled = False
         self.listeners: list[Listener] = []
         self.split_handler: Callable[[str, ServiceUnitStateData], Coroutine[Any, Any, None]] | None = None
-        self.counters = {"published": 0, "rejected": 0, "closed": 0, "reasserted": 0, "lost_reassert": 0}
+        self.counters = {
+            "published": 0,
+            "rejected": 0,
+            "closed": 0,
+            "reasserted": 0,
+            "lost_reassert": 0,
+            "recreated": 0,
+        }
         self._waiters: dict[str, asyncio.Future[LookupCompletion]] = {}
         self._confirmed: dict[str, int] = {}  # key -> session id in which this broker's ownership is confirmed
+        self._held: dict[str, ServiceUnitStateData] = {}  # key -> the last record seen owned by this broker
+        self.is_current_bundle: Callable[[str], Coroutine[Any, Any, bool]] | None = None
         self._synced = 0  # the session id whose re-sync completed
         self._sync_task: asyncio.Task[None] | None = None
         self._splits: dict[str, asyncio.Task[None]] = {}
@@ -222,8 +231,12 @@ class ServiceUnitStateChannel:
         if owns(self.me, record):
             if sid != 0 and self._synced == sid:
                 self._confirmed[key] = sid
+            if record is not None and record.state is ServiceUnitState.Owned:
+                self._held[key] = record
         else:
             self._confirmed.pop(key, None)
+            if record is not None:  # handed on; a record that vanished (None) is kept: the store may have lost it
+                self._held.pop(key, None)
         if r.close is not None:
             self.counters["closed"] += 1
             log.info("closed %s (%s)", key, r.reason)
@@ -272,6 +285,7 @@ class ServiceUnitStateChannel:
                 continue
             try:
                 await self.table.refresh()
+                await self._recreate_lost(sid)
                 for key, record in self.table.items():
                     if record is None or record.state is not ServiceUnitState.Splitting:
                         continue
@@ -298,6 +312,32 @@ class ServiceUnitStateChannel:
                 self._synced = sid
                 log.info("channel synced in session %x", sid)
                 return
+
+    async def _recreate_lost(self, sid: int) -> None:
+        """Re-create the records of bundles this broker owned that are gone from the store (a store
+        restarted without its data): ``Owned(dst = me)``, created only where no record exists (a create
+        at version -1, so any record written meanwhile wins), and only for a bundle that is still one of
+        its namespace's current bundles.  No record means nobody owns the bundle, so this is an assignment
+        to the broker that served it, not a second owner."""
+        for key, record in list(self._held.items()):
+            if self.table.get(key) is not None or self.store.session_id != sid:
+                continue
+            if self.is_current_bundle is not None and not await self.is_current_bundle(key):
+                self._held.pop(key, None)
+                continue
+            mine = ServiceUnitStateData(
+                ServiceUnitState.Owned,
+                self.me,
+                None,
+                force=True,
+                timestamp=wall_ms(),
+                version_id=next_version_id(record),
+            )
+            if await self.table.put_if_absent(key, mine):
+                self.counters["recreated"] += 1
+                log.info("re-created the lost record of %s (the store lost its data)", key)
+            else:
+                log.info("%s was recorded again by another broker while this one re-created it", key)
 
     async def _reassert(self, key: str, record: ServiceUnitStateData, sid: int) -> None:
         mine = ServiceUnitStateData(

@@ -104,6 +104,7 @@ class ExtensibleLoadManager:
         self.reporters = LoadReporters(ctx, self.broker_load, self.top_bundles, self.tasks)
         self.splits = SplitExecutor(self.channel, ctx.bundles)
         self.channel.split_handler = self.splits.run
+        self.channel.is_current_bundle = self._is_current_bundle
         self.resolver = OwnerResolver(self.channel, ctx.bundles, self.select)
         self.unload_waits = Completion(unload_waiter_done)
         self.split_waits = Completion(split_waiter_done)
@@ -361,6 +362,11 @@ class ExtensibleLoadManager:
             return str(e)
         finally:
             waits.forget(bundle, fut)
+
+    async def _is_current_bundle(self, key: str) -> bool:
+        """``key`` is one of its namespace's bundles as this broker knows them now."""
+        bundle = Bundle.parse(key)
+        return bundle in (await self.ctx.bundles.get(bundle.namespace)).bundles.bundles
 
     async def _remove_load_data(self, broker: str) -> None:
         await self.broker_load.remove(broker)

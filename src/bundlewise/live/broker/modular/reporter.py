@@ -12,6 +12,9 @@
   ``loadBalancerReportUpdateMaxIntervalMinutes`` since ``lastUpdate``, or a change above
   ``loadBalancerReportUpdateThresholdPercentage`` in message rate, throughput, bundle count or
   weighted max usage.
+* **Registration kept**: a registration lock that expired (its revalidation after a session loss met
+  another session's node, e.g. this broker's own previous session's, which then went away) is taken
+  again at the next report task run, so a broker never stays unregistered while it runs.
 * ``metrics`` are the ``brk_lb_*_usage`` gauges of the last sample (``#updateLoadBalancingMetrics``).
 """
 
@@ -74,6 +77,9 @@ class BrokerReporter:
         report = self.sample()
         if self.lock is None or not self.ctx.store.is_connected:
             return False
+        if not self.lock.is_valid:  # lost to another session's node that went away since: register again
+            await self.register()
+            return True
         now = self.ctx.clock.now_ms()
         last = None if self.last_written is None else figures(self.last_written, self.ctx)
         since = now - report.lastUpdate

@@ -15,7 +15,8 @@
 * **Notifications**: one prefix watch over the whole root (``/v3/watch`` streaming).  A PUT of
   version 1 is Created, a later PUT Modified, a DELETE Deleted; creations and deletions also
   notify ChildrenChanged on the parent.  A broken stream is resumed from the next revision, so no
-  event is lost while the server keeps its history.
+  event is lost while the server keeps its history; a server whose revision went back (restarted
+  without its data) is watched from its current revision.
 """
 
 from __future__ import annotations
@@ -247,6 +248,8 @@ class EtcdStore(BaseStore):
         while not self._closed:
             request: dict[str, Any] = {"key": b64(start), "range_end": b64(prefix_end(start))}
             if self._revision:
+                with contextlib.suppress(Exception):
+                    await self._rewind_if_history_lost()
                 request["start_revision"] = str(self._revision + 1)
             try:
                 async for result in self._gw.stream("/v3/watch", {"create_request": request}):
@@ -268,6 +271,18 @@ class EtcdStore(BaseStore):
                 log.debug("etcd watch stream ended: %r", e)
             await asyncio.sleep(delay)
             delay = min(delay * 2, 1.0)
+
+    async def _rewind_if_history_lost(self) -> None:
+        """A server restarted without its data counts revisions from 1 again: a watch resumed from our
+        next revision would stay silent until the new history caught up, so it resumes from the server's
+        current revision instead (what was lost is re-read on the SessionReestablished that follows,
+        since the lease went with the data)."""
+        current = as_int(((await self._range(self._key("/"), count_only=True)).get("header") or {}).get("revision"))
+        if 0 < current < self._revision:
+            log.warning(
+                "etcd's revision went back from %d to %d: its data was lost; watching from now", self._revision, current
+            )
+            self._revision = current
 
     def _on_event(self, event: dict[str, Any]) -> None:
         kv = event.get("kv") or {}

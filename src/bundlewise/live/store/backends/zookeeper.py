@@ -11,7 +11,9 @@
 * With credentials, the client authenticates with the ``digest`` scheme and every node it
   creates gets the ACL ``digest:USER:ALL, world:anyone:READ``: others can read but not modify.
 * Session: the probe is ``exists(root)``; kazoo's LOST state (the server expired the session) is
-  reported at once.  The fencing TTL is the session timeout the server *negotiated*.
+  reported at once.  The fencing TTL is the session timeout the server *negotiated*.  On SessionLost
+  the client forgets the newest zxid it saw, so a server restarted without its data (which refuses
+  clients that saw a newer zxid than its own) lets it in again.
 """
 
 from __future__ import annotations
@@ -278,7 +280,13 @@ class ZooKeeperStore(BaseStore):
         return Probe(ProbeStatus.CONNECTED, session, sent_at, timeout_ms / 1000.0)
 
     async def _before_session_event(self, event: SessionEvent) -> None:
-        if event is SessionEvent.SessionReestablished:
+        if event is SessionEvent.SessionLost:
+            # A server restarted without its data counts zxids from 0 again and refuses every client
+            # that has seen a newer one, for ever; the session is lost to us anyway, so we stop
+            # asking to have seen it: the server then renews the session if it still knows it, or
+            # expires it and kazoo opens a new one.
+            self._zk.last_zxid = 0
+        elif event is SessionEvent.SessionReestablished:
             await self._add_watch()
 
     @property

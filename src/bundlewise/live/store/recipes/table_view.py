@@ -9,6 +9,7 @@ The extensible load manager's metadata-store channel keeps one record per bundle
   changed, the map is updated and the *tail* listeners are called with ``(key, value)``
   (``None`` when deleted).  Reads of one key are serialised, so the latest read wins; listeners
   may skip intermediate states, as in Pulsar;
+* **put_if_absent** creates a key that has no node (version -1) and reports whether it did;
 * **put** is a versioned read-modify-write: the resolver ``should_keep_left(existing, proposed)``
   (the channel's ``shouldKeepLeft``; True keeps the existing value) rejects with
   ``ConflictError``; otherwise the value is written with the version read (−1 if absent),
@@ -134,6 +135,17 @@ class MetadataStoreTableView(Generic[T]):
             await self._reload(key)
             raise
         await self._reload(key)
+
+    async def put_if_absent(self, key: str, value: T) -> bool:
+        """Create the key with ``value`` only where no node exists (a create at version -1, no resolver:
+        nothing to resolve against); False when a node was there.  The view re-reads the key either way."""
+        try:
+            await self.store.put(self._path(key), self._codec.encode(value), -1)
+        except BadVersionError:
+            return False
+        finally:
+            await self._reload(key)
+        return True
 
     async def delete(self, key: str, *, only_if: T | None = None) -> bool:
         """Delete the key (NotFound ignored); with ``only_if``, only while the node still holds that
