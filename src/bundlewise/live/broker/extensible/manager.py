@@ -6,7 +6,8 @@ Start order (``#start``): register with ``BrokerLookupData`` (``registry``), mir
 ``/loadbalance/extension/leader`` (``LeaderBroker``; the modular ``/loadbalance/leader`` election does not
 run in this mode), then the reporters every ``loadBalancerReportUpdateMinIntervalMillis``, the split
 scheduler, and the 120 s self-monitor (re-register when the lock was lost, fix a role that does not match
-the election).  Leading starts the leader's work (``leader``: unload cycles and the ownership monitor),
+the election); a start-up step that meets a transient store error is tried again with backoff
+(``live.store.retry``).  Leading starts the leader's work (``leader``: unload cycles and the ownership monitor),
 following stops it; both force a report (``#playLeader``, ``#playFollower``).
 
 **Strategies** come from the one registry: ``loadBalancerLoadSheddingStrategy`` when it names a strategy of
@@ -53,6 +54,7 @@ from bundlewise.live.broker.outcomes import ServerError
 from bundlewise.live.broker.tasks import Tasks
 from bundlewise.live.store import JSON, LeaderElection, LeaderElectionState, Notification, layout
 from bundlewise.live.store.errors import MetadataStoreError
+from bundlewise.live.store.retry import retry_transient
 from bundlewise.model.bundles import Bundle
 from bundlewise.model.channel import ServiceUnitState, ServiceUnitStateData, Split
 from bundlewise.model.channel import Unload as UnloadCommand
@@ -176,7 +178,8 @@ class ExtensibleLoadManager:
         await self.top_bundles.start()
         await self.channel.start()
         await self.refresh_constraints()
-        await self.election.elect(values.leader_broker(self.ctx.identity))
+        leader = values.leader_broker(self.ctx.identity)
+        await retry_transient(lambda: self.election.elect(leader), "running for leader")
         await self._refresh_leader()
         period = self.ctx.clock.real_seconds(self.ctx.config.view(BrokerSettings).report_interval_ms)
         self._own.every(period, self._report, "reporting the load")
@@ -184,7 +187,10 @@ class ExtensibleLoadManager:
         self.split_scheduler.start()
 
     async def _report(self) -> None:
-        """One reporting tick: the placement constraints re-read if they changed, then both reporters."""
+        """One reporting tick: the registration taken again if it was lost (not only every 120 s: a broker
+        must not stay unregistered after a store outage), the placement constraints re-read if they
+        changed, then both reporters."""
+        await self.registry.ensure_registered()
         await self.refresh_constraints()
         await self.reporters.report()
 
@@ -351,11 +357,15 @@ class ExtensibleLoadManager:
         """Publish ``record`` for ``bundle`` and wait (``namespaceBundleUnloadingTimeoutMs``) until ``waits``
         hears that it completed; an error text or None."""
         fut = waits.expect(bundle)
-        try:
+
+        async def publish_and_wait() -> str | None:
             if not await self.channel.publish(bundle, record):
                 return f"the channel kept {self.channel.get(bundle)}"
-            await asyncio.wait_for(asyncio.shield(fut), self.settings.unloading_timeout_ms / 1000)
+            await asyncio.shield(fut)
             return None
+
+        try:  # the publish is inside the bound too: a store that stops answering cannot hold the call
+            return await asyncio.wait_for(publish_and_wait(), self.settings.unloading_timeout_ms / 1000)
         except TimeoutError:
             return f"not completed within {self.settings.unloading_timeout_ms} ms"
         except MetadataStoreError as e:

@@ -25,6 +25,7 @@ from bundlewise.live.broker import values
 from bundlewise.live.store import JSON, LockManager, MetadataStore, Notification, NotificationType, ResourceLock, layout
 from bundlewise.live.store import SessionEvent as StoreSessionEvent
 from bundlewise.live.store.errors import MetadataStoreError
+from bundlewise.live.store.retry import retry_transient
 
 log = logging.getLogger(__name__)
 Listener = Callable[[str, bool], None]
@@ -73,8 +74,8 @@ class BrokerRegistry:
             self.store.register_listener(self._on_notification, layout.BROKERS_ROOT),
             self.store.register_session_listener(self._on_session),
         ]
-        await self.register()
-        await self._sync()
+        await retry_transient(self.register, "registering the broker")
+        await retry_transient(self._sync, "listing the registered brokers")
 
     async def register(self) -> None:
         self.lock = await self.locks.acquire(layout.broker(self.broker_id), self.value)

@@ -7,10 +7,16 @@ renders their answers (``render``).  Which routes authenticate: everything under
 ``/openapi.json`` never.  ``ownedNamespaces`` lists only the bundles the broker serves at the moment
 it answers (fencing applied) and carries that moment as ``X-Bundlewise-Monotonic`` (``time.monotonic``,
 system-wide on Linux), so an observer can compare brokers' answers in time.
+
+During a store outage nothing escapes as a bare 500: a store error is ``{"reason": …}`` with 503 while
+the store cannot be reached and 500 otherwise (``store_error``), any other unexpected error is Pulsar's
+500 framing (``render.server_error``), and every request is answered within ``request_bound`` (503
+``{"reason": "Request timed out …"}`` past it).
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from typing import Any, Protocol
@@ -20,6 +26,8 @@ from fastapi import FastAPI, Request
 from starlette.exceptions import HTTPException
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 
+from bundlewise.config import Config
+from bundlewise.config.views import BrokerSettings
 from bundlewise.live.broker import metrics, values
 from bundlewise.live.broker.auth import AuthenticationError, Authority, AuthorizationError
 from bundlewise.live.broker.http import render, topics
@@ -28,6 +36,7 @@ from bundlewise.live.broker.namespace import NamespaceService
 from bundlewise.live.broker.outcomes import Connect, Redirect, RedirectError, RestError, ServerError, Unavailable
 from bundlewise.live.broker.policies import BundlesCache
 from bundlewise.live.store import JSON, MetadataStore, layout
+from bundlewise.live.store.errors import CONNECTIVITY_ERRORS, AlreadyClosedError, MetadataStoreError
 from bundlewise.model.bundles import Bundle
 from bundlewise.model.errors import HashOutOfRange, InputError
 from bundlewise.model.names import TopicName
@@ -39,6 +48,7 @@ class Broker(topics.Host, Protocol):
     """What the HTTP layer uses of a broker (``live.broker.service.Broker``)."""
 
     identity: values.BrokerIdentity
+    config: Config
     authority: Authority
     bundles: BundlesCache
     manager: LoadManager
@@ -51,6 +61,23 @@ class Broker(topics.Host, Protocol):
     def healthy(self) -> bool: ...
 
 
+def request_bound(config: Config) -> float:
+    """How long any request may take before it is answered 503: the longest wait a request may carry
+    (``namespaceBundleUnloadingTimeoutMs``, ``metadataStoreOperationTimeoutSeconds``) and 2 s more, so
+    the broker's own admin client (which waits that plus 5 s) always hears the answer."""
+    settings = config.view(BrokerSettings)
+    return max(settings.unload_timeout_ms, settings.operation_timeout_ms) / 1000.0 + 2.0
+
+
+def store_error(e: MetadataStoreError) -> tuple[int, str]:
+    """A store error as Pulsar's admin and lookup answer it: 503 while the store cannot be reached
+    (its session is gone or the request timed out: ``MetadataStoreException`` of a connection loss),
+    500 for any other store failure, each with the reason in ``{"reason": …}``."""
+    if isinstance(e, (*CONNECTIVITY_ERRORS, AlreadyClosedError)):
+        return 503, f"Metadata store unavailable: {e}"
+    return 500, f"Metadata store error: {e}"
+
+
 def create_app(broker: Broker) -> FastAPI:
     app = FastAPI(
         title="bundlewise broker",
@@ -61,6 +88,7 @@ def create_app(broker: Broker) -> FastAPI:
     )
     auth = broker.authority
     ns = broker.namespace
+    request_timeout = request_bound(broker.config)
 
     @app.exception_handler(AuthenticationError)
     async def _auth_failed(request: Request, e: AuthenticationError) -> Response:
@@ -85,6 +113,22 @@ def create_app(broker: Broker) -> FastAPI:
     @app.exception_handler(ServerError)
     async def _server(request: Request, e: ServerError) -> Response:
         return render.server_error(str(e))
+
+    @app.exception_handler(MetadataStoreError)
+    async def _store(request: Request, e: MetadataStoreError) -> Response:
+        return render.reason(*store_error(e))
+
+    @app.exception_handler(Exception)
+    async def _unexpected(request: Request, e: Exception) -> Response:
+        return render.server_error(str(e) or type(e).__name__)
+
+    @app.middleware("http")
+    async def _bounded(request: Request, call_next: Any) -> Response:
+        try:
+            response: Response = await asyncio.wait_for(call_next(request), request_timeout)
+        except TimeoutError:
+            return render.reason(503, f"Request timed out after {request_timeout:.0f} s")
+        return response
 
     @app.exception_handler(HTTPException)
     async def _no_route(request: Request, e: HTTPException) -> Response:  # Jersey's 404 / 405 on Jetty's page

@@ -2,6 +2,8 @@
 
 Start order (``PulsarService#start``): run for leader at ``/loadbalance/leader`` (``LeaderBroker``),
 then register and publish reports (``reporter``), then follow every broker's reports (``aggregate``).
+A start-up step that meets a transient store error (a connection loss, a lease that expired under
+it) is tried again with backoff (``live.store.retry``) instead of failing the broker's start.
 Leadership starts and stops the leader's work (``leader``).  The manager builds what only this mode uses:
 the ephemeral-lock ownership (``ownership.OwnershipCache``) and the namespace service over it
 (``namespace.ModularNamespaceService``), and runs every background task on one ``live.broker.tasks.Tasks``.
@@ -31,6 +33,7 @@ from bundlewise.live.broker.modular.ownership import OwnershipCache
 from bundlewise.live.broker.modular.reporter import BrokerReporter
 from bundlewise.live.broker.tasks import Tasks
 from bundlewise.live.store import JSON, LeaderElection, LeaderElectionState, Notification, layout
+from bundlewise.live.store.retry import retry_transient
 from bundlewise.model.decisions import Logged
 from bundlewise.model.errors import InputError
 from bundlewise.results.decisions import decision_row
@@ -68,9 +71,10 @@ class ModularLoadManager:
     # -- lifecycle ---------------------------------------------------------------------------
     async def start(self) -> None:
         await self.tasks.open()
-        await self.election.elect(values.leader_broker(self.ctx.identity))
+        leader = values.leader_broker(self.ctx.identity)
+        await retry_transient(lambda: self.election.elect(leader), "running for leader")
         await self._refresh_leader()
-        await self.reporter.register()
+        await retry_transient(self.reporter.register, "registering the broker")
         self.data.start()
         period = self.ctx.clock.real_seconds(self.ctx.config.view(BrokerSettings).report_interval_ms)
         self._reporting.every(period, self._write_report, "writing the load report")

@@ -116,6 +116,8 @@ class EtcdGateway:
             return errors.AuthError(f"etcd: {message}")
         if status in (502, 503, 504) or code in (4, 14):  # DEADLINE_EXCEEDED, UNAVAILABLE
             return errors.ConnectionLossError(f"etcd: {message}")
+        if "lease not found" in message:  # a put bound to a lease that expired: the session is over
+            return errors.SessionExpiredError(f"etcd: {message}")
         return errors.MetadataStoreError(f"etcd: {message} (code {code})")
 
     async def stream(self, path: str, body: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:

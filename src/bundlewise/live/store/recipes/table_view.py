@@ -4,7 +4,8 @@ The extensible load manager's metadata-store channel keeps one record per bundle
 ``/service_unit_state/{tenant}/{ns}/{range}``; every broker mirrors them all:
 
 * **start** walks the tree under the prefix (leaves = nodes without children, 50 reads at a time,
-  within ``fill_timeout``), fills the map and calls the *existing-item* listeners;
+  within ``fill_timeout``), fills the map and calls the *existing-item* listeners; a fill that meets
+  a transient store error is tried again (``retry.retry_transient``);
 * every **notification** on a valid path below the prefix re-reads that key; when the value
   changed, the map is updated and the *tail* listeners are called with ``(key, value)``
   (``None`` when deleted).  Reads of one key are serialised, so the latest read wins; listeners
@@ -34,6 +35,7 @@ from bundlewise.live.store.base import check_path, under
 from bundlewise.live.store.codec import JSON, Codec
 from bundlewise.live.store.errors import BadVersionError, ConflictError, NotFoundError
 from bundlewise.live.store.recipes.versioned import read_modify_write
+from bundlewise.live.store.retry import retry_transient
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -101,6 +103,10 @@ class MetadataStoreTableView(Generic[T]):
             self.store.register_listener(self._on_notification, self.prefix),
             self.store.register_session_listener(self._on_session_event),
         ]
+        await retry_transient(self._fill, f"filling the view of {self.prefix}")
+        self._spawn(self._refresh_loop())
+
+    async def _fill(self) -> None:
         leaves = await asyncio.wait_for(self._leaves(), self._fill_timeout)
         for key, value in await asyncio.wait_for(self._read_all(leaves), self._fill_timeout):
             if value is None:
@@ -108,7 +114,6 @@ class MetadataStoreTableView(Generic[T]):
             self._data[key] = value
             for listener in self._existing_listeners:
                 listener(key, value)
-        self._spawn(self._refresh_loop())
 
     async def close(self) -> None:
         self._closed = True
