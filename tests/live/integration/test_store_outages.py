@@ -72,7 +72,10 @@ def test_every_bundle_is_served_again_after_a_store_outage(
         back = time.monotonic()
         wait_until(lambda: set(BUNDLES) <= _serving(c), BOUND + 20, "every bundle served again")
         took = time.monotonic() - back
-        print(f"{manager} {fault}: every bundle served again {took:.2f} s after the store returned (bound {BOUND})")
+        store = fresh_server.name
+        print(
+            f"{store} {manager} {fault}: every bundle served again {took:.2f} s after the store returned (bound {BOUND})"
+        )
         assert took <= BOUND
         for b in c.brokers:
             wait_until(

@@ -1,7 +1,7 @@
 """Start-up retries and error answers during a store outage, on the in-memory store: the backoff
-schedule of ``live.store.retry``, which errors it retries and when it gives up, and what a broker's
+schedule of ``live.store.retry``, which errors it retries and when it gives up, what a broker's
 HTTP surface answers while its store is unreachable (Pulsar's ``{"reason": …}`` bodies, never a bare
-500)."""
+500), and when the orphan cleanup's fast path holds the store stable again."""
 
 from __future__ import annotations
 
@@ -12,7 +12,9 @@ import pytest
 from inproc import cluster
 from live_support import run
 
+from bundlewise.algorithms.extensible.channel.cleanup import SessionEvent, SessionHistory
 from bundlewise.config import Config
+from bundlewise.live.broker.extensible.cleanup import stable_again
 from bundlewise.live.broker.http.app import request_bound, store_error
 from bundlewise.live.store import layout
 from bundlewise.live.store.backends.etcd_gateway import EtcdGateway
@@ -113,3 +115,12 @@ def test_a_lookup_while_the_store_is_unreachable_answers_503_with_a_reason(tmp_p
             assert await store.exists(layout.broker(b.identity.broker_id))
 
     run(body())
+
+
+def test_the_store_is_stable_again_one_session_timeout_after_the_session_came_back() -> None:
+    back = SessionHistory(SessionEvent.SessionReestablished, 100_000)
+    assert not stable_again(back, 103_999, True, 4.0)  # 3.999 s after: live brokers may still be re-registering
+    assert stable_again(back, 104_000, True, 4.0)
+    assert not stable_again(back, 200_000, False, 4.0)  # disconnected now: nothing is proven
+    assert not stable_again(SessionHistory(SessionEvent.SessionLost, 100_000), 200_000, True, 4.0)
+    assert stable_again(SessionHistory(), 1_700_000_000_000, True, 30.0)  # never lost (at = 0, wall-clock now)

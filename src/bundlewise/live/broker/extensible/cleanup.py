@@ -7,6 +7,12 @@
   serving); one pending job per broker.  **It reappears while a job is pending**: the broker is
   health-checked (``GET /admin/v2/brokers/health?brokerId=``, 3 attempts, ``min(1000, retry² × 50)`` ms
   apart) and the job cancelled when it answers.
+* **The fast path** (bundlewise's; Pulsar waits the whole 180 s): while a Jittery job waits, every
+  second it checks whether the broker is *proven dead* -- the store is stable again (this leader's
+  session connected and re-established at least one session timeout ago, ``stable_again``), the
+  broker's registration is still absent on a fresh read, and its health check fails (all 3
+  attempts) -- and if so cleans up at once.  A broker that is alive re-registers within a probe tick
+  of reaching the store, which cancels the job, so the proof only holds for a broker that is gone.
 * **The cleanup** (``#doCleanup``): the orphans are planned from the leader's mirror *first*, then a
   non-graceful cleanup health-checks the broker and stops if it answers (Pulsar checks before
   planning; planning first means every override carries a version from before the check, so a broker
@@ -35,6 +41,8 @@ from collections.abc import Awaitable, Callable
 
 from bundlewise.algorithms.extensible.channel import CleanupPlan, Override, Selector, on_broker_deleted, plan_cleanup
 from bundlewise.algorithms.extensible.channel.cleanup import (
+    SessionEvent,
+    SessionHistory,
     health_check_retry_delay_ms,
     is_orphan,
     should_health_check_on_creation,
@@ -47,11 +55,23 @@ from bundlewise.algorithms.extensible.channel.settings import (
 )
 from bundlewise.live.broker.extensible.channel import ServiceUnitStateChannel, wall_ms
 from bundlewise.live.broker.tasks import Tasks
+from bundlewise.live.store import layout
 from bundlewise.live.store.errors import MetadataStoreError
 
 log = logging.getLogger(__name__)
 HEALTH_CHECK_TIMEOUT = 5.0
 OVERRIDE_ATTEMPTS = 3
+FAST_PATH_POLL_S = 1.0
+
+
+def stable_again(history: SessionHistory, now_ms: int, connected: bool, session_timeout_s: float) -> bool:
+    """The store is *stable again* for the fast path: this broker's session is connected and was last
+    re-established at least one session timeout ago (or never lost), so every broker still alive has
+    had a full session timeout to reconnect and register again (a live broker re-registers within a
+    probe tick, ``timeout / 15``, of reaching the store)."""
+    if not connected or history.event is not SessionEvent.SessionReestablished:
+        return False
+    return now_ms - history.at >= session_timeout_s * 1000
 
 
 class OrphanCleanup:
@@ -75,7 +95,15 @@ class OrphanCleanup:
         self.health_check = health_check
         self.remove_load_data = remove_load_data
         self.pending: dict[str, asyncio.Task[None]] = {}
-        self.counters = {"scheduled": 0, "skipped": 0, "cancelled": 0, "cleanups": 0, "overrides": 0, "tombstones": 0}
+        self.counters = {
+            "scheduled": 0,
+            "skipped": 0,
+            "cancelled": 0,
+            "cleanups": 0,
+            "overrides": 0,
+            "tombstones": 0,
+            "proven_dead": 0,
+        }
 
     # -- registration events ---------------------------------------------------------------
     def on_registration(self, broker: str, created: bool) -> None:
@@ -113,12 +141,36 @@ class OrphanCleanup:
 
     async def _job(self, broker: str, delay_s: int) -> None:
         try:
-            if delay_s:
-                await asyncio.sleep(delay_s)
+            loop = asyncio.get_running_loop()
+            until = loop.time() + delay_s
+            while loop.time() < until:  # Pulsar's delay, cut short once the broker is proven dead
+                await asyncio.sleep(min(FAST_PATH_POLL_S, max(0.0, until - loop.time())))
+                if loop.time() < until and await self._proven_dead(broker):
+                    self.counters["proven_dead"] += 1
+                    log.info(
+                        "%s is proven dead (registration still gone with the store stable again, health check "
+                        "failing): cleaning up now instead of after %d s",
+                        broker,
+                        delay_s,
+                    )
+                    break
             await self.cleanup(broker, graceful=False)
         finally:
             if self.pending.get(broker) is asyncio.current_task():
                 del self.pending[broker]
+
+    async def _proven_dead(self, broker: str) -> bool:
+        """The fast path's proof (module docstring): stable again, registration gone, health check failing."""
+        store = self.channel.store
+        history = self.channel.history
+        if not stable_again(history, wall_ms(), store.is_connected, store.session_timeout):
+            return False
+        try:
+            if await store.exists(layout.broker(broker)):
+                return False
+        except MetadataStoreError:
+            return False
+        return not await self.healthy(broker)
 
     # -- the cleanup -----------------------------------------------------------------------
     async def healthy(self, broker: str) -> bool:
