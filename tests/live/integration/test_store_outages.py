@@ -73,9 +73,7 @@ def test_every_bundle_is_served_again_after_a_store_outage(
         wait_until(lambda: set(BUNDLES) <= _serving(c), BOUND + 20, "every bundle served again")
         took = time.monotonic() - back
         store = fresh_server.name
-        print(
-            f"{store} {manager} {fault}: every bundle served again {took:.2f} s after the store returned (bound {BOUND})"
-        )
+        print(f"{store} {manager} {fault}: all served again {took:.2f} s after the store was back (bound {BOUND})")
         assert took <= BOUND
         for b in c.brokers:
             wait_until(
