@@ -22,10 +22,14 @@ session*.  Records are not ephemeral, so after a session loss the mirror may sti
 leader's orphan cleanup is handing to others.  Hence, when the session changes (and at start), the
 mirror is re-synced before anything is served: wait until the registration is valid in the new session,
 re-read every key, then **re-assert** each bundle still recorded ``Owned`` by this broker with a forced
-``Owned(dst = me)`` at the next version.  That write and any concurrent cleanup override compete for
-the same version, so exactly one wins: either the broker keeps the bundle (and the leader's override is
-rejected) or the override stands and the broker never serves it again.  ``Splitting`` records of this
-broker found at a re-sync are split again (the split is idempotent).  Ownership that arrives after the
+``Owned(dst = me)`` at the next version (all keys at once, each its own CAS).  That write and any
+concurrent cleanup override compete for the same version, so exactly one wins: either the broker keeps
+the bundle (and the leader's override is rejected) or the override stands and the broker never serves
+it again.  ``Splitting`` records of this broker found at a re-sync are split again (the split is
+idempotent).  Records this broker last saw ``Owned`` by itself that are gone from the store (a store
+restarted without its data) are created again as ``Owned(dst = me)`` -- a create at version -1, so any
+record written meanwhile wins, and only for bundles still in their namespace's boundaries -- before
+the re-assertion.  Ownership that arrives after the
 re-sync is confirmed on arrival: a leader that wants it back must plan a cleanup after this broker
 re-registered, and the cleanup health-checks the broker after planning and stops if it answers.
 
@@ -302,8 +306,9 @@ class ServiceUnitStateChannel:
                     ]
                     if not stale:
                         break
-                    for key, record in stale:
-                        await self._reassert(key, record, sid)
+                    # concurrently: each key is its own CAS, and a store slow after an outage would
+                    # otherwise make the last bundle wait for every other one's round trips
+                    await asyncio.gather(*(self._reassert(key, record, sid) for key, record in stale))
             except MetadataStoreError as e:
                 log.info("channel re-sync interrupted: %r", e)
                 await asyncio.sleep(SYNC_POLL)
@@ -319,25 +324,23 @@ class ServiceUnitStateChannel:
         at version -1, so any record written meanwhile wins), and only for a bundle that is still one of
         its namespace's current bundles.  No record means nobody owns the bundle, so this is an assignment
         to the broker that served it, not a second owner."""
-        for key, record in list(self._held.items()):
-            if self.table.get(key) is not None or self.store.session_id != sid:
-                continue
-            if self.is_current_bundle is not None and not await self.is_current_bundle(key):
-                self._held.pop(key, None)
-                continue
-            mine = ServiceUnitStateData(
-                ServiceUnitState.Owned,
-                self.me,
-                None,
-                force=True,
-                timestamp=wall_ms(),
-                version_id=next_version_id(record),
-            )
-            if await self.table.put_if_absent(key, mine):
-                self.counters["recreated"] += 1
-                log.info("re-created the lost record of %s (the store lost its data)", key)
-            else:
-                log.info("%s was recorded again by another broker while this one re-created it", key)
+        lost = [(k, v) for k, v in self._held.items() if self.table.get(k) is None]
+        await asyncio.gather(*(self._recreate(key, record, sid) for key, record in lost))
+
+    async def _recreate(self, key: str, record: ServiceUnitStateData, sid: int) -> None:
+        if self.table.get(key) is not None or self.store.session_id != sid:
+            return
+        if self.is_current_bundle is not None and not await self.is_current_bundle(key):
+            self._held.pop(key, None)
+            return
+        mine = ServiceUnitStateData(
+            ServiceUnitState.Owned, self.me, None, force=True, timestamp=wall_ms(), version_id=next_version_id(record)
+        )
+        if await self.table.put_if_absent(key, mine):
+            self.counters["recreated"] += 1
+            log.info("re-created the lost record of %s (the store lost its data)", key)
+        else:
+            log.info("%s was recorded again by another broker while this one re-created it", key)
 
     async def _reassert(self, key: str, record: ServiceUnitStateData, sid: int) -> None:
         mine = ServiceUnitStateData(
