@@ -17,7 +17,8 @@ The extensible load manager's metadata-store channel keeps one record per bundle
   retrying on BadVersion.  The writer re-reads the key at once and applies it locally;
 * **refresh**: every ``refresh_interval`` (600 s, ``CACHE_REFRESH_FREQUENCY_IN_MILLIS``), and after
   Reconnected / SessionReestablished, the tree is walked again and every difference is fed to the
-  tail listeners, which heals a missed notification.
+  tail listeners, which heals a missed notification.  Refreshes after session events are coalesced
+  (one at a time, at most one more after it), so a flapping connection does not pile walks up.
 
 Keys are paths relative to the prefix without the leading slash (``tenant/ns/0x…_0x…``).
 """
@@ -72,6 +73,8 @@ class MetadataStoreTableView(Generic[T]):
         self._existing_listeners: list[Callable[[str, T], None]] = []
         self._tasks: set[asyncio.Task[None]] = set()
         self._unregister: list[Callable[[], None]] = []
+        self._refreshing: asyncio.Task[None] | None = None
+        self._refresh_wanted = False
         self._closed = False
 
     # -- listeners and reads ---------------------------------------------------------------
@@ -252,7 +255,26 @@ class MetadataStoreTableView(Generic[T]):
 
     def _on_session_event(self, event: SessionEvent) -> None:
         if event.is_connected and not self._closed:
-            self._spawn(self._refresh_once())
+            self._schedule_refresh()
+
+    def _schedule_refresh(self) -> None:
+        """One refresh at a time: events during a running one make it run once more after it.  A
+        connection flapping after an outage would otherwise start a full walk per Reconnected, whose
+        load on the store slows the probes into more flapping."""
+        if self._refreshing is not None and not self._refreshing.done():
+            self._refresh_wanted = True
+            return
+
+        async def run() -> None:
+            while True:
+                self._refresh_wanted = False
+                await self._refresh_once()
+                if not self._refresh_wanted or self._closed:
+                    return
+
+        self._refreshing = asyncio.get_running_loop().create_task(run())
+        self._tasks.add(self._refreshing)
+        self._refreshing.add_done_callback(self._tasks.discard)
 
     async def _refresh_once(self) -> None:
         try:
