@@ -49,7 +49,7 @@ def _outage(server: ServerProcess, fault: str) -> None:
     if fault == "pause":
         server.pause()
         try:
-            time.sleep(SESSION + 2)
+            time.sleep(SESSION + 1)
         finally:
             server.resume()
         return
