@@ -9,7 +9,7 @@ import glob
 from pathlib import Path
 
 import pytest
-from broker_harness import FAST, SESSION_MS, cluster, lookup, read_store, served_by, wait_until
+from broker_harness import FAST, SESSION_MS, cluster, lookup, one_topic_per_bundle, read_store, served_by, wait_until
 
 from bundlewise.live.harness.cluster import BrokerProcess
 from bundlewise.live.harness.servers import EtcdServer
@@ -30,11 +30,11 @@ class SlowClockBroker(BrokerProcess):
 
 
 def topic_in(bundle: str) -> str:
-    for i in range(10_000):
-        t = f"persistent://{NS}/t-{i}"
-        if NamespaceBundles.initial(NS, 4).bundle_for_hash(crc32_hash(t)).name == bundle:
-            return t
-    raise AssertionError(bundle)
+    return next(
+        t
+        for t in one_topic_per_bundle(NS)
+        if NamespaceBundles.initial(NS, 4).bundle_for_hash(crc32_hash(t)).name == bundle
+    )
 
 
 @pytest.mark.skipif(not LIBFAKETIME, reason="needs Debian's faketime (make faketime installs it)")

@@ -12,7 +12,17 @@ from typing import Any
 
 import httpx
 import pytest
-from broker_harness import EXT, FAST, cluster, lookup_url, read_store, record, served_by, wait_until
+from broker_harness import (
+    EXT,
+    FAST,
+    cluster,
+    lookup_url,
+    one_topic_per_bundle,
+    read_store,
+    record,
+    served_by,
+    wait_until,
+)
 
 from bundlewise.live.harness.cluster import LocalCluster
 from bundlewise.live.harness.servers import ServerProcess
@@ -25,11 +35,11 @@ REQUESTS = 54  # over 3 brokers and 3 bundles: 6 requests per bundle on each bro
 
 
 def topic_in(bundle: str) -> str:
-    for i in range(10_000):
-        t = f"persistent://{NS}/t-{i}"
-        if NamespaceBundles.initial(NS, 4).bundle_for_hash(crc32_hash(t)).name == bundle:
-            return t
-    raise AssertionError(bundle)
+    return next(
+        t
+        for t in one_topic_per_bundle(NS)
+        if NamespaceBundles.initial(NS, 4).bundle_for_hash(crc32_hash(t)).name == bundle
+    )
 
 
 async def _one(client: httpx.AsyncClient, url: str) -> tuple[int, dict[str, Any] | str]:
