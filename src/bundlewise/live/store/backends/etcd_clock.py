@@ -48,8 +48,11 @@ class ClockReference:
             self._report(local, float(self._ttl - remaining - 1))
             if remaining < RENEW_BELOW:
                 await self.close()
-        except errors.MetadataStoreError as e:
+        except errors.ConnectionLossError as e:
             log.debug("clock reading skipped: %r", e)
+        except errors.MetadataStoreError as e:  # e.g. the lease is unknown: start again
+            log.debug("clock reference reset: %r", e)
+            self._lease = 0
 
     async def _grant(self) -> None:
         granted_at = time.monotonic()
