@@ -11,7 +11,7 @@ STAMP := $(VENV)/.installed
 export PYSPARK_PYTHON := $(abspath $(PY))
 export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 
-.PHONY: proto install demo shell screenshot test test-fast bench check gates lint format-check typecheck clean zookeeper chromium
+.PHONY: proto install demo shell screenshot test test-fast bench check gates lint format-check typecheck clean zookeeper chromium faketime
 
 $(VENV)/bin/python:
 	@echo "creating $(VENV) with $(PYTHON)"
@@ -60,13 +60,19 @@ zookeeper:
 	  $(SUDO) apt-get update -q && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -q zookeeper; }
 	@test -f $(ZOOKEEPER_JAR)
 
+# the skewed-clock fencing test runs one broker under Debian's faketime, installed here when missing
+faketime:
+	@command -v faketime > /dev/null || { echo "installing Debian's faketime"; \
+	  $(SUDO) apt-get update -q && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -q faketime; }
+	@command -v faketime > /dev/null
+
 # the binary protocol's classes from its schema (src/bundlewise/live/broker/binary/wire.proto)
 PROTO_DIR := src/bundlewise/live/broker/binary
 proto: $(STAMP)
 	cd $(PROTO_DIR) && $(abspath $(PY)) -m grpc_tools.protoc -I. --python_out=. --pyi_out=. wire.proto
 
 # pytest exits 5 when no test ran, so a run that collects nothing fails
-test: $(STAMP) zookeeper chromium
+test: $(STAMP) zookeeper chromium faketime
 	$(PY) -m pytest -q
 
 # the fast tier: everything but the Spark, integration and slow tests (Ctrl-C runs, the report rendered in

@@ -319,6 +319,28 @@ def test_get_owner_async():
     assert failed.action is LookupAction.FAIL and failed.reason == f"{KEY} is deleted."
 
 
+def test_with_wait_in_flight_a_lookup_never_answers_a_destination_that_does_not_own_yet():
+    """bundlewise's one-answer rule (the live brokers): the rows of ``test_get_owner_async`` that answer an
+    in-flight destination at once wait for ``Owned`` instead (a plain unload waits for ``Free``); the rest of
+    the table is unchanged."""
+
+    def strict(data):
+        return lookup_owner(B1, KEY, data, registered=ALL_UP, in_flight_wait_ms=30_000, wait_in_flight=True)
+
+    assert strict(rec(Assigning, B2)) == OwnerLookup(
+        LookupAction.WAIT, timeout_ms=30_000, reason=f"moving to {B2}: wait for Owned"
+    )
+    assert strict(rec(Releasing, B2)).action is LookupAction.WAIT
+    assert strict(rec(Releasing, None, B1)) == OwnerLookup(
+        LookupAction.WAIT, timeout_ms=30_000, reason="being unloaded: wait for Free, then assign"
+    )
+    assert strict(rec(Assigning, B1)).action is LookupAction.WAIT
+    assert (strict(rec(Owned, B2)).action, strict(rec(Owned, B2)).owner) == (LookupAction.ANSWER, B2)
+    assert strict(rec(Splitting, None, B2)).owner == B2
+    assert strict(rec(Free, None, B1)).action is LookupAction.EMPTY
+    assert strict(None).action is LookupAction.EMPTY
+
+
 @pytest.mark.parametrize("channel", [ChannelState.Disabled, ChannelState.Closed])
 def test_disabled_or_closed_channel_answers_the_recorded_owner_without_the_registration_check(channel):
     """``ServiceUnitStateChannelTest#testActiveGetOwner`` with the channel disabled/closed (apache PR #24770):

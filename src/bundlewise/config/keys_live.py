@@ -22,6 +22,17 @@ LIVE_KEYS: tuple[Key, ...] = (
         minimum=1000,
     ),
     Key(
+        "bundlewiseFencingMaxClockRatePpm",
+        1000.0,
+        "float",
+        "ppm",
+        "Fencing assumption (not a Pulsar setting): the broker's clock runs slower than the metadata store's by "
+        "at most this much; the fencing deadline's margin covers it, and a broker that measures more fences itself",
+        dynamic=False,
+        minimum=0,
+        maximum=500000,
+    ),
+    Key(
         "statsUpdateFrequencyInSecs",
         60,
         "int",

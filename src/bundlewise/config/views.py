@@ -332,6 +332,7 @@ class BrokerSettings:
     load_manager_class: str
     split_algorithms: tuple[str, ...]
     stats_interval_ms: int
+    max_clock_rate_ppm: float
 
     @classmethod
     def of(cls, c: Mapping[str, Any]) -> BrokerSettings:
@@ -347,6 +348,7 @@ class BrokerSettings:
             load_manager_class=str(c["loadManagerClassName"]),
             split_algorithms=tuple(c["supportedNamespaceBundleSplitAlgorithms"]),
             stats_interval_ms=int(c["statsUpdateFrequencyInSecs"]) * SECOND_MS,
+            max_clock_rate_ppm=float(c["bundlewiseFencingMaxClockRatePpm"]),
         )
 
 

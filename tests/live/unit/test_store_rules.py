@@ -107,3 +107,35 @@ def test_layout_is_pulsars() -> None:
         layout.ownership("public/default/0x0_0x1")
     with pytest.raises(InputError):
         layout.broker("a/b")
+
+
+def test_the_fencing_margin_covers_the_clock_rate_bound_and_the_scheduling_delay() -> None:
+    f = FencingClock(margin=0.5, max_clock_rate_ppm=1000.0)
+    f.confirm(7, sent_at=100.0, ttl=4.0)
+    assert f.deadline == pytest.approx(100.0 + 4.0 - 0.5 - 0.004, abs=1e-12)
+    for lateness in (0.02, 0.3, -0.01):  # the watcher woke late by up to 0.3 s
+        f.observe_delay(lateness)
+    assert f.scheduling_delay == 0.3
+    f.confirm(7, sent_at=101.0, ttl=4.0)
+    assert f.deadline == pytest.approx(101.0 + 4.0 - 0.5 - 0.004 - 0.3, abs=1e-12)
+    for _ in range(15):  # the delay is the maximum over the last 15 wake-ups only
+        f.observe_delay(0.0)
+    assert f.scheduling_delay == 0.0
+
+
+def test_a_clock_slower_than_the_store_beyond_the_bound_fences_for_good() -> None:
+    f = FencingClock(margin=0.4, max_clock_rate_ppm=1000.0)
+    f.confirm(7, sent_at=100.0, ttl=4.0)
+    # 10 s on the store's clock, 9.99 s here: exactly the 1000 ppm bound, the assumption holds
+    assert f.check_clock(local_elapsed=9.99, store_elapsed_at_least=10.0)
+    assert f.suspect is None and f.deadline == pytest.approx(103.596)
+    # a clock at half rate (faketime x0.5): 5 s here while the store counted at least 9 s
+    assert not f.check_clock(local_elapsed=5.0, store_elapsed_at_least=9.0)
+    assert f.deadline == 0.0
+    assert f.suspect == (
+        "the local clock saw 5.000 s pass while the store saw at least 9.000 s (more than 1000 ppm apart)"
+    )
+    f.confirm(7, sent_at=110.0, ttl=4.0)  # later probes never lift it
+    f.confirm(8, sent_at=111.0, ttl=4.0)
+    assert f.deadline == 0.0
+    assert not f.check_clock(local_elapsed=20.0, store_elapsed_at_least=1.0)  # sticky until a restart

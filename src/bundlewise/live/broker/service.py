@@ -53,6 +53,7 @@ from bundlewise.live.broker.policies import BundlesCache
 from bundlewise.live.broker.topic_resources import TopicResources
 from bundlewise.live.broker.traffic import EmulatedTraffic
 from bundlewise.live.store import AuthError, ConnectionLossError, MetadataStore, connect
+from bundlewise.live.store.session import FencingAssumption
 from bundlewise.model.errors import InputError
 from bundlewise.model.load import LocalBrokerData
 from bundlewise.model.resources import MIB, ResourceUsage
@@ -178,6 +179,7 @@ class Broker:
                 self.options.store_url,
                 session_timeout=settings.session_timeout_ms / 1000.0,
                 operation_timeout=settings.operation_timeout_ms / 1000.0,
+                fencing_margin=FencingAssumption(settings.session_timeout_ms / 10_000.0, settings.max_clock_rate_ppm),
             )
         except (ConnectionLossError, AuthError) as e:
             raise InputError(f"cannot open the metadata store: {e}", field="--store") from None

@@ -25,7 +25,7 @@ from bundlewise.live.store.api import (
     SessionListener,
 )
 from bundlewise.live.store.errors import AlreadyClosedError, InvalidPathError
-from bundlewise.live.store.session import FencingClock, Probe, ProbeStatus, SessionStateMachine
+from bundlewise.live.store.session import FencingAssumption, FencingClock, Probe, ProbeStatus, SessionStateMachine
 
 log = logging.getLogger(__name__)
 
@@ -61,11 +61,16 @@ def under(path: str, prefix: str) -> bool:
 
 class BaseStore(MetadataStore):
     def __init__(
-        self, session_timeout: float, fencing_margin: float | None, clock: Callable[[], float] = time.monotonic
+        self,
+        session_timeout: float,
+        fencing_margin: float | FencingAssumption | None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._clock = clock  # what probes are timed on (the fencing deadline is on this clock)
         self._timeout = session_timeout
-        self._fencing = FencingClock(session_timeout / 10 if fencing_margin is None else fencing_margin)
+        if not isinstance(fencing_margin, FencingAssumption):
+            fencing_margin = FencingAssumption(session_timeout / 10 if fencing_margin is None else fencing_margin)
+        self._fencing = FencingClock(fencing_margin.reaction, fencing_margin.max_clock_rate_ppm)
         self._machine = SessionStateMachine(session_timeout)
         self._listeners: list[tuple[str, NotificationListener]] = []
         self._session_listeners: list[SessionListener] = []
@@ -123,8 +128,12 @@ class BaseStore(MetadataStore):
         next_at = loop.time() + tick
         while not self._closed:
             await asyncio.sleep(max(0.0, next_at - loop.time()))
+            self._fencing.observe_delay(loop.time() - next_at)
             next_at = max(next_at + tick, loop.time())
             sent_at = self._clock()
+            if self._fencing.suspect is not None:  # fenced for good: let the session expire at the store
+                await self._observe(Probe(ProbeStatus.DISCONNECTED))
+                continue
             try:
                 probe = await asyncio.wait_for(self._probe(sent_at), tick)
             except (TimeoutError, Exception) as e:  # a probe slower than one tick counts as disconnected
@@ -155,6 +164,16 @@ class BaseStore(MetadataStore):
                         listener(event)
                     except Exception:
                         log.exception("session listener failed on %s", event)
+
+    def _check_clock(self, local_elapsed: float, store_elapsed_at_least: float) -> None:
+        """A backend's clock reading (``session``: clock check); a disagreement fences this process."""
+        if self._fencing.suspect is None and not self._fencing.check_clock(local_elapsed, store_elapsed_at_least):
+            log.error("fenced: the clock assumption is broken, this broker stops serving: %s", self._fencing.suspect)
+
+    @property
+    def clock_suspect(self) -> str | None:
+        """Why this process fenced itself for its clock (None: the assumption holds)."""
+        return self._fencing.suspect
 
     @abc.abstractmethod
     async def _probe(self, sent_at: float) -> Probe:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from bundlewise.live.store.api import MetadataStore
 from bundlewise.live.store.base import DEFAULT_SESSION_TIMEOUT
+from bundlewise.live.store.session import FencingAssumption
 from bundlewise.live.store.url import StoreUrl
 
 DEFAULT_OPERATION_TIMEOUT = 30.0  # metadataStoreOperationTimeoutSeconds
@@ -22,14 +23,15 @@ async def connect(
     *,
     session_timeout: float = DEFAULT_SESSION_TIMEOUT,
     operation_timeout: float = DEFAULT_OPERATION_TIMEOUT,
-    fencing_margin: float | None = None,
+    fencing_margin: float | FencingAssumption | None = None,
     username: str | None = None,
     password: str | None = None,
 ) -> MetadataStore:
     """Connect to the store at ``url`` with a session of ``session_timeout`` seconds.
 
-    ``fencing_margin`` (seconds, default a tenth of the timeout) is subtracted from the fencing
-    deadline.  Raises ``ConnectionLossError`` when no server answers, ``AuthError`` when the
+    ``fencing_margin`` is what the fencing deadline assumes (``session.FencingAssumption``): seconds of
+    reaction time (default a tenth of the timeout) with the default clock-rate bound, or a full
+    assumption.  Raises ``ConnectionLossError`` when no server answers, ``AuthError`` when the
     credentials are refused, ``InputError`` for a malformed URL."""
     if isinstance(url, str) and url.startswith("memory://"):
         from bundlewise.live.store.backends.memory import MemoryServer

@@ -13,12 +13,30 @@ server; a probe that does not answer within one tick counts as disconnected.
 (re)starts a session's expiry timer on every packet it receives from the client (ZooKeeper's
 ``SessionTracker#touchSession``; an etcd lease keep-alive sets the lease's expiry to receipt time +
 TTL).  Receipt happened no earlier than the moment we sent the probe, so the server cannot expire
-the session — and delete its ephemerals — before ``sent_at + timeout``.  The deadline is
-``sent_at + timeout − margin`` of the newest successful probe *of the current session*; the
-margin absorbs clock-rate differences and the caller's own reaction time.  A broker that serves a
-bundle only while ``monotonic() < deadline`` therefore stops before the server can hand the
-ephemeral to anyone else (Pulsar itself leaves that window open; see docs/live/).
+the session — and delete its ephemerals — before ``sent_at + ttl`` *in the server's time*.  The
+deadline is ``sent_at + ttl − margin`` of the newest successful probe *of the current session*, on
+this process's monotonic clock, with
+
+    margin = reaction + ttl × max_clock_rate_ppm / 10⁶ + scheduling_delay
+
+(``FencingAssumption``): ``reaction`` is the caller's own reaction time (default a tenth of the
+session timeout), the rate term covers a local clock that runs slower than the server's by up to
+``max_clock_rate_ppm`` (default 1000 ppm = 0.1 %, ten times the worst quartz drift NTP tolerates), and
+``scheduling_delay`` is the largest lateness of the session watcher's own wake-ups observed over the
+last ``DELAY_WINDOW`` probes (a process that is descheduled acts late by that much).  The TTL is what
+the store answered: etcd's whole-second lease TTL, ZooKeeper's negotiated timeout; both stores only
+ever expire *later* than that (etcd's lessor checks expiries every 500 ms, ZooKeeper's expiry queue
+rounds up to the next tick), so their granularity never shortens the session.  A broker that serves a
+bundle only while ``monotonic() < deadline`` therefore stops before the server can hand the ephemeral
+to anyone else, as long as the assumption holds (Pulsar itself leaves that window open; see docs/live/).
 SessionLost drops the deadline to 0; a new session starts a new deadline.
+
+**Clock check.**  Where the store exposes its own elapsed time (etcd: the remaining TTL of a reference
+lease that is never kept alive, ``/v3/lease/timetolive``), the backend reports ``(local elapsed,
+store elapsed at least)`` pairs; when the local clock saw less than the store's elapsed time shrunk by
+the rate bound (``FencingAssumption.clocks_agree``), the assumption is broken: the fencing clock turns
+*suspect* -- the deadline is 0 from then on, the watcher stops renewing the session so its ephemerals
+expire and other brokers take over, and the reason is logged.  It stays so until the process restarts.
 """
 
 from __future__ import annotations
@@ -85,20 +103,62 @@ class SessionStateMachine:
         return self.status is SessionEvent.SessionReestablished
 
 
+PPM = 1e-6
+DEFAULT_MAX_CLOCK_RATE_PPM = 1000.0
+DELAY_WINDOW = 15  # probes (one session timeout) over which the scheduling delay is the maximum
+
+
+@dataclass(frozen=True, slots=True)
+class FencingAssumption:
+    """What the fencing deadline assumes of this process's clock; pure."""
+
+    reaction: float  # seconds: the caller's own reaction time
+    max_clock_rate_ppm: float = DEFAULT_MAX_CLOCK_RATE_PPM
+
+    def margin(self, ttl: float, scheduling_delay: float = 0.0) -> float:
+        return self.reaction + ttl * self.max_clock_rate_ppm * PPM + scheduling_delay
+
+    def clocks_agree(self, local_elapsed: float, store_elapsed_at_least: float) -> bool:
+        """False when the local clock saw less time pass than the store did, beyond the rate bound."""
+        return local_elapsed >= store_elapsed_at_least * (1 - self.max_clock_rate_ppm * PPM)
+
+
 class FencingClock:
     """The deadline until which the current session's ephemerals surely exist.  Pure."""
 
-    def __init__(self, margin: float) -> None:
-        self.margin = margin
+    def __init__(self, margin: float, max_clock_rate_ppm: float = 0.0) -> None:
+        self.assumption = FencingAssumption(margin, max_clock_rate_ppm)
         self.session_id = 0
         self.deadline = 0.0
+        self.suspect: str | None = None  # why the clock assumption was found broken (sticky)
+        self._delays: list[float] = []
+
+    @property
+    def scheduling_delay(self) -> float:
+        return max(self._delays, default=0.0)
+
+    def observe_delay(self, lateness: float) -> None:
+        """The watcher woke ``lateness`` seconds after it was due."""
+        self._delays = [*self._delays[-(DELAY_WINDOW - 1) :], max(0.0, lateness)]
 
     def confirm(self, session_id: int, sent_at: float, ttl: float) -> None:
         """A probe of ``session_id`` sent at ``sent_at`` was answered; the session lives ``ttl`` s."""
         if session_id != self.session_id:
             self.session_id = session_id
             self.deadline = 0.0
-        self.deadline = max(self.deadline, sent_at + ttl - self.margin)
+        if self.suspect is not None:
+            return
+        self.deadline = max(self.deadline, sent_at + ttl - self.assumption.margin(ttl, self.scheduling_delay))
+
+    def check_clock(self, local_elapsed: float, store_elapsed_at_least: float) -> bool:
+        """Compare one reading; a disagreement makes the clock suspect for good.  True while it agrees."""
+        if self.suspect is None and not self.assumption.clocks_agree(local_elapsed, store_elapsed_at_least):
+            self.suspect = (
+                f"the local clock saw {local_elapsed:.3f} s pass while the store saw at least "
+                f"{store_elapsed_at_least:.3f} s (more than {self.assumption.max_clock_rate_ppm:g} ppm apart)"
+            )
+            self.deadline = 0.0
+        return self.suspect is None
 
     def invalidate(self) -> None:
         """The session is (or must be taken as) lost."""

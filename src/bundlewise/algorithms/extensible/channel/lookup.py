@@ -11,7 +11,10 @@ The decision table, on the key's current record:
 | Init / Free | empty: go and assign |
 | Deleted | error "is deleted" |
 
-* ``me != dst`` answers at once because the source must not block lookups while it unloads.
+* ``me != dst`` answers at once because the source must not block lookups while it unloads.  With
+  ``wait_in_flight`` (what the live brokers use: bundlewise's one-answer rule) it waits for ``Owned``
+  like ``me == dst`` does: an ``Assigning`` destination is a candidate, not yet an owner, and a client
+  must only ever be told the owner the channel committed.
 * When ``me`` is not registered itself (metadata trouble), the recorded owner is answered without the
   activeness check, as a best effort (``#getActiveOwnerAsync``).
 * A channel that is ``Disabled`` or ``Closed`` (the broker is shutting down) answers the recorded owner
@@ -115,6 +118,7 @@ def lookup_owner(
     self_registered: bool = True,
     in_flight_wait_ms: int = 30_000,
     channel_state: ChannelState = ChannelState.Started,
+    wait_in_flight: bool = False,
 ) -> OwnerLookup:
     """``#getOwnerAsync``: the decision table above."""
     state = state_of(data)
@@ -132,7 +136,11 @@ def lookup_owner(
         if data.dst_broker is not None and data.dst_broker == me:
             return _active(data.dst_broker, data, registered, self_registered, in_flight_wait_ms)
         if data.dst_broker is None:
+            if wait_in_flight:
+                return _wait("being unloaded: wait for Free, then assign", in_flight_wait_ms)
             return OwnerLookup(LookupAction.EMPTY, reason="being unloaded: no destination yet")
+        if wait_in_flight:
+            return _wait(f"moving to {data.dst_broker}: wait for Owned", in_flight_wait_ms)
         return OwnerLookup(LookupAction.ANSWER, data.dst_broker, reason=f"moving to {data.dst_broker}")
     return OwnerLookup(LookupAction.FAIL, reason=f"{service_unit} is deleted.")
 

@@ -13,7 +13,11 @@ key's next handled record (``finish_wait``), or ends after
 its namespace's current bundles (a lookup racing a split re-maps its topic instead of resurrecting the
 parent), then ``select`` (the registry's extensible placement) picks a broker and this broker publishes
 ``Assigning(dst = chosen)`` at the next version.  Whoever's ``Assigning`` wins the key's CAS, every
-racing lookup waits for the same ``Owned`` (``lookup_before_assign``).
+racing lookup waits for the same ``Owned`` (``lookup_before_assign``).  **One answer per bundle**
+(bundlewise's rule, stricter than Pulsar): a lookup names only an owner the channel committed --
+``Owned`` or ``Splitting`` in the mirror, which follows the store's CAS order -- never the destination
+of an ``Assigning`` (Pulsar answers it at once; here the lookup waits for its ``Owned``), and a wait
+that ends without an owner assigns again within the in-flight wait instead of failing the client.
 
 **Initiators' waits** (``Completion``): an unload or transfer is done when ``unload_waiter_done``, a
 split when ``split_waiter_done``, each within ``namespaceBundleUnloadingTimeoutMs``.  A record the
@@ -67,10 +71,27 @@ class OwnerResolver:
         return await self._resolve(key, self.channel.lookup_now(key))
 
     async def get_or_select_owner(self, key: str) -> str:
-        """``#getOrSelectOwnerAsync``: the owner, assigning the bundle when it has none."""
-        owner = await self.get_owner(key)
-        if owner is not None:
-            return owner
+        """``#getOrSelectOwnerAsync``: the owner, assigning the bundle when it has none.
+
+        Only an owner the channel committed (``Owned``/``Splitting``, read from the mirror after the
+        key's CAS) is answered; a lookup whose ``Assigning`` lost the CAS waits for the winner's
+        ``Owned``.  A wait that ends without an owner (the bundle was being unloaded, or an assignment
+        was freed) assigns again instead of failing, until the in-flight wait is used up -- the client
+        is not pushed into its retry backoff by a bundle that is merely between owners."""
+        loop = asyncio.get_running_loop()
+        give_up = loop.time() + self.channel.settings.in_flight_wait_ms / 1000
+        while True:
+            owner = await self.get_owner(key)
+            if owner is None:
+                owner = await self._assign(key)
+            if owner is not None:
+                return owner
+            if loop.time() >= give_up:
+                raise ServerError(f"Failed to get or assign the owner for bundle:{key}")
+
+    async def _assign(self, key: str) -> str | None:
+        """Publish ``Assigning(dst = selected)`` and wait for whichever ``Assigning`` won the key's CAS to
+        become ``Owned``; None when the key ended without an owner."""
         bundle = Bundle.parse(key)
         current = await self.bundles.get(bundle.namespace)
         if bundle not in current.bundles.bundles:
@@ -84,10 +105,7 @@ class OwnerResolver:
         decision = lookup_before_assign(
             self.channel.get(key), registered=registered, in_flight_wait_ms=self.channel.settings.in_flight_wait_ms
         )
-        owner = await self._resolve(key, decision, check_registration=False)
-        if owner is None:
-            raise ServerError(f"Failed to get or assign the owner for bundle:{key}")
-        return owner
+        return await self._resolve(key, decision, check_registration=False)
 
 
 def rejected(mine: ServiceUnitStateData, current: ServiceUnitStateData | None) -> bool:

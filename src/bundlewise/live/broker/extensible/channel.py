@@ -159,7 +159,8 @@ class ServiceUnitStateChannel:
         return dict(self.table.items())
 
     def lookup_now(self, key: str) -> OwnerLookup:
-        """``#getOwnerAsync``'s decision on the mirror as it is now."""
+        """``#getOwnerAsync``'s decision on the mirror as it is now; a record in flight (``Assigning``,
+        ``Releasing``) is waited for, never answered (``assign``: one answer per bundle)."""
         return lookup_owner(
             self.me,
             key,
@@ -167,6 +168,7 @@ class ServiceUnitStateChannel:
             registered=self.registry.is_registered,
             self_registered=self.registry.self_registered(),
             in_flight_wait_ms=self.settings.in_flight_wait_ms,
+            wait_in_flight=True,
         )
 
     def waiter(self, key: str) -> asyncio.Future[LookupCompletion]:

@@ -4,8 +4,8 @@ the shared rules and the protocol are ``live.broker.namespace``'s.
 
 **Lookup** -- any broker answers ``Connect`` with the owner's URLs from its registration; there is no
 redirect chain (``BrokerLookupData#toLookupResult``).  The owner comes from the channel
-(``assign.OwnerResolver``): known and registered, it is answered at once without a task; in flight to
-this broker, the lookup waits for ``Owned`` (up to the in-flight wait); unowned, this broker assigns it.
+(``assign.OwnerResolver``): known and registered, it is answered at once without a task; in flight (to
+any broker), the lookup waits for ``Owned`` (up to the in-flight wait); unowned, this broker assigns it.
 An owner without a registration fails the lookup ("the broker has not been registered"); this broker
 as the owner while it may not serve the bundle (fencing, ``channel``) fails it too -- the client retries.
 

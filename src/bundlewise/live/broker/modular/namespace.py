@@ -12,7 +12,9 @@ and flags is in flight on a broker, concurrent lookups share it:
    load manager (``getLeastLoaded``) and redirected authoritatively; anything else is forwarded to the
    leader, not authoritatively;
 3. the candidate is this broker: take the bundle's ephemeral lock and answer ``Connect``; losing the
-   race fails the lookup (500 "Failed to acquire ownership"), and the client retries; another
+   race answers the node's holder (the node is the arbiter: every lookup names the broker whose lock
+   won; Pulsar fails it with 500 "Failed to acquire ownership" and the client retries), and fails only
+   when the node is already gone again; another
    candidate: ``Redirect`` to its web URL from its registration (404 when it has none); no candidate:
    503.
 
@@ -126,7 +128,11 @@ class ModularNamespaceService:
             try:
                 await self.ownership.try_acquire(bundle)
             except LockBusyError:
-                raise ServerError(f"Failed to acquire ownership for namespace bundle {bundle}") from None
+                # the ownership node is the arbiter: the lookup that lost the race answers its holder
+                winner = await self.ownership.owner(bundle)
+                if winner is None:
+                    raise ServerError(f"Failed to acquire ownership for namespace bundle {bundle}") from None
+                return self._connect_to(bundle, winner)
             if not self.ownership.serving(bundle):
                 raise ServerError(f"Namespace bundle {bundle} is currently being unloaded")
             return Connect(self.identity.pulsar_url, self.identity.web_url)

@@ -9,7 +9,8 @@
 * **Ephemerals** are bound to this client's lease, granted with TTL = session timeout in whole
   seconds (``sessionTimeoutMillis / 1000``) and kept alive by the session probe itself: each probe
   is one ``/v3/lease/keepalive``, whose answered TTL feeds the fencing deadline; a TTL of 0
-  (lease gone) is a server-reported expiry.  On SessionLost the lease is abandoned; on
+  (lease gone) is a server-reported expiry.  Beside each probe, a reading of a reference lease checks
+  this process's clock against the server's (``etcd_clock``).  On SessionLost the lease is abandoned; on
   SessionReestablished the old lease is revoked (its keys go) and a new one is granted *before*
   listeners are told (``EtcdMetadataStore#receivedSessionEvent``).
 * **Notifications**: one prefix watch over the whole root (``/v3/watch`` streaming).  A PUT of
@@ -29,9 +30,10 @@ from typing import Any
 
 from bundlewise.live.store import errors
 from bundlewise.live.store.api import GetResult, NotificationType, SessionEvent, Stat
+from bundlewise.live.store.backends.etcd_clock import ClockReference
 from bundlewise.live.store.backends.etcd_gateway import EtcdGateway, as_int, b64, prefix_end, unb64
 from bundlewise.live.store.base import BaseStore, ancestors, check_path
-from bundlewise.live.store.session import Probe, ProbeStatus
+from bundlewise.live.store.session import FencingAssumption, Probe, ProbeStatus
 from bundlewise.live.store.url import StoreUrl
 
 log = logging.getLogger(__name__)
@@ -44,7 +46,7 @@ class EtcdStore(BaseStore):
         *,
         session_timeout: float,
         operation_timeout: float,
-        fencing_margin: float | None,
+        fencing_margin: float | FencingAssumption | None,
     ) -> None:
         super().__init__(session_timeout, fencing_margin)
         self._url = url
@@ -55,6 +57,8 @@ class EtcdStore(BaseStore):
         self._lost_lease = 0
         self._revision = 0
         self._watch_task: asyncio.Task[None] | None = None
+        self._clock_ref = ClockReference(self._gw, self._check_clock)
+        self._clock_task: asyncio.Task[None] | None = None
 
     # -- keys ------------------------------------------------------------------------------
     def _key(self, path: str) -> bytes:
@@ -101,6 +105,9 @@ class EtcdStore(BaseStore):
             with contextlib.suppress(errors.MetadataStoreError):
                 await self._gw.post("/v3/lease/revoke", {"ID": str(self._lease)}, timeout=2.0)
             self._lease = 0
+        if self._clock_task is not None:
+            self._clock_task.cancel()
+        await self._clock_ref.close()
         await self._gw.aclose()
 
     # -- requests --------------------------------------------------------------------------
@@ -229,6 +236,8 @@ class EtcdStore(BaseStore):
         ttl = as_int(resp.get("result", resp).get("TTL"))
         if ttl <= 0:
             return Probe(ProbeStatus.EXPIRED)
+        if self._clock_task is None or self._clock_task.done():  # beside the probe, never delaying it
+            self._clock_task = asyncio.get_running_loop().create_task(self._clock_ref.read(), name="etcd-clock-check")
         return Probe(ProbeStatus.CONNECTED, lease, sent_at, float(ttl))
 
     async def _before_session_event(self, event: SessionEvent) -> None:

@@ -39,7 +39,7 @@ from typing import ClassVar
 from bundlewise.live.store import errors
 from bundlewise.live.store.api import GetResult, NotificationType, SessionEvent, Stat
 from bundlewise.live.store.base import BaseStore, ancestors, check_path
-from bundlewise.live.store.session import Probe, ProbeStatus
+from bundlewise.live.store.session import FencingAssumption, Probe, ProbeStatus
 from bundlewise.model.errors import InputError
 
 Clock = Callable[[], float]
@@ -111,7 +111,7 @@ class MemoryServer:
         return cls.named(name), root
 
     async def connect(
-        self, root: str = "", *, session_timeout: float = 30.0, fencing_margin: float | None = None
+        self, root: str = "", *, session_timeout: float = 30.0, fencing_margin: float | FencingAssumption | None = None
     ) -> MemoryStore:
         store = MemoryStore(self, root, session_timeout=session_timeout, fencing_margin=fencing_margin)
         await store.start()
@@ -183,7 +183,12 @@ class MemoryServer:
 
 class MemoryStore(BaseStore):
     def __init__(
-        self, server: MemoryServer, root: str = "", *, session_timeout: float, fencing_margin: float | None
+        self,
+        server: MemoryServer,
+        root: str = "",
+        *,
+        session_timeout: float,
+        fencing_margin: float | FencingAssumption | None,
     ) -> None:
         super().__init__(session_timeout, fencing_margin, clock=server.clock)
         self.server = server

@@ -35,7 +35,7 @@ from bundlewise.live.store import errors
 from bundlewise.live.store.api import GetResult, NotificationType, SessionEvent, Stat
 from bundlewise.live.store.backends._kazoo_watch import PERSISTENT_RECURSIVE, AddWatch, install
 from bundlewise.live.store.base import BaseStore, check_path
-from bundlewise.live.store.session import Probe, ProbeStatus
+from bundlewise.live.store.session import FencingAssumption, Probe, ProbeStatus
 from bundlewise.live.store.url import StoreUrl
 
 log = logging.getLogger(__name__)
@@ -75,7 +75,7 @@ class ZooKeeperStore(BaseStore):
         *,
         session_timeout: float,
         operation_timeout: float,
-        fencing_margin: float | None,
+        fencing_margin: float | FencingAssumption | None,
     ) -> None:
         super().__init__(session_timeout, fencing_margin)
         self._url = url
