@@ -13,7 +13,6 @@ from bundlewise.live.harness.overlap import (
     burst_conflicts,
     range_overlaps,
     serving,
-    stale_answers,
     time_to_served,
     uncovered,
 )
@@ -92,24 +91,22 @@ def test_an_answer_naming_a_live_non_owner_is_a_double_answer() -> None:
     t = topic_in(PARENT)
     seen = [(10.0, {"A": [PARENT], "B": []}), (11.0, {"A": [PARENT], "B": []})]
     wrong, right = Answer(10.5, t, "B"), Answer(10.5, t, "A")
-    assert answer_conflicts([wrong, right], seen) == [wrong]
-    assert stale_answers([wrong, right], seen) == []
+    assert answer_conflicts([wrong, right], seen) == ([wrong], [])
 
 
 def test_an_answer_naming_a_dead_broker_is_stale_not_double() -> None:
     t = topic_in(PARENT)
     seen = [(10.0, {"B": [PARENT], "A": []}), (11.0, {"B": [PARENT]})]  # C never answered the observer
     stale = Answer(10.5, t, "C")
-    assert answer_conflicts([stale], seen) == []
-    assert stale_answers([stale], seen) == [stale]
+    assert answer_conflicts([stale], seen) == ([], [stale])
 
 
 def test_an_answer_for_a_broker_that_owns_it_soon_after_is_no_conflict() -> None:
     t = topic_in(PARENT)
     seen = [(10.0, {"A": [PARENT], "B": []}), (11.5, {"A": [], "B": [PARENT]}), (13.5, {"A": [], "B": [PARENT]})]
     # B took it over 1 s after the answer: no conflict; A answered 1.5 s after it lost the bundle: a conflict
-    assert answer_conflicts([Answer(10.6, t, "B")], seen) == []
-    assert answer_conflicts([Answer(13.0, t, "A")], seen) == [Answer(13.0, t, "A")]
+    assert answer_conflicts([Answer(10.6, t, "B")], seen) == ([], [])
+    assert answer_conflicts([Answer(13.0, t, "A")], seen) == ([Answer(13.0, t, "A")], [])
 
 
 def test_a_burst_answered_with_two_brokers_for_one_bundle() -> None:

@@ -306,7 +306,7 @@ class Cell:
                 b.start(60)
         obs = self.observer.result
         answers, history = self.answers[first_answer:], list(obs.history)
-        conflicts = answer_conflicts(answers, history)
+        conflicts, stale = answer_conflicts(answers, history)
         burst = burst_conflicts(fired.burst, fired.burst_bundles)
         result = RunResult(
             fault,
@@ -315,7 +315,7 @@ class Cell:
             overlaps=len(obs.overlaps),
             store_overlaps=len(obs.store_overlaps),
             double_answers=len({(a.topic, a.broker) for a in conflicts}) + len(burst),
-            stale_answers=len({(a.topic, a.broker) for a in overlap.stale_answers(answers, history)}),
+            stale_answers=len({(a.topic, a.broker) for a in stale}),
             failed_lookups=self.failed - failed_before + fired.failed,
             time_to_served=None if served_in is None else round(served_in, 3),
             unrecovered=len({bundle_of(t) for t in left}),

@@ -11,7 +11,7 @@ lookup answers that named a broker not serving the topic.
   serves them).
 * ``answer_conflicts(answers, seen)``: lookup answers (topic -> the broker named) that no observation close to
   the answer confirms, while another broker was seen serving the topic -- a client told to go to a broker that
-  was not, and did not become, the owner (``stale_answers``: the same for a broker that was not live, e.g.
+  was not, and did not become, the owner (stale answers: the same for a broker that was not live, e.g.
   killed: Pulsar names a crashed owner until its session expires, and its client retries).
 * ``time_to_served(rounds, topics, since)``: from observation rounds after a fault, how long until the topics
   were served for good (the round after the last one that left a topic unserved), or the topics still unserved
@@ -22,7 +22,7 @@ lookup answers that named a broker not serving the topic.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from bundlewise.model.bundles import Bundle
@@ -102,41 +102,22 @@ def answer_conflicts(
     before: float = 1.0,
     after: float = 2.0,
     alive_before: float = 0.3,
-) -> list[Answer]:
-    """Answers naming a live broker that no observation in ``[at - before, at + after]`` saw serving the topic
-    while another broker was seen serving it there.  ``seen``: (time, claims) rounds in time order, each with an
-    entry (maybe empty) for every broker that answered the observer.  A broker that answered no round in
-    ``[at - alive_before, at + after]`` is not live: an answer naming it is a stale answer (Pulsar's lookups name
-    a crashed owner until its session expires; the client's connection fails and it looks up again), which
-    ``stale_answers`` counts, not a double answer."""
-    return [a for a, live in _judged(answers, seen, before, after, alive_before) if live]
-
-
-def stale_answers(
-    answers: Iterable[Answer],
-    seen: Sequence[tuple[float, Mapping[str, Iterable[str]]]],
-    before: float = 1.0,
-    after: float = 2.0,
-    alive_before: float = 0.3,
-) -> list[Answer]:
-    """Answers naming a broker that was not live and not seen serving the topic (``answer_conflicts``)."""
-    return [a for a, live in _judged(answers, seen, before, after, alive_before) if not live]
-
-
-def _judged(
-    answers: Iterable[Answer],
-    seen: Sequence[tuple[float, Mapping[str, Iterable[str]]]],
-    before: float,
-    after: float,
-    alive_before: float,
-) -> Iterator[tuple[Answer, bool]]:
-    """The answers contradicted by the observations, each with whether the broker it named was live."""
+) -> tuple[list[Answer], list[Answer]]:
+    """(double answers, stale answers) among ``answers``.  A double answer names a live broker that no observation
+    in ``[at - before, at + after]`` saw serving the topic while another broker was seen serving it there.
+    ``seen``: (time, claims) rounds in time order, each with an entry (maybe empty) for every broker that
+    answered the observer.  A broker that answered no round in ``[at - alive_before, at + after]`` is not live:
+    an answer naming it is stale (Pulsar's lookups name a crashed owner until its session expires; the client's
+    connection fails and it looks up again), not a double answer."""
+    double: list[Answer] = []
+    stale: list[Answer] = []
     for answer in answers:
         window = [(at, claims) for at, claims in seen if answer.at - before <= at <= answer.at + after]
         owners: set[str] = set().union(*(serving(claims, answer.topic) for _, claims in window))
         if owners and answer.broker not in owners:
             live = any(answer.broker in claims for at, claims in window if at >= answer.at - alive_before)
-            yield answer, live
+            (double if live else stale).append(answer)
+    return double, stale
 
 
 def burst_conflicts(answers: Iterable[Answer], bundle_of: Mapping[str, str]) -> dict[str, set[str]]:
