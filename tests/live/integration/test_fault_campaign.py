@@ -9,12 +9,18 @@ targets)."""
 
 from __future__ import annotations
 
+import asyncio
+import json
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
+from bundlewise.live.harness.fault_observer import FaultObserver
 from bundlewise.live.harness.faults import SESSION_S, Cell, RunResult
+from bundlewise.live.harness.overlap import Overlap
+from bundlewise.live.store import connect
 
 CELLS = [
     ("unload-racing-split", "etcd", "modular"),
@@ -53,3 +59,40 @@ def test_one_run_no_overlap_no_double_answer_and_served_in_time(
     assert r.time_to_served is not None, r
     if fault == "broker-kill":
         assert r.time_to_served <= SESSION_S + 2, r
+
+
+def test_the_observer_reads_the_stores_locks_and_records_and_finds_range_overlaps(store_url: str) -> None:
+    """Ownership written straight into the store: a parent's lock held by A while B holds its child's (modular),
+    and a parent ``Owned`` by C while D's child is ``Splitting`` (extensible) -- two store overlaps; E's lock of
+    a disjoint range and an ``Assigning`` record (no owner yet) are none."""
+
+    def lock(broker: str) -> bytes:
+        return json.dumps({"nativeUrl": f"pulsar://{broker}", "httpUrl": f"http://{broker}"}).encode()
+
+    def record(state: str, src: str | None, dst: str | None) -> bytes:
+        return json.dumps({"state": state, "sourceBroker": src, "dstBroker": dst, "versionId": 1}).encode()
+
+    writes = {
+        "/namespace/t/ns/0x00000000_0x80000000": lock("a:1"),
+        "/namespace/t/ns/0x40000000_0x80000000": lock("b:1"),
+        "/namespace/t/ns/0x80000000_0xffffffff": lock("e:1"),
+        "/service_unit_state/t/ns/0x00000000_0x80000000": record("Owned", None, "c:1"),
+        "/service_unit_state/t/ns/0x00000000_0x40000000": record("Splitting", "d:1", None),
+        "/service_unit_state/t/ns/0x80000000_0xffffffff": record("Assigning", None, "c:1"),
+    }
+
+    async def write() -> None:
+        async with await connect(store_url, session_timeout=10) as s:
+            for path, value in writes.items():
+                await s.put(path, value)
+
+    asyncio.run(write())
+    with FaultObserver(lambda: [], lambda: store_url, store_interval=0.05) as observer:
+        deadline = time.monotonic() + 10
+        while observer.result.store_rounds < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+    assert observer.result.store_rounds >= 2
+    assert sorted(observer.result.store_overlaps) == [
+        Overlap("a:1", "t/ns/0x00000000_0x80000000", "b:1", "t/ns/0x40000000_0x80000000"),
+        Overlap("c:1", "t/ns/0x00000000_0x80000000", "d:1", "t/ns/0x00000000_0x40000000"),
+    ]
