@@ -5,7 +5,8 @@ A **cell** is one store (``zookeeper`` / ``etcd``) x one load manager (``modular
 server of its own and ``BROKERS`` broker processes (session timeout ``SESSION_MS``, shedding and automatic
 splits off, so every ownership change is the fault's), the namespace ``NS`` of 8 bundles with ``TOPICS`` topics
 (every bundle has some), all looked up once, then lookup clients (Pulsar's lookup with retry and backoff,
-``lookups.LookupClient``) asking for every topic through every live broker in turn.  ``Cell.run(fault)`` runs
+``lookups.LookupClient``) asking for every topic through every live broker in turn (and, during a race, for
+the raced bundle's topics through every broker at once: ``Cell.hammer``).  ``Cell.run(fault)`` runs
 one fault and measures, from the fault's *reference time* (the races and bursts: when they are fired; a
 broker kill: the kill; a store outage: when the store is back):
 
@@ -118,6 +119,17 @@ def _together(*calls: Callable[[], int]) -> list[int]:
 
     with ThreadPoolExecutor(len(calls)) as pool:
         return list(pool.map(go, calls))
+
+
+def _after(delay: float, call: Callable[[], int]) -> Callable[[], int]:
+    def later() -> int:
+        time.sleep(delay)
+        return call()
+
+    return later
+
+
+STAGGER_S = (0.0, 0.01, 0.03, 0.06)  # the second call of a race starts this much later, by run (cycled)
 
 
 def _only(url: str) -> Callable[[], list[str]]:
@@ -245,6 +257,32 @@ class Cell:
         answers = [self._answer(r.topic, r.broker, at) for r in records]
         return [a for a in answers if a is not None], sum(1 for a in answers if a is None)
 
+    async def _hammer(self, topics: list[str], seconds: float) -> None:
+        """Lookups of ``topics`` through every live broker, all at once and again, for ``seconds`` (clients
+        reconnecting while a race runs: what assigns a bundle the race just released)."""
+        deadline = time.monotonic() + seconds
+        async with httpx.AsyncClient() as http:
+            clients = [LookupClient(_only(b.web_url), http, timeout=3.0) for b in self.live()]
+
+            async def one(client: LookupClient, topic: str) -> None:
+                rec = await client.lookup(topic, 0)
+                answer = self._answer(topic, rec.broker, time.monotonic())
+                if answer is not None:
+                    self.answers.append(answer)
+
+            while time.monotonic() < deadline:
+                await asyncio.gather(*(one(c, t) for c in clients for t in topics))
+
+    def hammer(self, bundle: str, seconds: float = 2.0) -> Callable[[], int]:
+        """``_hammer`` of the topics of ``bundle``, as a call for ``_together`` (its status: 0)."""
+        topics = [t for t in TOPICS if Bundle.parse(bundle).includes(t)]
+
+        def call() -> int:
+            asyncio.run(self._hammer(topics, seconds))
+            return 0
+
+        return call
+
     # -- waiting ---------------------------------------------------------------------------
     @staticmethod
     def _wait(predicate: Callable[[], bool], timeout: float) -> bool:
@@ -351,13 +389,16 @@ def _others(cell: Cell, broker_id: str) -> list[BrokerProcess]:
 
 
 def unload_racing_split(cell: Cell, index: int) -> Fired:
-    """An admin unload and an admin split (``unload`` false on even runs, true on odd) of one bundle at once."""
+    """An admin unload and an admin split (``unload`` false on even runs, true on odd) of one bundle at once, while
+    clients look its topics up through every broker (``Cell.hammer``), as do the other races; the second call of
+    a race starts ``STAGGER_S`` later (by run), so the calls meet at different points of each other's work."""
     bundle, owner = cell.served_bundle()
     since = time.monotonic()
     split = "?unload=true" if index % 2 else "?unload=false"
     codes = _together(
         _admin(cell, cell.c.broker(owner), bundle, "split", split),
-        _admin(cell, _others(cell, owner)[0], bundle, "unload"),
+        _after(STAGGER_S[index % len(STAGGER_S)], _admin(cell, _others(cell, owner)[0], bundle, "unload")),
+        cell.hammer(bundle),
     )
     return Fired(since, actions=(f"split{split} {codes[0]}", f"unload {codes[1]}"))
 
@@ -367,8 +408,9 @@ def split_racing_split(cell: Cell, index: int) -> Fired:
     bundle, owner = cell.served_bundle()
     since = time.monotonic()
     a, b = _others(cell, owner)[:2]
-    codes = _together(_admin(cell, a, bundle, "split"), _admin(cell, b, bundle, "split"))
-    return Fired(since, actions=tuple(f"split {c}" for c in codes))
+    later = _after(STAGGER_S[index % len(STAGGER_S)], _admin(cell, b, bundle, "split"))
+    codes = _together(_admin(cell, a, bundle, "split"), later, cell.hammer(bundle))
+    return Fired(since, actions=tuple(f"split {c}" for c in codes[:2]))
 
 
 def unload_racing_transfer(cell: Cell, index: int) -> Fired:
@@ -377,7 +419,11 @@ def unload_racing_transfer(cell: Cell, index: int) -> Fired:
     since = time.monotonic()
     a, b = _others(cell, owner)[:2]
     codes = _together(
-        _admin(cell, a, bundle, "unload"), _admin(cell, b, bundle, "unload", f"?destinationBroker={b.broker_id}")
+        _admin(cell, a, bundle, "unload"),
+        _after(
+            STAGGER_S[index % len(STAGGER_S)], _admin(cell, b, bundle, "unload", f"?destinationBroker={b.broker_id}")
+        ),
+        cell.hammer(bundle),
     )
     return Fired(since, actions=(f"unload {codes[0]}", f"transfer {codes[1]}"))
 
