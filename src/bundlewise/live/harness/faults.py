@@ -312,8 +312,8 @@ class Cell:
             lambda: bool(self.rounds(after)) and not uncovered(self.recent_claims(3, after), topics), timeout
         )
 
-    def served_bundle(self, skip: str | None = None) -> tuple[str, str]:
-        """A bundle with topics that some broker serves, and that broker (not ``skip``'s bundles first)."""
+    def served_bundle(self) -> tuple[str, str]:
+        """The widest bundle with topics that some broker serves, and that broker."""
         assert self.observer is not None
         claims = self.observer.latest()
         hashes = [crc32_hash(t) for t in TOPICS]
@@ -323,7 +323,7 @@ class Cell:
             for name in sorted(set(served))
             if name.startswith(NS + "/") and any(Bundle.parse(name).includes_hash(h) for h in hashes)
         ]
-        options.sort(key=lambda o: (o[0] == skip, -(Bundle.parse(o[1]).upper - Bundle.parse(o[1]).lower)))
+        options.sort(key=lambda o: -(Bundle.parse(o[1]).upper - Bundle.parse(o[1]).lower))
         if not options:
             raise RuntimeError("no bundle with topics is served")
         return options[0][1], options[0][0]
