@@ -9,6 +9,7 @@ from pathlib import Path
 from types import ModuleType
 
 import bench.bench_clients
+import bench.bench_faults
 import bench.bench_fleet
 import bench.bench_live
 import bench.bench_modular

@@ -1,0 +1,126 @@
+"""The fault campaign observer's pure checks (``live.harness.overlap``): hash-range overlap between brokers,
+coverage of topics, time to served, and lookup answers contradicted by the observations."""
+
+from __future__ import annotations
+
+import pytest
+
+from bundlewise.live.harness.fault_observer import owner_of_lock, owner_of_record
+from bundlewise.live.harness.overlap import (
+    Answer,
+    Overlap,
+    answer_conflicts,
+    burst_conflicts,
+    range_overlaps,
+    serving,
+    time_to_served,
+    uncovered,
+)
+from bundlewise.model.bundles import NamespaceBundles
+from bundlewise.model.hashing import crc32_hash
+
+NS = "t/ns"
+PARENT = f"{NS}/0xe0000000_0xffffffff"
+CHILD_LO = f"{NS}/0xe0000000_0xefffffff"
+CHILD_HI = f"{NS}/0xefffffff_0xffffffff"
+
+
+def test_a_parent_and_its_child_served_by_two_brokers_overlap() -> None:
+    # issue 23, item 1: A keeps serving the parent while B owns the split's children
+    found = range_overlaps({"A": [PARENT], "B": [CHILD_LO, CHILD_HI]})
+    assert found == [Overlap("A", PARENT, "B", CHILD_LO), Overlap("A", PARENT, "B", CHILD_HI)]
+
+
+def test_one_broker_serving_a_parent_and_its_children_is_no_violation() -> None:
+    assert range_overlaps({"A": [PARENT, CHILD_LO, CHILD_HI], "B": [f"{NS}/0x00000000_0x40000000"]}) == []
+
+
+def test_equal_names_on_two_brokers_overlap_and_adjacent_ranges_do_not() -> None:
+    a, b = f"{NS}/0x00000000_0x40000000", f"{NS}/0x40000000_0x80000000"
+    assert range_overlaps({"A": [a], "B": [a]}) == [Overlap("A", a, "B", a)]
+    assert range_overlaps({"A": [a], "B": [b]}) == []  # [lower, upper): 0x40000000 belongs to b only
+
+
+def test_ranges_of_different_namespaces_never_overlap() -> None:
+    assert range_overlaps({"A": ["t/x/0x00000000_0xffffffff"], "B": ["t/y/0x00000000_0xffffffff"]}) == []
+
+
+def test_a_wide_bundle_overlaps_every_later_one_it_covers_not_only_the_next() -> None:
+    wide = f"{NS}/0x00000000_0x80000000"
+    narrow = [f"{NS}/0x10000000_0x20000000", f"{NS}/0x30000000_0x40000000", f"{NS}/0x70000000_0x90000000"]
+    found = range_overlaps({"A": [wide], "B": narrow[:2], "C": narrow[2:]})
+    assert found == [
+        Overlap("A", wide, "B", narrow[0]),
+        Overlap("A", wide, "B", narrow[1]),
+        Overlap("A", wide, "C", narrow[2]),
+    ]
+
+
+def test_names_that_are_no_bundle_claim_nothing() -> None:
+    assert range_overlaps({"A": ["t/ns", "garbage"], "B": [f"{NS}/0x00000000_0xffffffff"]}) == []
+
+
+def topic_in(bundle: str) -> str:
+    bundles = NamespaceBundles.initial(NS, 8)
+    return next(
+        t for i in range(10_000) if bundles.bundle_for_hash(crc32_hash(t := f"persistent://{NS}/t-{i}")).name == bundle
+    )
+
+
+def test_coverage_uses_the_hash_ranges_and_the_closed_last_bundle() -> None:
+    last = NamespaceBundles.initial(NS, 8).bundles[-1].name
+    assert last == PARENT
+    t = topic_in(last)
+    assert serving({"A": [CHILD_LO, CHILD_HI], "B": []}, t) == {"A"}
+    assert uncovered({"A": [f"{NS}/0x00000000_0x20000000"]}, [t]) == [t]
+    assert uncovered({"A": [PARENT]}, [t]) == []
+
+
+def test_time_to_served_is_the_round_after_the_last_gap() -> None:
+    t = topic_in(PARENT)
+    served, none = {"A": [PARENT]}, {"A": []}
+    rounds = [(10.0, served), (10.1, none), (10.2, none), (10.3, none), (10.4, served), (10.5, served)]
+    # smoothing over 2 rounds: 10.2 and 10.3 are gaps (10.1 merges 10.0's claim), the last gap is 10.3
+    assert time_to_served(rounds, [t], since=10.0, smooth=2) == (pytest.approx(0.4), [])
+    assert time_to_served(rounds, [t], since=10.0, smooth=1) == (pytest.approx(0.4), [])
+    assert time_to_served([(10.0, served)], [t], since=9.0) == (0.0, [])
+    assert time_to_served([(10.0, none)], [t], since=9.0) == (None, [t])
+
+
+def test_an_answer_naming_a_live_non_owner_is_a_double_answer() -> None:
+    t = topic_in(PARENT)
+    seen = [(10.0, {"A": [PARENT], "B": []}), (11.0, {"A": [PARENT], "B": []})]
+    wrong, right = Answer(10.5, t, "B"), Answer(10.5, t, "A")
+    assert answer_conflicts([wrong, right], seen) == ([wrong], [])
+
+
+def test_an_answer_naming_a_dead_broker_is_stale_not_double() -> None:
+    t = topic_in(PARENT)
+    seen = [(10.0, {"B": [PARENT], "A": []}), (11.0, {"B": [PARENT]})]  # C never answered the observer
+    stale = Answer(10.5, t, "C")
+    assert answer_conflicts([stale], seen) == ([], [stale])
+
+
+def test_an_answer_for_a_broker_that_owns_it_soon_after_is_no_conflict() -> None:
+    t = topic_in(PARENT)
+    seen = [(10.0, {"A": [PARENT], "B": []}), (11.5, {"A": [], "B": [PARENT]}), (13.5, {"A": [], "B": [PARENT]})]
+    # B took it over 1 s after the answer: no conflict; A answered 1.5 s after it lost the bundle: a conflict
+    assert answer_conflicts([Answer(10.6, t, "B")], seen) == ([], [])
+    assert answer_conflicts([Answer(13.0, t, "A")], seen) == ([Answer(13.0, t, "A")], [])
+
+
+def test_a_burst_answered_with_two_brokers_for_one_bundle() -> None:
+    t1, t2 = topic_in(PARENT), topic_in(f"{NS}/0x00000000_0x20000000")
+    of = {t1: PARENT, t2: f"{NS}/0x00000000_0x20000000"}
+    answers = [Answer(1, t1, "A"), Answer(1, t1, "B"), Answer(1, t2, "A"), Answer(1, t2, "A")]
+    assert burst_conflicts(answers, of) == {PARENT: {"A", "B"}}
+
+
+def test_store_records_owners() -> None:
+    # ServiceUnitStateTableViewBase#updateOwnedServiceUnits: Owned -> dstBroker, Splitting -> sourceBroker
+    assert owner_of_record({"state": "Owned", "dstBroker": "b:1", "sourceBroker": "a:1"}) == "b:1"
+    assert owner_of_record({"state": "Splitting", "dstBroker": "b:1", "sourceBroker": "a:1"}) == "a:1"
+    assert owner_of_record({"state": "Assigning", "dstBroker": "b:1"}) is None
+    assert owner_of_record("x") is None
+    assert owner_of_lock({"nativeUrl": "pulsar://h:6650", "httpUrl": "http://h:8080"}) == "h:8080"
+    assert owner_of_lock({}) is None
