@@ -16,7 +16,8 @@
 * ``live status --store URL [--format json|table]``: brokers, leader, load and bundles, read from the store
   alone (``live.inspect.status``).
 * ``live advise --store URL [--strategy NAME] [--format table|json|admin]``: what the strategy would unload on
-  the load data in the store, printed as ``bundlewise shed`` prints it (``live.inspect.advise`` + ``cli.shed``).
+  the load data in the store, printed as ``bundlewise shed`` prints it (``live.inspect.advise`` + ``cli.shed``);
+  on an extensible cluster TransferShedder by default, then the split check (``cli.split.split_documents``).
 """
 
 from __future__ import annotations

@@ -83,7 +83,7 @@ def test_advise_on_an_extensible_cluster_sheds_with_transfer_shedder_and_checks_
         lines = [json.loads(line) for line in p.stdout.splitlines()]
         assert len(lines) == 2, p.stdout
         shed, split = lines
-        assert shed["step"] == 0 and shed["unload"] == [] and "counters" in shed, shed  # TransferShedder: nothing to move
+        assert shed["step"] == 0 and shed["unload"] == [] and "counters" in shed, shed  # TransferShedder: idle
         assert split == {"step": 0, "split": []}  # no bundle meets a split condition
 
 
