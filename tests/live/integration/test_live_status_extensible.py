@@ -12,6 +12,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 from broker_harness import (
     EXT,
@@ -25,7 +26,7 @@ from broker_harness import (
     wait_until,
 )
 
-from bundlewise.live.harness.cluster import BrokerProcess
+from bundlewise.live.harness.cluster import BrokerProcess, LocalCluster
 from bundlewise.live.harness.servers import ServerProcess
 
 NS = "status/ns"
@@ -45,19 +46,25 @@ def owned_metric(b: BrokerProcess) -> int:
     return int(found[0])
 
 
+def four_bundles_status(c: LocalCluster) -> tuple[str, dict[str, Any], dict[str, dict[str, Any]]]:
+    """Four bundles assigned through the first broker, then ``live status --format json`` once they are
+    served: the leader, the document (its leader checked) and its rows by broker id."""
+    for t in one_topic_per_bundle(NS):
+        lookup(c.brokers[0], t)
+    leader = wait_until(lambda: leader_of(c), 10, "a leader")
+    wait_until(lambda: sum(len(served_by(b)) for b in c.brokers) == 4, 10, "four bundles served")
+    p = cli("live", "status", "--store", c.store_url, "--format", "json")
+    assert p.returncode == 0, p.stderr
+    doc = json.loads(p.stdout)
+    assert doc["leader"]["brokerId"] == leader
+    return str(leader), doc, {r["broker"]: r for r in doc["brokers"]}
+
+
 def test_status_of_an_extensible_cluster_shows_its_leader_and_owned_bundles(
     server: ServerProcess, tmp_path: Path
 ) -> None:
     with cluster(server, 2, tmp_path, EXT) as c:
-        for t in one_topic_per_bundle(NS):
-            lookup(c.brokers[0], t)
-        leader = wait_until(lambda: leader_of(c), 10, "a leader")
-        wait_until(lambda: sum(len(served_by(b)) for b in c.brokers) == 4, 10, "four bundles served")
-        p = cli("live", "status", "--store", c.store_url, "--format", "json")
-        assert p.returncode == 0, p.stderr
-        doc = json.loads(p.stdout)
-        assert doc["leader"]["brokerId"] == leader
-        rows = {r["broker"]: r for r in doc["brokers"]}
+        leader, doc, rows = four_bundles_status(c)
         assert set(rows) == {b.broker_id for b in c.brokers}
         for b in c.brokers:
             assert rows[b.broker_id]["ownedBundles"] == len(served_by(b)) == owned_metric(b), b.broker_id
@@ -89,15 +96,7 @@ def test_advise_on_an_extensible_cluster_sheds_with_transfer_shedder_and_checks_
 
 def test_status_of_a_modular_cluster_counts_the_ownership_nodes(server: ServerProcess, tmp_path: Path) -> None:
     with cluster(server, 2, tmp_path) as c:
-        for t in one_topic_per_bundle(NS):
-            lookup(c.brokers[0], t)
-        leader = wait_until(lambda: leader_of(c), 10, "a leader")
-        wait_until(lambda: sum(len(served_by(b)) for b in c.brokers) == 4, 10, "four bundles served")
-        p = cli("live", "status", "--store", c.store_url, "--format", "json")
-        assert p.returncode == 0, p.stderr
-        doc = json.loads(p.stdout)
-        assert doc["leader"]["brokerId"] == leader
-        rows = {r["broker"]: r for r in doc["brokers"]}
+        _, doc, rows = four_bundles_status(c)
         for b in c.brokers:  # its bundles and its heartbeat namespaces' (v1 and v2)
             assert rows[b.broker_id]["ownedBundles"] == len(served_by(b)) + 2, b.broker_id
         assert doc["ownedBundles"] == 4 + 2 * 2
