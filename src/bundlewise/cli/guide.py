@@ -41,7 +41,8 @@ the simulator's files plus lookups.parquet. --managers modular,extensible runs i
     "live status": "Brokers, leader, per-broker load and bundle counts, read from the store alone (read-only; "
     "works on a Pulsar cluster's own ZooKeeper). A store that does not answer within --timeout is one error line.",
     "live advise": "Read the load data a leader reads from the store (modular layout) and print what the shedding "
-    "strategy would unload, as `bundlewise shed` prints it, with its warnings; nothing is written.",
+    "strategy would unload, as `bundlewise shed` prints it, with its warnings; nothing is written. On an "
+    "extensible cluster: TransferShedder by default, then the owners' split check (`split-check --extensible`).",
 }
 
 EXAMPLES = {

@@ -16,7 +16,8 @@
 * ``live status --store URL [--format json|table]``: brokers, leader, load and bundles, read from the store
   alone (``live.inspect.status``).
 * ``live advise --store URL [--strategy NAME] [--format table|json|admin]``: what the strategy would unload on
-  the load data in the store, printed as ``bundlewise shed`` prints it (``live.inspect.advise`` + ``cli.shed``).
+  the load data in the store, printed as ``bundlewise shed`` prints it (``live.inspect.advise`` + ``cli.shed``);
+  on an extensible cluster TransferShedder by default, then the split check (``cli.split.split_documents``).
 """
 
 from __future__ import annotations
@@ -298,15 +299,24 @@ def run_status(args: argparse.Namespace) -> int:
 
 
 def run_advise(args: argparse.Namespace) -> int:
+    from bundlewise.algorithms.registry import EXTENSIBLE_FALLBACK
     from bundlewise.cli.common import config_from_args
     from bundlewise.cli.inputs import Document
     from bundlewise.cli.shed import shed_documents
+    from bundlewise.cli.split import split_documents
 
     check_range(args.seed, "--seed", *SEED)
     config = config_from_args(args)
-    args.strategy = args.strategy or str(config["loadBalancerLoadSheddingStrategy"])
     with needs_extra("live", "bundlewise live advise"):
-        from bundlewise.live.inspect.advise import read_snapshot
+        from bundlewise.live.inspect.advise import is_extensible, read_snapshot
 
         snapshot = read_snapshot(args.store, args.timeout)
-    return shed_documents(args, config, [Document(snapshot, args.store, "snapshot")])
+    documents = [Document(snapshot, args.store, "snapshot")]
+    if not is_extensible(snapshot):
+        args.strategy = args.strategy or str(config["loadBalancerLoadSheddingStrategy"])
+        return shed_documents(args, config, documents)
+    # an extensible cluster: TransferShedder unless told otherwise, then the owners' split check
+    args.strategy = args.strategy or EXTENSIBLE_FALLBACK
+    code = shed_documents(args, config, documents)
+    args.extensible = True
+    return code or split_documents(args, config, documents)

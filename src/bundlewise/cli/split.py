@@ -28,7 +28,8 @@ from bundlewise.algorithms.splitting.detector import find_bundles_to_split
 from bundlewise.cli.bundle import parse_boundaries
 from bundlewise.cli.common import add_config_options, config_from_args
 from bundlewise.cli.explain import columns, when
-from bundlewise.cli.inputs import SharedBundles, Step, emit, iterate_steps, read_inputs
+from bundlewise.cli.inputs import Document, SharedBundles, Step, emit, iterate_steps, read_inputs
+from bundlewise.config import Config
 from bundlewise.config.keys import JAVA_INT_MAX
 from bundlewise.config.views import LeaderSettings
 from bundlewise.model import fields
@@ -232,7 +233,14 @@ def _extensible_step(
 def run_split_check(args: argparse.Namespace) -> int:
     config = config_from_args(args)
     counts = parse_bundle_counts(args.bundle_counts)
-    documents = read_inputs(args.input)
+    return split_documents(args, config, read_inputs(args.input), counts)
+
+
+def split_documents(
+    args: argparse.Namespace, config: Config, documents: list[Document], counts: dict[str, int] | None = None
+) -> int:
+    """``split-check`` on steps already read (also ``live advise`` on an extensible cluster); ``args`` gives
+    ``extensible`` and ``format``."""
     if args.extensible and any(d.from_reports for d in documents):
         raise InputError(
             "load reports are the modular load manager's LocalBrokerData; --extensible reads extensible snapshots",

@@ -3,7 +3,8 @@
 * ``get(namespace)`` returns the namespace's ``NamespaceBundles`` and the P9 version they were read at,
   from a cache.  A miss reads ``/admin/local-policies/{ns}``; when the node does not exist it is
   created -- copied from ``/admin/policies/{ns}``'s bundles when those exist, else with
-  ``defaultNumberOfNamespaceBundles`` equal bundles -- with a create-only write, so two brokers that
+  ``defaultNumberOfNamespaceBundles`` equal bundles (one full bundle for a heartbeat or SLA-monitor
+  namespace: Pulsar gives a namespace without policies its full bundle) -- with a create-only write, so two brokers that
   race agree on the winner's boundaries (``NamespaceBundleFactory#copyToLocalPolicies``).
 * Any notification under ``/admin/local-policies`` drops that namespace from the cache
   (``#handleMetadataStoreNotification``), as does ``invalidate``.
@@ -23,6 +24,7 @@ from bundlewise.live.broker import values
 from bundlewise.live.store import JSON, MetadataStore, Notification, layout
 from bundlewise.live.store.errors import BadVersionError
 from bundlewise.model.bundles import NamespaceBundles
+from bundlewise.model.names import pinned_broker
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,7 +83,8 @@ class BundlesCache:
             given = values.boundaries_of(JSON.decode(res.value))
             if given is not None:
                 return given
-        return list(NamespaceBundles.initial(namespace, self.default_bundles).boundaries)
+        count = 1 if pinned_broker(namespace) is not None else self.default_bundles
+        return list(NamespaceBundles.initial(namespace, count).boundaries)
 
     async def write_split(self, namespace: str, version: int, new: NamespaceBundles) -> None:
         """CAS of P9 at ``version`` (``BadVersionError`` when it moved on); the cache is dropped."""

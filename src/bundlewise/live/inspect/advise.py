@@ -12,6 +12,14 @@ strategy and the leader's cycle:
   as the leader does for a bundle it has not seen (``#updateBundleData``), one sample of the report's
   ``lastStats`` when it has them;
 * ``timestamp``: now; ``recentlyUnloadedBundles``: empty (it lives only in the leader's memory).
+
+An extensible cluster (every registration a ``BrokerLookupData``, no modular report) is read as one
+extensible snapshot instead (``read_extensible``): ``brokers`` from each broker's entry of the broker-load
+store, ``topBundles`` from the top-bundles store (``/loadbalance/extension/broker-load/{id}`` and
+``…/top-bundles/{id}``: where bundlewise keeps them; Pulsar keeps them on non-persistent system topics, which
+no store holds, so a Pulsar extensible cluster gives no load), ``availableBrokers`` and ``lookupData`` from the
+registrations, ``splittingBundles`` from the channel's ``Splitting`` records.  ``is_extensible`` tells the
+caller which snapshot it got.
 """
 
 from __future__ import annotations
@@ -51,13 +59,52 @@ def _bundle_data(reader: StoreReader, bundle: str, stats: NamespaceBundleStats |
     return data.to_json()
 
 
+def is_extensible(snapshot: dict[str, Any]) -> bool:
+    return "topBundles" in snapshot
+
+
+def read_extensible(reader: StoreReader, registrations: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """The extensible snapshot of the module docstring."""
+    brokers: dict[str, Any] = {}
+    top: dict[str, Any] = {}
+    for broker_id in registrations:
+        load = _json(reader.get(layout.extension_broker_load(broker_id)))
+        if isinstance(load, dict):
+            brokers[broker_id] = load
+        bundles = _json(reader.get(layout.extension_top_bundles(broker_id)))
+        if isinstance(bundles, dict):
+            top[broker_id] = bundles
+    splitting = [
+        bundle
+        for path in reader.walk(layout.SERVICE_UNIT_STATE_ROOT, 3) + reader.walk(layout.SERVICE_UNIT_STATE_ROOT, 4)
+        if (bundle := layout.bundle_of(path, layout.SERVICE_UNIT_STATE_ROOT)) is not None
+        and (record := _json(reader.get(path))) is not None
+        and isinstance(record, dict)
+        and record.get("state") == "Splitting"
+    ]
+    keep = ("brokerVersion", "loadManagerClassName", "persistentTopicsEnabled", "nonPersistentTopicsEnabled",
+            "startTimestamp")  # fmt: skip
+    return {
+        "timestamp": int(time.time() * 1000),
+        "brokers": brokers,
+        "topBundles": {b: t for b, t in top.items() if b in brokers},
+        "availableBrokers": sorted(b for b in registrations if b in brokers),
+        "lookupData": {b: {k: v[k] for k in keep if k in v} for b, v in registrations.items() if b in brokers},
+        "splittingBundles": sorted(splitting),
+    }
+
+
 def read_snapshot(url: str, timeout: float = DEFAULT_TIMEOUT) -> dict[str, Any]:
     brokers: dict[str, Any] = {}
     bundle_data: dict[str, Any] = {}
     with StoreReader(url, timeout) as reader:
         check_layout(reader, url)
-        for broker_id in reader.children(layout.BROKERS_ROOT):
-            report = _json(reader.get(layout.broker(broker_id)))
+        registrations = {b: _json(reader.get(layout.broker(b))) for b in reader.children(layout.BROKERS_ROOT)}
+        lookup_only = {b: v for b, v in registrations.items() if isinstance(v, dict) and "cpu" not in v}
+        if lookup_only and len(lookup_only) == len(registrations):
+            return read_extensible(reader, lookup_only)
+        for broker_id in registrations:
+            report = registrations[broker_id]
             if not isinstance(report, dict) or "cpu" not in report:
                 continue  # not a modular report (an extensible broker's BrokerLookupData)
             average = _json(reader.get(layout.broker_time_average(broker_id)))

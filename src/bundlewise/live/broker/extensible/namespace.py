@@ -9,6 +9,9 @@ any broker), the lookup waits for ``Owned`` (up to the in-flight wait); unowned,
 An owner without a registration fails the lookup ("the broker has not been registered"); this broker
 as the owner while it may not serve the bundle (fencing, ``channel``) fails it too -- the client retries.
 
+A bundle of a heartbeat or SLA-monitor namespace is answered with its own broker without the channel
+(``live.broker.bootstrap``: implicit ownership, nothing is written).
+
 **Unload** (``PUT …/{bundle}/unload[?destinationBroker=]``): a destination must be registered (409);
 a bundle nobody owns answers 204; a non-owner redirects to the owner keeping ``destinationBroker``
 (``PulsarWebResource#validateBundleOwnershipAsync`` in this mode); on the owner a destination equal to
@@ -25,11 +28,13 @@ so ``unload`` has no effect in this mode.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from typing import Any, Protocol
 
 from bundlewise.algorithms.extensible.channel import LookupAction
 from bundlewise.live.broker import namespace as shared
+from bundlewise.live.broker.bootstrap import implicit_owner
 from bundlewise.live.broker.extensible.assign import OwnerResolver
 from bundlewise.live.broker.extensible.channel import ServiceUnitStateChannel
 from bundlewise.live.broker.extensible.registry import BrokerRegistry
@@ -73,6 +78,9 @@ class ExtensibleNamespaceService:
         return self.ext.channel.served()
 
     def serving(self, bundle: str) -> bool:
+        if implicit_owner(bundle, self.ext.registry.is_registered) == self.identity.broker_id:
+            registry = self.ext.registry
+            return registry.self_registered() and time.monotonic() < registry.fencing_deadline()
         return self.ext.channel.serving(bundle)
 
     def moving_to(self, bundle: str) -> tuple[str, bool] | None:
@@ -95,6 +103,9 @@ class ExtensibleNamespaceService:
         return await self.lookups.find(bundle, False, read_only)
 
     def _known_answer(self, bundle: str) -> LookupAnswer | None:
+        pinned = implicit_owner(bundle, self.ext.registry.is_registered)
+        if pinned is not None:  # a heartbeat/SLA-monitor bundle: its broker, never the channel
+            return self._connect_owner(bundle, pinned)
         decision = self.ext.channel.lookup_now(bundle)
         if decision.action is LookupAction.ANSWER and decision.owner is not None:
             return self._connect_owner(bundle, decision.owner)
@@ -107,7 +118,7 @@ class ExtensibleNamespaceService:
         return self._connect_owner(bundle, await self.ext.resolver.get_or_select_owner(bundle))
 
     def _connect_owner(self, bundle: str, owner: str) -> Connect:
-        if owner == self.identity.broker_id and not self.ext.channel.serving(bundle):
+        if owner == self.identity.broker_id and not self.serving(bundle):
             raise ServerError(
                 f"Namespace bundle {bundle} is not served by this broker now: its ownership is not confirmed"
             )

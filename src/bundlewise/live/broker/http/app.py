@@ -150,9 +150,12 @@ def create_app(broker: Broker) -> FastAPI:
 
     # -- lookup ------------------------------------------------------------------------------
     async def lookup_bundle(request: Request, domain: str, tenant: str, namespace: str) -> tuple[str, Bundle]:
+        """The topic of a lookup path (its local name read encoded from the raw path) and its bundle;
+        ``namespace`` may be ``cluster/ns`` (the v1 form ``property/cluster/ns``)."""
         who = role(request)
+        depth = 6 + f"{tenant}/{namespace}".count("/")  # the local name's index in the split raw path
         raw = (request.scope.get("raw_path") or b"").decode("latin-1").rstrip("/").split("/")
-        local = unquote_plus(raw[7] if len(raw) > 7 else "")
+        local = unquote_plus(raw[depth] if len(raw) > depth else "")
         try:
             topic = TopicName.parse(f"{domain}://{tenant}/{namespace}/{local}")
         except InputError as e:
@@ -165,15 +168,26 @@ def create_app(broker: Broker) -> FastAPI:
         except HashOutOfRange as e:
             raise ServerError(str(e)) from None
 
-    @app.get("/lookup/v2/topic/{domain}/{tenant}/{namespace}/{topic}", summary="Look a topic up (TopicLookup)")
-    async def lookup(request: Request, domain: str, tenant: str, namespace: str, topic: str) -> Response:
-        _, bundle = await lookup_bundle(request, domain, tenant, namespace)
+    async def answer_lookup(request: Request, bundle: Bundle) -> Response:
         answer = await ns.find(bundle.name, authoritative=flag(request.query_params.get("authoritative")))
         if isinstance(answer, Redirect):
             return render.redirect(request, answer)
         if isinstance(answer, Connect):
             return JSONResponse(values.lookup_data(answer.native_url, answer.http_url))
         raise Unavailable("no broker available")
+
+    @app.get("/lookup/v2/topic/{domain}/{tenant}/{namespace}/{topic}", summary="Look a topic up (TopicLookup)")
+    async def lookup(request: Request, domain: str, tenant: str, namespace: str, topic: str) -> Response:
+        _, bundle = await lookup_bundle(request, domain, tenant, namespace)
+        return await answer_lookup(request, bundle)
+
+    @app.get(
+        "/lookup/v2/destination/{domain}/{prop}/{cluster}/{namespace}/{topic}",
+        summary="Look a v1 topic (property/cluster/namespace) up (v1 TopicLookup)",
+    )
+    async def lookup_v1(request: Request, domain: str, prop: str, cluster: str, namespace: str, topic: str) -> Response:
+        _, bundle = await lookup_bundle(request, domain, prop, f"{cluster}/{namespace}")
+        return await answer_lookup(request, bundle)
 
     @app.get("/lookup/v2/topic/{domain}/{tenant}/{namespace}/{topic}/bundle", summary="The topic's bundle range")
     async def lookup_topic_bundle(request: Request, domain: str, tenant: str, namespace: str, topic: str) -> Response:

@@ -24,7 +24,7 @@ from typing import Any
 from bundlewise.algorithms.families import ModularFamily
 from bundlewise.algorithms.registry import make_family
 from bundlewise.config.views import BrokerSettings, LeaderSettings
-from bundlewise.live.broker import values
+from bundlewise.live.broker import bootstrap, values
 from bundlewise.live.broker.manager import BrokerContext, Sample
 from bundlewise.live.broker.modular.aggregate import LoadDataAggregator
 from bundlewise.live.broker.modular.leader import LeaderWork
@@ -78,6 +78,7 @@ class ModularLoadManager:
         self.data.start()
         period = self.ctx.clock.real_seconds(self.ctx.config.view(BrokerSettings).report_interval_ms)
         self._reporting.every(period, self._write_report, "writing the load report")
+        await bootstrap.register_modular(self.ctx.store, self.ctx.identity, self.ownership.try_acquire)
 
     async def _write_report(self) -> None:
         await self.reporter.write()

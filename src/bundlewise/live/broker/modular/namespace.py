@@ -44,6 +44,7 @@ from typing import Any
 
 from bundlewise.config import Config
 from bundlewise.live.broker import namespace as shared
+from bundlewise.live.broker.bootstrap import is_bootstrap_bundle
 from bundlewise.live.broker.manager import BrokerContext, LoadManager
 from bundlewise.live.broker.modular.ownership import OwnershipCache
 from bundlewise.live.broker.namespace import LookupAnswer, Lookups
@@ -71,8 +72,9 @@ class ModularNamespaceService:
         self.counters = self.lookups.counters
 
     def served(self) -> list[str]:
-        """The bundles this broker serves right now (fencing applied)."""
-        return self.ownership.served()
+        """The bundles this broker serves right now (fencing applied), its own heartbeat and SLA-monitor
+        bundles left out (``live.broker.bootstrap``)."""
+        return [b for b in self.ownership.served() if not is_bootstrap_bundle(b)]
 
     def serving(self, bundle: str) -> bool:
         return self.ownership.serving(bundle)
