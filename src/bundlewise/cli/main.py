@@ -18,7 +18,7 @@ from bundlewise import __version__
 from bundlewise.cli import broker, bundle, guide, live, pipeline, place, shed, simulate, split, store, sweep, throttle
 from bundlewise.cli.common import MissingExtra
 from bundlewise.cli.logs import route_logs
-from bundlewise.files.atomic import Interrupted
+from bundlewise.files.atomic import Interrupted, discard_open
 from bundlewise.model.errors import InputError
 
 COMMAND_MODULES = (bundle, split, place, shed, pipeline, throttle, simulate, sweep, store, broker, live)
@@ -90,6 +90,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         return 0
     except KeyboardInterrupt as e:  # files.atomic.Interrupted says what became of --out
+        discard_open()
         out = getattr(args, "out", None)
         sys.stderr.write(f"error: {e if isinstance(e, Interrupted) else Interrupted(out)}\n")
         return 130

@@ -37,6 +37,8 @@ from types import FrameType, TracebackType
 from bundlewise.model.errors import InputError
 
 MARK = ".bundlewise-"
+_OPEN: set[str] = set()
+"""Staging entries this process created and has neither published nor discarded (``discard_open``)."""
 MARKER = "_SUCCESS"
 """The file a folder bundlewise wrote holds (Hadoop's name: readers skip names starting with ``_``)."""
 MARKER_TEXT = "written by bundlewise\n"
@@ -165,6 +167,7 @@ class Staging:
     def _publish(self) -> None:
         if not self.directory:
             os.replace(self.path, self.target)
+            _OPEN.discard(self.path)
             return
         mark(self.path)
         aside = None
@@ -179,6 +182,7 @@ class Staging:
             if aside is not None:
                 os.rename(aside, self.target)
             raise InputError(f"cannot move the results into place: {e.strerror}", source=self.given) from None
+        _OPEN.discard(self.path)
         if aside is not None:
             _remove(aside)
 
@@ -186,6 +190,16 @@ class Staging:
         """Delete the staging entry (the target is untouched)."""
         with contextlib.suppress(OSError):
             _remove(self.path)
+        _OPEN.discard(self.path)
+
+
+def discard_open() -> None:
+    """Delete every staging entry of this process still open: a Ctrl-C that lands between ``stage`` and the
+    ``with`` block (or anywhere outside it) leaves no staging folder behind."""
+    for path in sorted(_OPEN):
+        with contextlib.suppress(OSError):
+            _remove(path)
+    _OPEN.clear()
 
 
 def stage(path: str, overwrite: bool, *, directory: bool = True, flag: str = "--out") -> Staging:
@@ -205,11 +219,13 @@ def stage(path: str, overwrite: bool, *, directory: bool = True, flag: str = "--
     suffix = "" if directory else os.path.splitext(name)[1]
     staging = os.path.join(parent, f".{name}{MARK}{os.getpid()}-{secrets.token_hex(4)}{suffix}")
     try:
-        if directory:
-            os.mkdir(staging)
-        else:
-            with open(staging, "xb"):
-                pass
+        with held_interrupts():  # created and remembered as one step
+            if directory:
+                os.mkdir(staging)
+            else:
+                with open(staging, "xb"):
+                    pass
+            _OPEN.add(staging)
     except OSError as e:
         raise InputError(f"cannot write here: {e.strerror}", source=path, field=flag) from None
     return Staging(target, staging, directory, overwrite, path)

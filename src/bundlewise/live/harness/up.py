@@ -54,6 +54,9 @@ from bundlewise.model.policies import NO_POLICIES, PlacementPolicies
 from bundlewise.traffic.cost import BrokerSpec
 from bundlewise.traffic.workload import Workload
 
+SAMPLE_GRACE_SECONDS = 15.0
+"""How long the end of a run waits for the sampler to finish its last tick (real seconds)."""
+
 
 @dataclass(frozen=True)
 class LivePlan:
@@ -230,6 +233,9 @@ async def _play(
                         raise t.exception()  # type: ignore[misc]
                 progress.show(progress.line(len(player.up_urls()), driver.records, observer.result, player.done))
                 await asyncio.sleep(min(1.0, max(0.05, (plan.duration - clock.elapsed_ms()) / 1000 / plan.time_scale)))
+            # the last tick's sample may still be reading the brokers (a loaded machine): let it finish, so the
+            # timeline has every tick; its reads are bounded by their own timeouts
+            await asyncio.wait([tasks[0]], timeout=SAMPLE_GRACE_SECONDS)
         finally:
             for t in tasks:
                 t.cancel()
