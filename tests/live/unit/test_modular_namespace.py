@@ -289,3 +289,61 @@ def test_a_split_that_loses_the_race_seven_times_fails_and_leaves_the_bundles_al
             await other.close()
 
     run(body())
+
+
+def test_an_unload_racing_the_owners_split_is_refused_until_the_boundaries_are_committed(tmp_path: Path) -> None:
+    # issue 23 item 1: the parent must stay owned until the split's boundary write lands
+    async def body() -> None:
+        async with cluster(tmp_path) as c:
+            leader, ns = await one_broker(c, owning=LOW)
+            refusals: list[str] = []
+
+            async def unload_now() -> None:
+                try:
+                    await ns.unload_owned(LOW)  # the owner's unload path (after the redirect)
+                except ServerError as e:
+                    refusals.append(str(e))
+
+            after_each_read(leader.store, layout.local_policies(NS), unload_now)
+            leader.bundles.invalidate(NS)  # the split reads the boundaries from the store
+            children = await ns.split_and_own(Bundle.parse(LOW), "range_equally_divide", None, False)
+            assert refusals and refusals[0] == f"Bundle {LOW} is being split; unload it after the split"
+            assert [b.name for b in children or []] == [f"{NS}/0x00000000_0x40000000", f"{NS}/0x40000000_0x80000000"]
+            assert sorted(ns.served()) == [f"{NS}/0x00000000_0x40000000", f"{NS}/0x40000000_0x80000000"]
+            assert await leader.store.get(layout.ownership(LOW)) is None
+
+    run(body())
+
+
+def test_a_split_that_lost_its_parent_aborts_writes_nothing_and_releases_the_children(tmp_path: Path) -> None:
+    async def body() -> None:
+        async with cluster(tmp_path) as c:
+            leader, ns = await one_broker(c, owning=LOW)
+
+            async def lose_parent() -> None:
+                await ns.ownership.release(LOW)
+
+            after_each_read(leader.store, layout.local_policies(NS), lose_parent)
+            leader.bundles.invalidate(NS)  # the split reads the boundaries from the store
+            with pytest.raises(
+                ServerError, match=f"Failed to split {LOW}: the bundle was unloaded or lost by this broker"
+            ):
+                await ns.split_and_own(Bundle.parse(LOW), "range_equally_divide", None, False)
+            stored = await read(leader.store, layout.local_policies(NS))
+            assert stored["bundles"]["boundaries"] == ["0x00000000", "0x80000000", "0xffffffff"]
+            assert ns.served() == []
+
+    run(body())
+
+
+def test_an_assignment_of_a_bundle_the_boundaries_no_longer_contain_answers_404(tmp_path: Path) -> None:
+    async def body() -> None:
+        async with cluster(tmp_path) as c:
+            leader, ns = await one_broker(c, owning=LOW)
+            await ns.split_and_own(Bundle.parse(LOW), "range_equally_divide", None, False)
+            with pytest.raises(RestError, match=f"Namespace bundle {LOW} not found"):
+                await ns.find(LOW, authoritative=False)
+            assert await leader.store.get(layout.ownership(LOW)) is None
+            assert LOW not in ns.served()
+
+    run(body())

@@ -70,6 +70,7 @@ class ModularNamespaceService:
         self.tasks = tasks
         self.lookups = Lookups(self._known_answer, self._find)
         self.counters = self.lookups.counters
+        self._splitting: set[str] = set()
 
     def served(self) -> list[str]:
         """The bundles this broker serves right now (fencing applied), its own heartbeat and SLA-monitor
@@ -127,6 +128,7 @@ class ModularNamespaceService:
         else:
             candidate, redirect_authoritative = leader, False
         if candidate == me:
+            await shared.require_bundle(self.bundles, Bundle.parse(bundle))
             try:
                 await self.ownership.try_acquire(bundle)
             except LockBusyError:
@@ -135,6 +137,11 @@ class ModularNamespaceService:
                 if winner is None:
                     raise ServerError(f"Failed to acquire ownership for namespace bundle {bundle}") from None
                 return self._connect_to(bundle, winner)
+            try:
+                await shared.require_bundle(self.bundles, Bundle.parse(bundle))
+            except RestError:
+                await self.ownership.release(bundle)
+                raise
             if not self.ownership.serving(bundle):
                 raise ServerError(f"Namespace bundle {bundle} is currently being unloaded")
             return Connect(self.identity.pulsar_url, self.identity.web_url)
@@ -165,7 +172,10 @@ class ModularNamespaceService:
         await self.unload_owned(bundle.name)
 
     async def unload_owned(self, bundle: str) -> None:
-        """``OwnedBundle#handleUnloadRequest``: inactive, topics closed, node deleted."""
+        """``OwnedBundle#handleUnloadRequest``: inactive, topics closed, node deleted; refused while the
+        bundle's split is in progress here (the parent stays owned until the new boundaries are committed)."""
+        if bundle in self._splitting:
+            raise ServerError(f"Bundle {bundle} is being split; unload it after the split")
         if not self.ownership.disable(bundle):
             raise ServerError(f"Bundle {bundle} is not currently owned or the namespace is not active")
         try:
@@ -192,9 +202,30 @@ class ModularNamespaceService:
     async def split_and_own(
         self, bundle: Bundle, algorithm: str, positions: Sequence[int] | None, unload: bool
     ) -> list[Bundle] | None:
-        """``#splitAndOwnBundle`` with the 7-retry / 100 ms rule; returns the children (None: no split)."""
+        """``#splitAndOwnBundle`` with the 7-retry / 100 ms rule; returns the children (None: no split).
+
+        Serialised with unload and with another split of the same bundle on this broker; ownership of the
+        parent is re-checked after every await, and a split that lost it aborts before writing boundaries."""
+        if bundle.name in self._splitting:
+            raise ServerError(f"Failed to split {bundle.name}: a split of it is already in progress")
+        self._splitting.add(bundle.name)
+        try:
+            return await self._split_and_own(bundle, algorithm, positions, unload)
+        finally:
+            self._splitting.discard(bundle.name)
+
+    def _require_parent(self, bundle: Bundle) -> None:
+        owned = self.ownership.get(bundle.name)
+        if owned is None or not owned.active:
+            raise ServerError(f"Failed to split {bundle.name}: the bundle was unloaded or lost by this broker")
+
+    async def _split_and_own(
+        self, bundle: Bundle, algorithm: str, positions: Sequence[int] | None, unload: bool
+    ) -> list[Bundle] | None:
+        self._require_parent(bundle)
         for attempt in range(1, SPLIT_RETRY_LIMIT + 1):
             known = await self.bundles.get(bundle.namespace)
+            self._require_parent(bundle)
             if bundle not in known.bundles.bundles:
                 raise RestError(412, f"Split bundle failed due to invalid request: bundle {bundle.name} not found")
             children = shared.split_children(self.config, algorithm, bundle, self.topic_names(bundle), positions)
@@ -205,10 +236,17 @@ class ModularNamespaceService:
                 with contextlib.suppress(LockBusyError):
                     await self.ownership.try_acquire(child.name)
             try:
+                self._require_parent(bundle)
+            except ServerError:
+                for child in children:
+                    await self.ownership.release(child.name)
+                raise
+            try:
                 await self.bundles.write_split(bundle.namespace, known.version, new)
             except BadVersionError:
                 log.info("split of %s lost a race (attempt %d); retrying", bundle.name, attempt)
                 await asyncio.sleep(SPLIT_RETRY_DELAY)
+                self._require_parent(bundle)
                 continue
             except MetadataStoreError as e:
                 raise ServerError(f"Failed to split {bundle.name}: {e}") from e
