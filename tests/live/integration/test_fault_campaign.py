@@ -19,8 +19,8 @@ import pytest
 
 from bundlewise.live.harness.fault_observer import FaultObserver
 from bundlewise.live.harness.faults import SESSION_S, Cell, RunResult
-from bundlewise.live.harness.overlap import Overlap
 from bundlewise.live.store import connect
+from bundlewise.model.ranges import Overlap
 
 CELLS = [
     ("unload-racing-split", "etcd", "modular"),

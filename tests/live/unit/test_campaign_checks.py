@@ -8,16 +8,16 @@ import pytest
 from bundlewise.live.harness.fault_observer import owner_of_lock, owner_of_record
 from bundlewise.live.harness.overlap import (
     Answer,
-    Overlap,
     answer_conflicts,
     burst_conflicts,
-    range_overlaps,
     serving,
     time_to_served,
     uncovered,
 )
 from bundlewise.model.bundles import NamespaceBundles
 from bundlewise.model.hashing import crc32_hash
+from bundlewise.model.ranges import Overlap
+from bundlewise.model.ranges import overlaps as range_overlaps
 
 NS = "t/ns"
 PARENT = f"{NS}/0xe0000000_0xffffffff"

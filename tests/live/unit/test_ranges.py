@@ -1,8 +1,8 @@
-"""``live.inspect.ranges.overlaps``: hash-range overlap between brokers, not name equality."""
+"""``model.ranges.overlaps``: hash-range overlap between brokers, not name equality."""
 
 from __future__ import annotations
 
-from bundlewise.live.inspect.ranges import Overlap, overlaps
+from bundlewise.model.ranges import Overlap, overlaps
 
 PARENT = "t/ns/0xe0000000_0xffffffff"
 LEFT = "t/ns/0xe0000000_0xefffffff"

@@ -34,8 +34,9 @@ from typing import Any
 
 import httpx
 
-from bundlewise.live.harness.overlap import Overlap, range_overlaps
 from bundlewise.live.store import MetadataStore, connect, layout
+from bundlewise.model.ranges import Overlap
+from bundlewise.model.ranges import overlaps as range_overlaps
 
 Claims = dict[str, list[str]]
 

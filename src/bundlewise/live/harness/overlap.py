@@ -1,12 +1,8 @@
 """Pure checks of the fault campaign's observer: hash-range overlap between brokers, coverage of topics, and
 lookup answers that named a broker not serving the topic.
 
-* ``range_overlaps(claims)``: ``claims`` maps a broker id to the bundles it serves (or the store says it owns),
-  ``tenant/ns/0xLLLLLLLL_0xUUUUUUUU``.  Two claims overlap when their namespaces are equal and their hash ranges
-  intersect (``Bundle.overlaps``: a bundle and its split children, or two claims of one name) and the brokers
-  differ; one broker serving a parent and its children while it splits is not a violation.  Sorted by
-  namespace and lower bound, a sweep compares each claim with the claims still open at its start, so the cost
-  is the number of claims plus the number of overlaps, not the square of the claims.
+* Range overlap between brokers is ``model.ranges.overlaps`` (the one implementation; claims map a broker id to
+  the bundles it serves or the store says it owns).
 * ``uncovered(claims, topics)``: the topics whose hash no claimed bundle of their namespace contains (nobody
   serves them).
 * ``answer_conflicts(answers, seen)``: lookup answers (topic -> the broker named) that no observation close to
@@ -25,20 +21,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from bundlewise.model.bundles import Bundle
-from bundlewise.model.errors import InputError
 from bundlewise.model.hashing import crc32_hash
 from bundlewise.model.names import TopicName
-
-
-@dataclass(frozen=True, slots=True, order=True)
-class Overlap:
-    """Two claims of intersecting ranges by different brokers (ordered: ``a`` <= ``b`` by (broker, bundle))."""
-
-    a_broker: str
-    a_bundle: str
-    b_broker: str
-    b_bundle: str
+from bundlewise.model.ranges import claimed as _claims
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,32 +31,6 @@ class Answer:
     at: float  # time.monotonic() when the answer arrived
     topic: str
     broker: str  # broker id (host:port of the answer's httpUrl, or mapped from its brokerUrl)
-
-
-def _claims(claims: Mapping[str, Iterable[str]]) -> list[tuple[Bundle, str]]:
-    out: list[tuple[Bundle, str]] = []
-    for broker, bundles in claims.items():
-        for name in bundles:
-            try:
-                out.append((Bundle.parse(name), broker))
-            except InputError:
-                continue  # not a bundle name (a broker's answer is read as it is; a stranger name claims nothing)
-    return out
-
-
-def range_overlaps(claims: Mapping[str, Iterable[str]]) -> list[Overlap]:
-    """Every pair of claims by different brokers whose ranges intersect (module docstring), sorted."""
-    items = sorted(_claims(claims), key=lambda c: (c[0].namespace, c[0].lower, c[0].upper, c[1]))
-    found: set[Overlap] = set()
-    open_: list[tuple[Bundle, str]] = []
-    for bundle, broker in items:
-        open_ = [(b, o) for b, o in open_ if b.namespace == bundle.namespace and b.upper > bundle.lower]
-        for other, owner in open_:
-            if owner != broker:
-                first, second = sorted([(owner, other.name), (broker, bundle.name)])
-                found.add(Overlap(first[0], first[1], second[0], second[1]))
-        open_.append((bundle, broker))
-    return sorted(found)
 
 
 def _topic_key(topic: str) -> tuple[str, int]:
