@@ -39,6 +39,10 @@ class ServerInUseError(ServerStartError):
         self.what = what
 
 
+PORT_ATTEMPTS = 5
+"""How many free ports a server whose port nobody named tries before it gives up."""
+
+
 def free_port(host: str = "127.0.0.1") -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind((host, 0))
@@ -111,6 +115,7 @@ class ServerProcess(abc.ABC):
     def __init__(self, *, data_dir: str | Path | None = None, port: int | None = None, host: str = "127.0.0.1") -> None:
         self.host = host
         self.port = port or free_port(host)
+        self._port_chosen = port is None  # ours to change while the server has never run (a race for a free port)
         self._own_dir = data_dir is None
         self.data_dir = Path(data_dir) if data_dir is not None else Path(tempfile.mkdtemp(prefix=f"bw-{self.name}-"))
         self.data_dir.mkdir(parents=True, exist_ok=True)
@@ -190,7 +195,15 @@ class ServerProcess(abc.ABC):
         is taken or the data directory is in use; a server that exits while starting is reported with the
         cause its log gives (``_cause``)."""
         _install_hooks()
-        check_port_free(self.host, self.port)
+        for attempt in range(PORT_ATTEMPTS):
+            try:
+                check_port_free(self.host, self.port)
+                break
+            except ServerInUseError:  # a port we chose was taken meanwhile by another process: choose again
+                if not self._port_chosen or attempt == PORT_ATTEMPTS - 1:
+                    raise
+                self.port = free_port(self.host)
+        self._port_chosen = False  # a restart keeps the URL its clients know
         if self.exclusive_data_dir and self._lock_fd is None:
             self._lock_data_dir()
         self._log = open(self.log_path, "ab")  # noqa: SIM115 - closed in stop()
