@@ -75,6 +75,7 @@ class SteadyProducer:
     acks: list[Ack] = field(default_factory=list)
     failures: list[tuple[int, str]] = field(default_factory=list)
     sent: int = 0
+    sent_at: list[float] = field(default_factory=list)  # when each sequence id was handed to the client
     _stop: threading.Event = field(default_factory=threading.Event)
     _thread: threading.Thread | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -93,6 +94,7 @@ class SteadyProducer:
         period = 1.0 / self.rate
         next_at = time.monotonic()
         while not self._stop.is_set():
+            self.sent_at.append(time.monotonic())
             self.producer.send_async(b"m-%d" % self.sent, self._callback(self.sent))
             self.sent += 1
             next_at += period

@@ -184,9 +184,13 @@ def test_a_broker_paused_past_its_session_acknowledges_nothing_after_its_fencing
         check_exactly_once(p)
         deadline = paused + SESSION_MS / 1000
         taken_over = min(a.at for a in p.acks if a.at > resumed and acknowledged_by(c, a.ledger) is survivor)
-        # from its deadline until another broker took the topic over (it may own it again later, legitimately)
+        # from its deadline until another broker took the topic over (it may own it again later, legitimately);
+        # a message sent before the pause may have been stored and its receipt checked in the instant the
+        # SIGSTOP landed, so that receipt goes out when the broker runs again (docs/clients.md §3, Fencing)
         late = [a for a in p.acks if deadline < a.at <= taken_over and acknowledged_by(c, a.ledger) is owner]
-        assert late == [], f"{len(late)} receipts from {owner.broker_id} after its fencing deadline"
+        after_pause = [a for a in late if p.sent_at[a.seq] >= paused]
+        assert after_pause == [], f"{len(after_pause)} receipts from {owner.broker_id} after its fencing deadline"
+        assert len(late) <= 1, f"{len(late)} late receipts of messages sent before the pause: {late}"
         cl.close()
 
 

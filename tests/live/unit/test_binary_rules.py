@@ -137,3 +137,54 @@ def test_cumulative_ack_and_explicit_redelivery() -> None:
     assert sink.got["a"] == [(0, 0), (1, 0), (2, 0), (3, 0), (1, 1), (3, 1)]
     sub.ack(2, cumulative=True)
     assert sub.mark_delete == 2 and c.pending == {3}
+
+
+class _Fence:
+    """The one question a connection asks its binary service about fencing, answered by a flag."""
+
+    def __init__(self) -> None:
+        self.settings = type("S", (), {"max_message_size": 5 * 1024 * 1024})()
+        self.connections: set[object] = set()
+        self.serving = True
+
+    def still_served(self, topic: Topic) -> bool:
+        return self.serving
+
+
+async def _receipts_after_a_pause(paused_past_deadline: bool) -> tuple[list[pb.BaseCommand], int]:
+    """A SEND stored on a real socket; the fencing verdict flips before the queued receipt is written."""
+    import asyncio
+    import socket
+
+    from bundlewise.live.broker.binary.connection import ServerConnection
+    from bundlewise.live.broker.binary.topics import Producer
+
+    fence = _Fence()
+    conn = ServerConnection(fence)  # type: ignore[arg-type]
+    near, far = socket.socketpair()
+    far.setblocking(False)
+    loop = asyncio.get_running_loop()
+    await loop.connect_accepted_socket(lambda: conn, near)
+    topic = Topic("persistent://t/n/a", "t/n/0x00000000_0xffffffff", MemoryLog(tag=6650))
+    conn.producers[1] = (Producer(1, "p", conn), topic)
+    (frame,) = codec.FrameReader(1 << 20).feed(send_frame(3, b"x"))
+    conn.on_send(frame.command.send, frame)  # checked, stored, its receipt queued
+    fence.serving = not paused_past_deadline  # the broker was stopped here, past its deadline
+    await asyncio.sleep(0.05)  # the queue's flush runs
+    try:
+        data = far.recv(1 << 16)
+    except BlockingIOError:
+        data = b""
+    near.close()
+    far.close()
+    return [f.command for f in codec.FrameReader(1 << 20).feed(data)], topic.log.end
+
+
+def test_a_receipt_queued_before_a_pause_past_the_deadline_is_withheld() -> None:
+    import asyncio
+
+    sent, stored = asyncio.run(_receipts_after_a_pause(paused_past_deadline=False))
+    assert [c.type for c in sent] == [pb.BaseCommand.SEND_RECEIPT] and sent[0].send_receipt.sequence_id == 3
+    assert stored == 1
+    withheld, stored = asyncio.run(_receipts_after_a_pause(paused_past_deadline=True))
+    assert withheld == [] and stored == 1  # stored, never acknowledged: the client re-sends to the new owner

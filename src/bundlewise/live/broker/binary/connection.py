@@ -68,7 +68,8 @@ class ServerConnection(asyncio.Protocol):
         self.last_seen = time.monotonic()
         self.pinged = False
         self.tasks: set[asyncio.Task[None]] = set()
-        self._out: list[bytes] = []  # frames written since the last flush
+        # frames written since the last flush; a receipt carries its topic, re-checked at the flush
+        self._out: list[tuple[bytes, Topic | None]] = []
 
     # -- transport -------------------------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -107,18 +108,39 @@ class ServerConnection(asyncio.Protocol):
     def write(self, cmd: pb.BaseCommand) -> None:
         self.write_raw(codec.encode(cmd))
 
-    def write_raw(self, frame: bytes) -> None:
-        """Queue a frame; the queue goes out in one write when the current callback is done."""
+    def write_raw(self, frame: bytes, served: Topic | None = None) -> None:
+        """Queue a frame; the queue goes out in one write when the current callback is done.
+
+        A frame given ``served`` (a send receipt) goes out only if the broker still serves that topic
+        when the queue is written: a broker stopped (SIGSTOP, a long pause) between storing a message
+        and writing the queue may be past its fencing deadline when it runs again, and must then
+        acknowledge nothing -- the client re-sends to the new owner.
+        """
         if self.transport is None or self.transport.is_closing():
             return
         if not self._out:
             asyncio.get_running_loop().call_soon(self.flush)
-        self._out.append(frame)
+        self._out.append((frame, served))
 
     def flush(self) -> None:
-        if self._out and self.transport is not None and not self.transport.is_closing():
-            self.transport.write(b"".join(self._out))
-        self._out.clear()
+        out, self._out = self._out, []
+        if not out or self.transport is None or self.transport.is_closing():
+            return
+        verdicts: dict[int, bool] = {}
+        frames = []
+        for frame, served in out:
+            if served is not None:
+                ok = verdicts.get(id(served))
+                if ok is None:
+                    ok = verdicts[id(served)] = not served.closed and self.service.still_served(served)
+                if not ok:
+                    continue
+            frames.append(frame)
+        withheld = len(out) - len(frames)
+        if withheld:
+            log.info("withheld %d receipt(s): the topic is no longer served here", withheld)
+        if frames:
+            self.transport.write(b"".join(frames))
 
     def data_received(self, data: bytes) -> None:
         self.last_seen = time.monotonic()
@@ -327,7 +349,7 @@ class ServerConnection(asyncio.Protocol):
             message_id=pb.MessageIdData(ledgerId=topic.log.ledger_id, entryId=entry_id),
             highest_sequence_id=c.highest_sequence_id,
         )
-        self.write(command(T.SEND_RECEIPT, send_receipt=receipt))
+        self.write_raw(codec.encode(command(T.SEND_RECEIPT, send_receipt=receipt)), served=topic)
 
     def on_close_producer(self, c: pb.CommandCloseProducer) -> None:
         found = self.producers.pop(c.producer_id, None)
