@@ -54,6 +54,7 @@ HEAVY = {
     "uvicorn": "live",
     "jwt": "live",
     "cryptography": "live",
+    "pulsar": "live",
 }
 
 

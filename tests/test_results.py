@@ -18,7 +18,14 @@ from bundlewise.model.decisions import (
     Unload,
     UnloadReason,
 )
-from bundlewise.results.catalogue import DEFS, DISPATCH_METRIC_KEYS, LIVE_METRIC_KEYS, METRIC_KEYS, metric_keys
+from bundlewise.results.catalogue import (
+    CLIENT_METRIC_KEYS,
+    DEFS,
+    DISPATCH_METRIC_KEYS,
+    LIVE_METRIC_KEYS,
+    METRIC_KEYS,
+    metric_keys,
+)
 from bundlewise.results.decisions import FIELDS, decision_row, read_row
 from bundlewise.results.record import RunResult
 from bundlewise.results.write import TIMELINE_COLUMNS, timeline_table, write_run
@@ -80,12 +87,15 @@ def test_every_row_reads_back_to_the_same_row() -> None:
 
 
 def test_the_catalogue_defines_every_metric_a_summary_can_hold() -> None:
-    grouped = {*METRIC_KEYS, "merges", *DISPATCH_METRIC_KEYS, *LIVE_METRIC_KEYS}
+    grouped = {*METRIC_KEYS, "merges", *DISPATCH_METRIC_KEYS, *LIVE_METRIC_KEYS, *CLIENT_METRIC_KEYS}
     assert {d.key for d in DEFS} == grouped
     assert {d.key for d in DEFS if d.concern == "live"} == set(LIVE_METRIC_KEYS)
+    assert {d.key for d in DEFS if d.concern == "clients"} == set(CLIENT_METRIC_KEYS)
     assert {d.key for d in DEFS if d.concern == "dispatch"} == set(DISPATCH_METRIC_KEYS)
     live_doc = {"scenario": "x", "strategies": {"s": {"lookups": 3}}}
     assert metric_keys(live_doc) == METRIC_KEYS + LIVE_METRIC_KEYS
+    with_clients = {"scenario": "x", "strategies": {"s": {"lookups": 3, "client_reconnects": 0}}}
+    assert metric_keys(with_clients) == METRIC_KEYS + LIVE_METRIC_KEYS + CLIENT_METRIC_KEYS
 
 
 def _run(name: str, measured: bool) -> RunResult:

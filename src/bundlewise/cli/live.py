@@ -2,17 +2,19 @@
 
 * ``live up [--store URL] [--brokers N | --cluster CLUSTER.toml] [--workload TRACE] [--strategy NAME]
   [--time-scale K] [--duration D] [--managers modular,extensible] [--out DIR [--overwrite]] [--zookeeper]
-  [--no-auth] [--config F] [--set K=V]``: a scenario played on a real store and real broker processes
-  (``live.harness.up``); stdout gets ``summary.json``'s document, stderr a progress line, the admin token, then the
-  comparison table.  ``loadManagerClassName`` picks the load manager; ``--managers`` plays the scenario once
-  per listed manager, one after the other, with the same workload and seed, each run named
-  ``MANAGER/STRATEGY`` in one set of outputs (the report shows them side by side).  Under the extensible
-  manager a strategy outside its family falls back to TransferShedder, as Pulsar's does; the modular one
-  refuses an extensible strategy.  Without ``--cluster`` the bundled default scenario's namespaces and
-  workload run on ``--brokers`` brokers (3) without its events; with ``--cluster``, ``--brokers N`` starts
-  the scenario's first N starting brokers (more take ``[broker_defaults]``).  ``--out`` follows the one
-  atomic-output policy (``files.atomic``): an existing non-empty DIR is refused before anything starts unless
-  ``--overwrite``; Ctrl-C leaves it as it was.
+  [--no-auth] [--producers N] [--consumers N] [--topics N] [--publish-rate R] [--message-size B]
+  [--subscription-type T] [--[no-]batching] [--config F] [--set K=V]``: a scenario played on a real store and real
+  broker processes (``live.harness.up``); stdout gets ``summary.json``'s document, stderr a progress line, the admin
+  token, then the comparison table. ``loadManagerClassName`` picks the load manager; ``--managers`` plays the
+  scenario once per listed manager, one after the other, with the same workload and seed, each run named
+  ``MANAGER/STRATEGY`` in one set of outputs (the report shows them side by side). Under the extensible manager a
+  strategy outside its family falls back to TransferShedder, as Pulsar's does; the modular one refuses an extensible
+  strategy. Without ``--cluster`` the bundled default scenario's namespaces and workload run on ``--brokers``
+  brokers (3) without its events; with ``--cluster``, ``--brokers N`` starts the scenario's first N starting brokers
+  (more take ``[broker_defaults]``). ``--out`` follows the one atomic-output policy (``files.atomic``): an existing
+  non-empty DIR is refused before anything starts unless ``--overwrite``; Ctrl-C leaves it as it was. Real clients
+  (the scenario's ``[clients]``, the flags over it): the official client's producers and consumers run through the
+  whole scenario (``live.harness.clients``) and ``summary.json`` gets what they saw (``CLIENT_METRIC_KEYS``).
 * ``live status --store URL [--format json|table]``: brokers, leader, load and bundles, read from the store
   alone (``live.inspect.status``).
 * ``live advise --store URL [--strategy NAME] [--format table|json|admin]``: what the strategy would unload on
@@ -55,6 +57,7 @@ from bundlewise.results.record import RunResult
 from bundlewise.results.write import summary, summary_json, write_run
 from bundlewise.sim.run import run_info
 from bundlewise.sim.scenario import Scenario
+from bundlewise.traffic.clients import MAX_CLIENTS, MAX_MESSAGE_SIZE, SUBSCRIPTION_TYPES, ClientsSpec
 from bundlewise.traffic.trace import TraceWorkload
 from bundlewise.traffic.workload import GeneratedWorkload
 
@@ -87,6 +90,18 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         metavar="LIST",
         help="play the scenario once per load manager (modular, extensible; comma-separated) and compare them",
     )
+    real = up.add_argument_group(
+        "real clients",
+        "producers and consumers of Apache Pulsar's official client (pip install 'bundlewise[clients]'), as "
+        "pulsar-perf runs them; each flag overrides the scenario's [clients] section",
+    )
+    real.add_argument("--producers", type=int, metavar="N", help="producers, one topic each unless --topics")
+    real.add_argument("--consumers", type=int, metavar="N", help="consumers of the subscription 'bundlewise'")
+    real.add_argument("--topics", type=int, metavar="N", help="topics the clients use (default: one per producer)")
+    real.add_argument("--publish-rate", type=float, metavar="R", help="messages per second per producer (100)")
+    real.add_argument("--message-size", type=int, metavar="BYTES", help="message size in bytes (1024)")
+    real.add_argument("--subscription-type", choices=SUBSCRIPTION_TYPES, help="the subscription's type (Shared)")
+    real.add_argument("--batching", action=argparse.BooleanOptionalAction, default=None, help="producer batching (on)")
     add_out_options(up, "summary.json, timeline.parquet, decisions.jsonl, lookups.parquet and report.html")
     up.add_argument("--no-auth", action="store_true", help="authenticationEnabled=false (default: tokens)")
     up.add_argument("--no-progress", action="store_true", help="no progress line on stderr")
@@ -198,6 +213,27 @@ def _manager_entry(manager_class: str, strategy: str) -> SheddingEntry:
     return entry
 
 
+def _clients(args: argparse.Namespace, scenario: Scenario) -> ClientsSpec | None:
+    """The scenario's ``[clients]`` with the flags over it; None when neither asks for any."""
+    base = scenario.clients or ClientsSpec()
+    flags = {
+        "producers": args.producers,
+        "consumers": args.consumers,
+        "topics": args.topics,
+        "rate": args.publish_rate,
+        "message_size": args.message_size,
+        "subscription": args.subscription_type,
+        "batching": args.batching,
+    }
+    check_range(args.producers, "--producers", 0, MAX_CLIENTS)
+    check_range(args.consumers, "--consumers", 0, MAX_CLIENTS)
+    check_range(args.topics, "--topics", 0, MAX_CLIENTS)
+    check_range(args.message_size, "--message-size", 1, MAX_MESSAGE_SIZE)
+    check_range(args.publish_rate, "--publish-rate", 0.001, 1_000_000)
+    spec = dataclasses.replace(base, **{k: v for k, v in flags.items() if v is not None})
+    return spec if spec.any else None
+
+
 def run_up(args: argparse.Namespace) -> int:
     check_range(args.time_scale, "--time-scale", *TIME_SCALE)
     check_range(args.brokers, "--brokers", 1, 1000)
@@ -214,10 +250,16 @@ def run_up(args: argparse.Namespace) -> int:
         for m in managers:
             entry = _manager_entry(MANAGERS[m], strategy)
             runs.append((f"{m}/{entry.name}", MANAGERS[m], entry))
+    clients = _clients(args, scenario)
     duration = parse_duration(args.duration, "--duration", "<args>") if args.duration else scenario.duration
     if duration <= 0:
         raise InputError("expected a positive duration", field="--duration")
     staging = atomic.stage(args.out, args.overwrite) if args.out is not None else None  # refused before any work
+    if clients is not None:
+        with needs_extra("clients", "bundlewise live up --producers/--consumers"):
+            from bundlewise.live.harness.clients import require_client
+
+            require_client()  # refused before anything starts when the extra is missing
     with needs_extra("live", "bundlewise live up"), staging if staging is not None else contextlib.nullcontext():
         from bundlewise.cli.broker import read_trace
         from bundlewise.live.harness.events import LiveEvent
@@ -268,6 +310,7 @@ def run_up(args: argparse.Namespace) -> int:
                     work_dir=work / f"cluster-{i}",
                     leader_path=layout.EXTENSION_LEADER if extensible else layout.LEADER,
                     policies=scenario.policies,
+                    clients=clients,
                 )
                 run, _ = run_live(plan, progress=not args.no_progress, on_ready=ready)
                 results.append(build_result(run, key))

@@ -3,7 +3,8 @@ shown, and how its numbers are written — for a simulated and a live run alike.
 
 * ``METRIC_KEYS`` (every run, in ``summary.json`` order; ``merges`` after ``splits`` for a strategy that
   merges), ``EVENTS_KEY``, ``DISPATCH_METRIC_KEYS`` (a run with a ``[dispatch]`` section, after ``events``) and
-  ``LIVE_METRIC_KEYS`` (``live up`` only, before ``events``); ``metric_keys(doc)`` the scalar keys of a summary.
+  ``LIVE_METRIC_KEYS`` (``live up`` only, before ``events``), ``CLIENT_METRIC_KEYS`` (a ``live up`` run with real
+  clients, after the live ones); ``metric_keys(doc)`` the scalar keys of a summary.
 * ``DEFS``: one table serves every place a metric is shown — the terminal comparison table
   (``comparison_table``), the report's summary and definitions tables and its plots' axes
   (``bundlewise.report``) and the metrics table of docs/formats.md (``markdown_table``; a test keeps the page
@@ -63,6 +64,19 @@ LIVE_METRIC_KEYS = (
     "observer_rounds_per_second",
 )
 """What only a live run measures (docs/live/), after METRIC_KEYS and before ``events`` in ``summary.json``."""
+CLIENT_METRIC_KEYS = (
+    "publish_latency_ms_p50",
+    "publish_latency_ms_p99",
+    "publish_latency_ms_p999",
+    "end_to_end_latency_ms_p50",
+    "end_to_end_latency_ms_p99",
+    "messages_published",
+    "publish_failures",
+    "messages_received",
+    "client_reconnects",
+    "client_unavailable_seconds",
+)
+"""What the real clients of a ``live up`` run saw (its ``[clients]``), after LIVE_METRIC_KEYS."""
 
 MIB = 1024 * 1024
 
@@ -73,7 +87,7 @@ class MetricDef:
     label: str  # a short name for people
     unit: str  # the unit of the shown value
     definition: str  # one line
-    concern: str  # balance | overload | churn | impact | activity | run | dispatch | live | other
+    concern: str  # balance | overload | churn | impact | activity | run | dispatch | live | clients | other
     lower_is_better: bool | None = True  # None: neither
     scale: float = 1.0  # shown value = raw value * scale
     digits: int = 0  # decimals shown
@@ -294,6 +308,54 @@ DEFS: tuple[MetricDef, ...] = (
         None,
         digits=1,
     ),
+    # live up with real clients only (CLIENT_METRIC_KEYS, live.harness.clients): what Pulsar's own client saw
+    MetricDef(
+        "publish_latency_ms_p50",
+        "publish latency, p50",
+        "ms",
+        "real producers' sends, handed to the client until the broker's receipt, median",
+        "clients",
+        digits=1,
+    ),
+    MetricDef("publish_latency_ms_p99", "publish latency, p99", "ms", "the same, 99th percentile", "clients", digits=1),
+    MetricDef(
+        "publish_latency_ms_p999", "publish latency, p99.9", "ms", "the same, 99.9th percentile", "clients", digits=1
+    ),
+    MetricDef(
+        "end_to_end_latency_ms_p50",
+        "end-to-end latency, p50",
+        "ms",
+        "real consumers: a message's arrival minus its publish time, median",
+        "clients",
+        digits=1,
+    ),
+    MetricDef(
+        "end_to_end_latency_ms_p99", "end-to-end latency, p99", "ms", "the same, 99th percentile", "clients", digits=1
+    ),
+    MetricDef("messages_published", "messages published", "msgs", "real sends acknowledged", "clients", False),
+    MetricDef(
+        "publish_failures",
+        "failed sends",
+        "msgs",
+        "real sends failed or never acknowledged (10 s after the run)",
+        "clients",
+    ),
+    MetricDef("messages_received", "messages received", "msgs", "messages the real consumers got", "clients", None),
+    MetricDef(
+        "client_reconnects",
+        "client reconnections",
+        "reconnects",
+        "producers and consumers created again on a broker (after unloads, transfers, splits, losses)",
+        "clients",
+    ),
+    MetricDef(
+        "client_unavailable_seconds",
+        "time clients could not publish",
+        "s",
+        "per producer, the union of sends that waited over 1 s for their receipt (or failed), summed",
+        "clients",
+        digits=2,
+    ),
 )
 BY_KEY = {d.key: d for d in DEFS}
 
@@ -344,7 +406,8 @@ def metric_keys(doc: dict[str, Any]) -> tuple[str, ...]:
         at = keys.index("splits") + 1
         keys = (*keys[:at], "merges", *keys[at:])
     keys += DISPATCH_METRIC_KEYS if "dispatched_messages" in first else ()
-    return keys + (LIVE_METRIC_KEYS if "lookups" in first else ())
+    keys += LIVE_METRIC_KEYS if "lookups" in first else ()
+    return keys + (CLIENT_METRIC_KEYS if "client_reconnects" in first else ())
 
 
 def comparison_table(doc: dict[str, Any]) -> str:

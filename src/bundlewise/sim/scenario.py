@@ -13,6 +13,8 @@ a scenario may carry:
   namespace's bundles at the start; otherwise bundles are dealt round-robin over the starting brokers);
 * ``[dispatch]``: subscriptions draining backlogs through the dispatch rate limiters
   (``sim/dispatch/spec.py``);
+* ``[clients]``: real producers and consumers of Pulsar's official client that ``live up`` runs
+  (``traffic/clients.py``; the simulator ignores it);
 * ``[workload]``: ``diurnal_amplitude`` (0–1), ``diurnal_period`` (duration), ``noise`` (relative
   std-dev of each topic's rate per tick), ``cpu_jitter`` (relative std-dev of measured CPU), and
   ``[[workload.bursts]]`` with ``namespace``, ``at``, ``duration``, ``factor``.
@@ -46,6 +48,7 @@ from bundlewise.model.policies import NO_POLICIES, PlacementPolicies
 from bundlewise.model.textfiles import read_text, source_name
 from bundlewise.sim.dispatch.spec import DispatchSpec, parse_dispatch
 from bundlewise.sim.events import initial_brokers, transitions
+from bundlewise.traffic.clients import CLIENT_KEYS, MAX_CLIENTS, MAX_MESSAGE_SIZE, SUBSCRIPTION_TYPES, ClientsSpec
 from bundlewise.traffic.cost import BROKER_BOUNDS, BROKER_DEFAULTS, BROKER_FIELDS, BrokerSpec
 from bundlewise.traffic.workload import Burst, NamespaceSpec, WorkloadSpec
 
@@ -73,6 +76,7 @@ TOP_KEYS = (
     "strategies",
     "dispatch",
     "policies",
+    "clients",
 )
 NAMESPACE_KEYS = (
     "name",
@@ -128,6 +132,7 @@ class Scenario:
     dispatch: DispatchSpec | None = None  # the optional [dispatch] section (sim/dispatch/spec.py)
     broker_defaults: BrokerSpec = field(default_factory=lambda: BrokerSpec("defaults"))  # [broker_defaults]
     policies: PlacementPolicies = NO_POLICIES  # the optional [policies] section (docs/placement.md)
+    clients: ClientsSpec | None = None  # the optional [clients] section: real clients, live up only
 
     def with_seed(self, seed: int | None) -> Scenario:
         return self if seed is None else replace(self, seed=seed)
@@ -339,6 +344,31 @@ def parse_scenario(doc: dict[str, Any], source: str) -> Scenario:
         dispatch=parse_dispatch(doc.get("dispatch"), source),
         broker_defaults=BrokerSpec("defaults", **defaults),
         policies=_policies(doc.get("policies"), source),
+        clients=_clients(r, doc),
+    )
+
+
+def _clients(r: _Reader, doc: dict[str, Any]) -> ClientsSpec | None:
+    """The ``[clients]`` table (traffic/clients.py), or None when the scenario has none."""
+    if "clients" not in doc:
+        return None
+    d = r.table(doc, "clients", "")
+    check_keys(d, CLIENT_KEYS, "clients.", r.source)
+    w = "clients."
+    subscription = r.text(d, "subscription", w, "Shared")
+    if subscription not in SUBSCRIPTION_TYPES:
+        raise r.err(f"{w}subscription", f"one of {', '.join(SUBSCRIPTION_TYPES)}", subscription)
+    batching = d.get("batching", True)
+    if not isinstance(batching, bool):
+        raise r.err(f"{w}batching", "true or false", batching)
+    return ClientsSpec(
+        producers=r.integer(d, "producers", w, 0, maximum=MAX_CLIENTS),
+        consumers=r.integer(d, "consumers", w, 0, maximum=MAX_CLIENTS),
+        topics=r.integer(d, "topics", w, 0, maximum=MAX_CLIENTS),
+        rate=r.num(d, "rate", w, 100.0, positive=True),
+        message_size=r.integer(d, "message_size", w, 1024, minimum=1, maximum=MAX_MESSAGE_SIZE),
+        subscription=subscription,
+        batching=batching,
     )
 
 

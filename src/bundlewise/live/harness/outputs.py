@@ -10,7 +10,8 @@ run is:
   unload's ``throughput`` is the bundle's in + out bytes/s in the last timeline sample at or before it.
 * metrics -- the simulator's metrics computed by the one implementation (``results.measure.summarise``) from
   the sampled timeline (true load = demand / capacity, as in the simulator) and the decisions (only
-  carried-out unloads count), then the live-only metrics (``live_metrics``).  Not measured live, hence
+  carried-out unloads count), then the live-only metrics (``live_metrics``) and, when the run had real
+  clients, what they saw (``client_metrics``).  Not measured live, hence
   ``null``: ``undelivered_bytes`` and ``backlog_age_max_minutes`` (the emulated broker keeps no backlog), and
   in the timeline ``delivered_load`` and ``backlog_bytes``; ``saturated_broker_minutes`` counts broker-ticks
   whose demand exceeded capacity (load > 1).
@@ -29,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from bundlewise.config.views import PlacementSettings, SimSettings
+from bundlewise.live.harness.clients import ClientRecords
 from bundlewise.live.harness.up import LiveRun
 from bundlewise.model.decisions import Assignment, Label, Logged, SplitDecision, Unload
 from bundlewise.results.decisions import read_row
@@ -77,6 +79,24 @@ def live_metrics(run: LiveRun) -> dict[str, Any]:
         "leader_failover_seconds_max": worst(failover),
         "double_owner_observations": len(obs.double_owners),
         "observer_rounds_per_second": round(obs.rate, 2),
+        **(client_metrics(run.clients) if run.clients is not None else {}),
+    }
+
+
+def client_metrics(rec: ClientRecords) -> dict[str, Any]:
+    """What the real clients saw (``live.harness.clients``; CLIENT_METRIC_KEYS)."""
+    latencies = rec.publish_latencies_ms()
+    return {
+        "publish_latency_ms_p50": _percentile(latencies, 50),
+        "publish_latency_ms_p99": _percentile(latencies, 99),
+        "publish_latency_ms_p999": _percentile(latencies, 99.9),
+        "end_to_end_latency_ms_p50": _percentile(rec.end_to_end_ms, 50),
+        "end_to_end_latency_ms_p99": _percentile(rec.end_to_end_ms, 99),
+        "messages_published": rec.published,
+        "publish_failures": rec.failed,
+        "messages_received": len(rec.end_to_end_ms),
+        "client_reconnects": rec.reconnects,
+        "client_unavailable_seconds": round(rec.unavailable_seconds(), 3),
     }
 
 

@@ -9,10 +9,12 @@
    scenario's broker names and written as the matching brokers' ids);
 2. start the brokers that are up at time 0, one real process each (``live.harness.cluster.LocalCluster``), in
    parallel, all with the same ``--time-scale``, ``--time-origin``, ``--workload`` and settings;
-3. while Pulsar time runs to ``plan.duration``: the lookup clients (``live.harness.lookups.LookupDriver``, one round
-   per step), the timeline sampler (``live.harness.sampler.TimelineSampler``, one sample per step), the events
-   (``live.harness.events.EventPlayer``: SIGKILL / stop / start at their Pulsar times), the ownership observer
-   (``live.harness.observer``, 20 Hz) and a progress line on stderr;
+3. while Pulsar time runs to ``plan.duration``: the real clients of the scenario's ``[clients]``
+   (``live.harness.clients``: the official client's producers and consumers, started first), the lookup clients
+   (``live.harness.lookups.LookupDriver``, one round per step), the timeline sampler
+   (``live.harness.sampler.TimelineSampler``, one sample per step), the events (``live.harness.events.EventPlayer``:
+   SIGKILL / stop / start at their Pulsar times), the ownership observer (``live.harness.observer``, 20 Hz) and a
+   progress line on stderr;
 4. stop everything it started, by PID -- also on Ctrl-C or an error -- and hand back what was recorded
    (``LiveRun``); the broker processes' decision logs are read by ``live.harness.outputs``.
 
@@ -42,6 +44,7 @@ from bundlewise.config.views import BrokerSettings
 from bundlewise.live.broker import values
 from bundlewise.live.broker.auth import make_token
 from bundlewise.live.broker.clock import PulsarClock
+from bundlewise.live.harness.clients import ClientRecords, RealClients
 from bundlewise.live.harness.cluster import BrokerProcess, LocalCluster
 from bundlewise.live.harness.events import EventPlayer, LiveEvent
 from bundlewise.live.harness.lookups import LookupClient, LookupDriver, LookupRecord
@@ -51,6 +54,7 @@ from bundlewise.live.store import JSON, MetadataStore, connect, layout
 from bundlewise.model.bundles import initial_boundaries
 from bundlewise.model.durations import format_duration
 from bundlewise.model.policies import NO_POLICIES, PlacementPolicies
+from bundlewise.traffic.clients import ClientsSpec
 from bundlewise.traffic.cost import BrokerSpec
 from bundlewise.traffic.workload import Workload
 
@@ -79,6 +83,7 @@ class LivePlan:
     work_dir: Path | None = None
     leader_path: str = layout.LEADER  # the manager's leader node (the extensible one: EXTENSION_LEADER)
     policies: PlacementPolicies = NO_POLICIES  # the scenario's [policies], written where Pulsar keeps them
+    clients: ClientsSpec | None = None  # real producers and consumers (the scenario's [clients], the flags)
 
 
 @dataclass
@@ -92,6 +97,7 @@ class LiveRun:
     player: EventPlayer
     decision_files: list[Path]
     wall_seconds: float
+    clients: ClientRecords | None = None  # what the real clients saw (None: the run had none)
 
 
 @dataclass(frozen=True)
@@ -211,6 +217,12 @@ async def _play(
     )  # fmt: skip
     started = time.monotonic()
     progress = Progress(plan, clock, show_progress)
+    real: RealClients | None = None
+    if plan.clients is not None and plan.clients.any:
+        hosts = ",".join(f"{p.host}:{p.settings['brokerServicePort']}" for p in procs.values())
+        topics = plan.clients.topic_names(tuple(ns for ns, _ in plan.namespaces))
+        real = RealClients(plan.clients, topics, f"pulsar://{hosts}", creds.client)
+        await asyncio.to_thread(real.start)
     async with (
         httpx.AsyncClient(headers=_bearer(creds.client), limits=httpx.Limits(max_connections=64)) as http,
     ):
@@ -242,13 +254,14 @@ async def _play(
             for t in tasks:
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await t
+            records = await asyncio.to_thread(real.stop) if real is not None else None
             observations = observer.stop()
             await store.close()
     progress.show(progress.line(len(player.up_urls()), driver.records, observations, player.done), final=True)
     files = sorted(cluster.dir.glob("decisions-*.jsonl"))
     return LiveRun(
         plan, cluster.origin_ms, creds.admin, sampler, driver.records, observations, player, files,
-        time.monotonic() - started,
+        time.monotonic() - started, records,
     )  # fmt: skip
 
 

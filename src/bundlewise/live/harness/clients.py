@@ -1,0 +1,229 @@
+"""Real clients in ``live up``: producers and consumers of Apache Pulsar's official client (``pulsar-client``).
+
+``RealClients(spec, topics, service_url, token)`` is what a scenario's ``[clients]`` section starts
+(``traffic.clients.ClientsSpec``), the way ``pulsar-perf produce`` / ``consume`` would: one Pulsar client
+whose service URL lists every broker up at the start (``pulsar://h:p1,h:p2``: the client looks topics up
+through them in turn), ``producers`` producers sending at a steady ``rate`` from their own threads
+(``send_async``; batching as the spec says, a key per message so Key_Shared spreads), and ``consumers``
+consumers of the subscription ``bundlewise`` with a message listener that acknowledges every message.
+
+What is recorded (``ClientRecords``), in the harness's monotonic clock:
+
+* every send: its producer, when it was handed to the client, when its receipt came back (or that it
+  failed, and when) -- publish latency is the difference, as ``pulsar-perf produce`` measures it;
+* every received message's end-to-end latency: the wall-clock time it arrived minus its publish time
+  (both clocks are this machine's);
+* reconnections: the client logs each producer and consumer it creates on a broker ("Created producer /
+  consumer on broker"); every creation after the first of each is a reconnection -- after an unload, a
+  transfer, a split or a broker loss.
+
+``unavailable_seconds`` is the time the producers could not publish: per producer, the union of the
+intervals from a send to its receipt for every send that waited longer than ``LATE_SECONDS`` (a send
+never acknowledged or failed counts to the end of the run or its failure), summed over producers.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from bundlewise.traffic.clients import ClientsSpec
+
+LATE_SECONDS = 1.0
+"""A send waiting longer than this for its receipt counts as time its producer could not publish."""
+DRAIN_SECONDS = 10.0
+"""How long ``stop`` waits for outstanding receipts before counting the rest as unacknowledged."""
+SUBSCRIPTION = "bundlewise"
+_CREATED = ("Created producer on broker", "Created consumer on broker")
+
+
+def require_client() -> None:
+    """Raise ``ModuleNotFoundError`` (for ``cli.common.needs_extra``) when the official client is missing."""
+    import pulsar  # noqa: F401
+
+
+@dataclass
+class Send:
+    producer: int
+    sent_at: float
+    done_at: float | None = None  # receipt or failure
+    ok: bool = False
+
+
+@dataclass
+class ClientRecords:
+    sends: list[Send] = field(default_factory=list)
+    end_to_end_ms: list[float] = field(default_factory=list)
+    creations: int = 0  # producers and consumers created on a broker, reconnections included
+    clients: int = 0  # producers and consumers started
+    ended_at: float = 0.0
+
+    @property
+    def reconnects(self) -> int:
+        return max(0, self.creations - self.clients)
+
+    @property
+    def published(self) -> int:
+        return sum(1 for s in self.sends if s.ok)
+
+    @property
+    def failed(self) -> int:
+        return len(self.sends) - self.published
+
+    def publish_latencies_ms(self) -> list[float]:
+        return [(s.done_at - s.sent_at) * 1000.0 for s in self.sends if s.ok and s.done_at is not None]
+
+    def unavailable_seconds(self) -> float:
+        """The module docstring's measure."""
+        spans: dict[int, list[tuple[float, float]]] = {}
+        for s in self.sends:
+            end = s.done_at if s.done_at is not None else self.ended_at
+            if not s.ok or end - s.sent_at > LATE_SECONDS:
+                spans.setdefault(s.producer, []).append((s.sent_at, max(s.sent_at, end)))
+        total = 0.0
+        for intervals in spans.values():
+            intervals.sort()
+            start, stop = intervals[0]
+            for a, b in intervals[1:]:
+                if a > stop:
+                    total += stop - start
+                    start, stop = a, b
+                else:
+                    stop = max(stop, b)
+            total += stop - start
+        return total
+
+
+class _Creations(logging.Handler):
+    """Counts the client's log lines that say a producer or consumer was created on a broker."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.INFO)
+        self.count = 0
+        self._lock = threading.Lock()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        text = record.getMessage()
+        if any(c in text for c in _CREATED):
+            with self._lock:
+                self.count += 1
+
+
+_CLIENT_LOG = logging.getLogger("bundlewise.live.clients")
+_CLIENT_LOG.propagate = False
+_CLIENT_LOG.setLevel(logging.INFO)
+_COUNTER = _Creations()
+_CLIENT_LOG.addHandler(_COUNTER)
+"""One logger for every client: the official client keeps the first logger a process gives it for all later
+clients, so each run counts its creations as a difference of this one counter."""
+
+
+class RealClients:
+    """The module docstring's clients; ``start`` and ``stop`` block (call them off the event loop)."""
+
+    def __init__(self, spec: ClientsSpec, topics: list[str], service_url: str, token: str | None) -> None:
+        self.spec = spec
+        self.topics = topics
+        self.service_url = service_url
+        self.token = token
+        self.records = ClientRecords()
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._threads: list[threading.Thread] = []
+        self._producers: list[Any] = []
+        self._consumers: list[Any] = []
+        self._client: Any = None
+        self._created_before = 0
+
+    def start(self) -> None:
+        import pulsar
+
+        auth = pulsar.AuthenticationToken(self.token) if self.token else None
+        self._created_before = _COUNTER.count
+        self._client = pulsar.Client(
+            self.service_url, authentication=auth, operation_timeout_seconds=30, logger=_CLIENT_LOG
+        )
+        sub_type = getattr(pulsar.ConsumerType, self.spec.subscription.replace("_", ""))
+        for i in range(self.spec.consumers):
+            self._consumers.append(
+                self._client.subscribe(
+                    self.topics[i % len(self.topics)],
+                    SUBSCRIPTION,
+                    consumer_type=sub_type,
+                    message_listener=self._received,
+                    initial_position=pulsar.InitialPosition.Earliest,
+                )
+            )
+        for i in range(self.spec.producers):
+            producer = self._client.create_producer(
+                self.topics[i % len(self.topics)],
+                batching_enabled=self.spec.batching,
+                send_timeout_millis=0,  # never time a send out: an unavailable broker shows as latency
+                block_if_queue_full=True,
+            )
+            self._producers.append(producer)
+        self.records.clients = len(self._consumers) + len(self._producers)
+        for i, producer in enumerate(self._producers):
+            t = threading.Thread(target=self._produce, args=(i, producer), name=f"producer-{i}", daemon=True)
+            t.start()
+            self._threads.append(t)
+
+    def _received(self, consumer: Any, msg: Any) -> None:
+        latency = time.time() * 1000.0 - msg.publish_timestamp()
+        with self._lock:
+            self.records.end_to_end_ms.append(latency)
+        try:
+            consumer.acknowledge(msg)
+        except Exception:  # a consumer closing while a message arrives: it is redelivered
+            return
+
+    def _produce(self, index: int, producer: Any) -> None:
+        period = 1.0 / self.spec.rate
+        payload = b"x" * self.spec.message_size
+        next_at = time.monotonic()
+        seq = 0
+        while not self._stop.is_set():
+            send = Send(index, time.monotonic())
+            with self._lock:
+                self.records.sends.append(send)
+            try:
+                producer.send_async(payload, self._done(send), partition_key=f"k{seq % 64}")
+            except Exception:  # the producer was closed: the run is ending
+                send.done_at = time.monotonic()
+                return
+            seq += 1
+            next_at += period
+            delay = next_at - time.monotonic()
+            if delay > 0:
+                self._stop.wait(delay)
+            elif delay < -1.0:  # a blocked send (the queue full): do not burst to catch up
+                next_at = time.monotonic()
+
+    def _done(self, send: Send) -> Any:
+        def done(result: Any, _msg_id: Any) -> None:
+            import pulsar
+
+            send.done_at = time.monotonic()
+            send.ok = result == pulsar.Result.Ok
+
+        return done
+
+    def stop(self) -> ClientRecords:
+        """Stop sending, wait for outstanding receipts (at most ``DRAIN_SECONDS``), close everything."""
+        self._stop.set()
+        for t in self._threads:
+            t.join(timeout=DRAIN_SECONDS)
+        deadline = time.monotonic() + DRAIN_SECONDS
+        while time.monotonic() < deadline and any(s.done_at is None for s in self.records.sends):
+            time.sleep(0.05)
+        self.records.ended_at = time.monotonic()
+        self.records.creations = _COUNTER.count - self._created_before
+        if self._client is not None:
+            try:
+                self._client.close()
+            except Exception as e:  # a broker gone at the end: nothing left to close
+                logging.getLogger(__name__).debug("closing the clients: %s", e)
+        return self.records
