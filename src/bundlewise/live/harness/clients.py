@@ -121,6 +121,27 @@ _CLIENT_LOG.addHandler(_COUNTER)
 clients, so each run counts its creations as a difference of this one counter."""
 
 
+START_ATTEMPTS = 4
+"""Each producer and consumer is created up to this many times (the client's operation timeout, 30 s,
+each): a cluster that has just started may take longer than one timeout to assign a bundle."""
+
+
+class ClientStartError(RuntimeError):
+    """A real client could not be created (``live up`` reports it in one line)."""
+
+
+def _created(what: str, create: Any) -> Any:
+    for attempt in range(1, START_ATTEMPTS + 1):
+        try:
+            return create()
+        except Exception as e:  # the client's own exceptions (Timeout, ServiceUnitNotReady, ...)
+            if attempt == START_ATTEMPTS:
+                raise ClientStartError(f"the real clients could not create {what}: {e} ({attempt} attempts)") from e
+            logging.getLogger(__name__).info("creating %s failed (%s); attempt %d", what, e, attempt + 1)
+            time.sleep(1.0)
+    raise AssertionError("unreachable")
+
+
 class RealClients:
     """The module docstring's clients; ``start`` and ``stop`` block (call them off the event loop)."""
 
@@ -148,21 +169,29 @@ class RealClients:
         )
         sub_type = getattr(pulsar.ConsumerType, self.spec.subscription.replace("_", ""))
         for i in range(self.spec.consumers):
+            topic = self.topics[i % len(self.topics)]
             self._consumers.append(
-                self._client.subscribe(
-                    self.topics[i % len(self.topics)],
-                    SUBSCRIPTION,
-                    consumer_type=sub_type,
-                    message_listener=self._received,
-                    initial_position=pulsar.InitialPosition.Earliest,
+                _created(
+                    f"a consumer of {topic}",
+                    lambda topic=topic: self._client.subscribe(
+                        topic,
+                        SUBSCRIPTION,
+                        consumer_type=sub_type,
+                        message_listener=self._received,
+                        initial_position=pulsar.InitialPosition.Earliest,
+                    ),
                 )
             )
         for i in range(self.spec.producers):
-            producer = self._client.create_producer(
-                self.topics[i % len(self.topics)],
-                batching_enabled=self.spec.batching,
-                send_timeout_millis=0,  # never time a send out: an unavailable broker shows as latency
-                block_if_queue_full=True,
+            topic = self.topics[i % len(self.topics)]
+            producer = _created(
+                f"a producer of {topic}",
+                lambda topic=topic: self._client.create_producer(
+                    topic,
+                    batching_enabled=self.spec.batching,
+                    send_timeout_millis=0,  # never time a send out: an unavailable broker shows as latency
+                    block_if_queue_full=True,
+                ),
             )
             self._producers.append(producer)
         self.records.clients = len(self._consumers) + len(self._producers)
