@@ -8,7 +8,9 @@
 
 Every test that starts a server or a process is marked ``integration`` (``make test-fast`` leaves them
 out): every test under ``integration/``, the contract suite's ZooKeeper and etcd runs, and any test that
-asks for a server fixture.  Real stores: ONE etcd and ONE ZooKeeper per test session (started here,
+asks for a server fixture.  The files of ``TIMING_FILES`` are also marked ``timing``: they hold wall-clock
+bounds on faults (a session timeout + 2 s, a fencing deadline), so ``make test`` runs them in one process
+after the rest has run on two workers (a Spark job on the other worker must not push them over).  Real stores: ONE etcd and ONE ZooKeeper per test session (started here,
 stopped by PID even when tests fail), each test under its own unique root, as kazoo's tests do.  Fault
 tests that pause or kill a server get their own server (``fresh_server``)."""
 
@@ -25,6 +27,19 @@ from bundlewise.live.harness.servers import EtcdServer, ServerProcess, ZooKeeper
 BACKENDS = ("zk", "etcd")
 INTEGRATION_DIR = Path(__file__).resolve().parent / "integration"
 SERVER_FIXTURES = {"zk_server", "etcd_server", "server", "fresh_server"}
+TIMING_FILES = {
+    "test_broker_faults.py",
+    "test_broker_leader.py",
+    "test_clients_moves.py",
+    "test_clock_fencing.py",
+    "test_extensible_faults.py",
+    "test_extensible_leader.py",
+    "test_fault_campaign.py",
+    "test_live_up.py",
+    "test_lookup_burst.py",
+    "test_store_faults.py",
+    "test_store_outages.py",
+}
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -33,6 +48,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         under = INTEGRATION_DIR in Path(str(item.path)).resolve().parents
         if under or SERVER_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.integration)
+        if under and Path(str(item.path)).name in TIMING_FILES:
+            item.add_marker(pytest.mark.timing)
 
 
 @pytest.fixture(scope="session")

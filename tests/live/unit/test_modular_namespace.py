@@ -347,3 +347,32 @@ def test_an_assignment_of_a_bundle_the_boundaries_no_longer_contain_answers_404(
             assert LOW not in ns.served()
 
     run(body())
+
+
+def test_a_bundle_the_committed_boundaries_no_longer_contain_is_dropped_at_once(tmp_path: Path) -> None:
+    async def body() -> None:
+        async with cluster(tmp_path) as c:
+            leader, ns = await one_broker(c, owning=LOW)
+            await ns.find(HIGH, authoritative=False)
+            assert sorted(ns.served()) == [LOW, HIGH]
+            # a split of LOW committed by another broker (this one still holds LOW): the boundaries move on
+            await create_namespace(leader.store, NS, [0, 0x40000000, 0x80000000, 0xFFFFFFFF])
+            await wait_for(lambda: LOW not in ns.served())
+            assert ns.served() == [HIGH]  # still contained: kept
+            assert await leader.store.get(layout.ownership(LOW)) is None
+            assert await ns.drop_outside(NS) == []
+
+    run(body())
+
+
+def test_the_owners_own_split_keeps_its_children_while_the_boundaries_change(tmp_path: Path) -> None:
+    async def body() -> None:
+        async with cluster(tmp_path) as c:
+            _, ns = await one_broker(c, owning=LOW)
+            children = await ns.split_and_own(Bundle.parse(LOW), "range_equally_divide", None, False)
+            assert children is not None
+            await asyncio.sleep(0.2)  # the split's own notification has been heard
+            assert sorted(ns.served()) == sorted(ch.name for ch in children)
+            assert await ns.drop_outside(NS) == []
+
+    run(body())

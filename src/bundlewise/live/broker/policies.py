@@ -7,7 +7,8 @@
   namespace: Pulsar gives a namespace without policies its full bundle) -- with a create-only write, so two brokers that
   race agree on the winner's boundaries (``NamespaceBundleFactory#copyToLocalPolicies``).
 * Any notification under ``/admin/local-policies`` drops that namespace from the cache
-  (``#handleMetadataStoreNotification``), as does ``invalidate``.
+  (``#handleMetadataStoreNotification``), as does ``invalidate``; the callbacks given to ``on_change`` then
+  hear the namespace's name (the modular manager drops bundles the new boundaries no longer contain).
 * ``write_split(namespace, version, new_bundles)`` is the split's versioned write: a compare-and-set of P9
   at the version the bundles were read at (``LocalPoliciesResources#setLocalPoliciesWithVersion``);
   ``BadVersionError`` tells the caller another split won.
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from bundlewise.live.broker import values
@@ -39,11 +41,20 @@ class BundlesCache:
         self.default_bundles = default_bundles
         self._cache: dict[str, VersionedBundles] = {}
         self._loading: dict[str, asyncio.Future[VersionedBundles]] = {}
+        self._changed: list[Callable[[str], None]] = []
         self._unregister = store.register_listener(self._on_notification, layout.LOCAL_POLICIES_ROOT)
 
     def _on_notification(self, n: Notification) -> None:
         ns = n.path[len(layout.LOCAL_POLICIES_ROOT) + 1 :]
         self._cache.pop(ns, None)
+        for callback in list(self._changed):
+            callback(ns)
+
+    def on_change(self, callback: Callable[[str], None]) -> Callable[[], None]:
+        """Call ``callback(namespace)`` after each notification of a namespace's local policies; returns
+        the function that stops it."""
+        self._changed.append(callback)
+        return lambda: self._changed.remove(callback) if callback in self._changed else None
 
     def invalidate(self, namespace: str) -> None:
         self._cache.pop(namespace, None)

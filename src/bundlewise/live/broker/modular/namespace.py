@@ -71,6 +71,7 @@ class ModularNamespaceService:
         self.lookups = Lookups(self._known_answer, self._find)
         self.counters = self.lookups.counters
         self._splitting: set[str] = set()
+        self._stop_watching = self.bundles.on_change(self._boundaries_changed)
 
     def served(self) -> list[str]:
         """The bundles this broker serves right now (fencing applied), its own heartbeat and SLA-monitor
@@ -259,8 +260,40 @@ class ModularNamespaceService:
             return children
         raise ServerError(f"Failed to split {bundle.name}: the bundles changed {SPLIT_RETRY_LIMIT} times in a row")
 
+    # -- boundaries changed -------------------------------------------------------------------
+    def _boundaries_changed(self, namespace: str) -> None:
+        if any(b.startswith(namespace + "/") for b in self.ownership.owned()):
+            self.tasks.spawn(self.drop_outside(namespace), f"checking {namespace}'s bundles against its boundaries")
+
+    async def drop_outside(self, namespace: str) -> list[str]:
+        """Stop serving, at once, every bundle of ``namespace`` this broker owns that the committed boundaries
+        no longer contain (read from the store, not the cache): a split committed elsewhere while this broker
+        took the parent must not leave the parent's range served twice.  A split in progress here keeps its
+        parent and the children it has locked.  Returns the bundles dropped."""
+        self.bundles.invalidate(namespace)
+        try:
+            current = set((await self.bundles.get(namespace)).bundles.bundles)
+        except MetadataStoreError as e:
+            log.warning("cannot read %s's boundaries to check its owned bundles: %s", namespace, e)
+            return []
+        splitting = [Bundle.parse(b) for b in self._splitting]
+        dropped = []
+        for name in list(self.ownership.owned()):
+            if not name.startswith(namespace + "/"):
+                continue
+            bundle = Bundle.parse(name)
+            if bundle in current or any(bundle.overlaps(parent) for parent in splitting):
+                continue
+            log.warning("dropping %s: the committed boundaries of %s no longer contain it", name, namespace)
+            self.ownership.disable(name)
+            with contextlib.suppress(MetadataStoreError):
+                await self.ownership.release(name)
+            dropped.append(name)
+        return dropped
+
     async def close(self) -> None:
         """On a graceful stop: unload every bundle this broker owns, then stop watching ownership."""
+        self._stop_watching()
         for bundle in list(self.ownership.owned()):
             with contextlib.suppress(Exception):
                 await self.unload_owned(bundle)
