@@ -93,12 +93,13 @@ class SystemResources:
 
     def weighted_max_usage(self, w: ResourceWeights) -> float:
         """Weighted max usage in 0..1 (``getMaxResourceUsageWithWeight``)."""
+        # the cached percentages read directly: a placement evaluates this for every candidate
         return (
             max(
-                self.cpu.percent_usage() * w.cpu,
-                self.direct_memory.percent_usage() * w.direct_memory,
-                self.bandwidth_in.percent_usage() * w.bandwidth_in,
-                self.bandwidth_out.percent_usage() * w.bandwidth_out,
+                self.cpu._percent * w.cpu,
+                self.direct_memory._percent * w.direct_memory,
+                self.bandwidth_in._percent * w.bandwidth_in,
+                self.bandwidth_out._percent * w.bandwidth_out,
             )
             / 100.0
         )
