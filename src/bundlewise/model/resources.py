@@ -78,6 +78,9 @@ class SystemResources:
     direct_memory: ResourceUsage = ResourceUsage()
     bandwidth_in: ResourceUsage = ResourceUsage()
     bandwidth_out: ResourceUsage = ResourceUsage()
+    # the last weighted max usage and its weights (frozen, so one object's value never changes): a placement
+    # reads every candidate's, and a cycle places hundreds of bundles against the same reports
+    _weighted: tuple[ResourceWeights, float] | None = field(init=False, repr=False, compare=False, default=None)
 
     def max_usage(self) -> float:
         """Unweighted max usage in 0..1 (``getMaxResourceUsage``)."""
@@ -93,8 +96,10 @@ class SystemResources:
 
     def weighted_max_usage(self, w: ResourceWeights) -> float:
         """Weighted max usage in 0..1 (``getMaxResourceUsageWithWeight``)."""
-        # the cached percentages read directly: a placement evaluates this for every candidate
-        return (
+        memo = self._weighted
+        if memo is not None and memo[0] is w:
+            return memo[1]
+        value = (
             max(
                 self.cpu._percent * w.cpu,
                 self.direct_memory._percent * w.direct_memory,
@@ -103,6 +108,8 @@ class SystemResources:
             )
             / 100.0
         )
+        object.__setattr__(self, "_weighted", (w, value))
+        return value
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any], where: str) -> SystemResources:
