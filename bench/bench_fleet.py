@@ -21,7 +21,8 @@ process, so its peak resident memory is its own.  Per run:
 ``bench/results/fleet.md`` (``bench.common.write_result``; ``python -m bench --markdown fleet`` renders the ``.md``
 again from the JSON).  ``BENCH_FLEET_BASELINE=SRC`` (a ``src`` folder of another version, e.g. from ``git
 archive``) also runs every size x strategy on that code, labelled ``BENCH_FLEET_BASELINE_LABEL``, in the same run
-(only the sizes of ``BENCH_FLEET_BASELINE_SIZES`` when set).
+(only the sizes of ``BENCH_FLEET_BASELINE_SIZES`` when set).  A ``note`` (how the figures were taken) and a
+``profile`` (a list of findings) added to the JSON are rendered above the table.
 """
 
 from __future__ import annotations
@@ -50,7 +51,7 @@ TICKS_PER_DAY = 1440
 
 def parse_sizes(text: str) -> list[tuple[int, int, int, int]]:
     out = []
-    for item in text.split(","):
+    for item in filter(None, (x.strip() for x in text.split(","))):  # "" (unset): no sizes
         size, _, minutes = item.partition(":")
         brokers, bundles, topics = (int(x) for x in size.split("x"))
         out.append((brokers, bundles, topics, int(minutes or 60)))
@@ -117,7 +118,12 @@ def run_child(size: tuple[int, int, int, int], strategy: str, src: str | None) -
 def markdown(payload: dict[str, Any]) -> str:
     """The size x strategy table of ``payload["rows"]``."""
     rows: list[dict[str, Any]] = payload["rows"]
-    lines = [
+    lines = []
+    if payload.get("note"):  # how and where the figures were taken, kept in the JSON beside them
+        lines += [f"*Note:* {payload['note']}", ""]
+    if payload.get("profile"):  # what a profile of the largest size found, before and after a change
+        lines += ["What a tick spends (cProfile):", "", *(f"* {item}" for item in payload["profile"]), ""]
+    lines += [
         "Ticks of 1 minute; tick, decision and other are CPU milliseconds of the run's process. *decision*: the",
         "lookups' and the shedding cycle's phases of a tick; *other*: the rest of the tick (the simulator's own work).",
         "*day*: the run's wall / CPU time scaled to 1,440 ticks (extrapolated, marked `~`, unless the run simulated a",

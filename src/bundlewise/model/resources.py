@@ -78,6 +78,9 @@ class SystemResources:
     direct_memory: ResourceUsage = ResourceUsage()
     bandwidth_in: ResourceUsage = ResourceUsage()
     bandwidth_out: ResourceUsage = ResourceUsage()
+    # the last weighted max usage and its weights (frozen, so one object's value never changes): a placement
+    # reads every candidate's, and a cycle places hundreds of bundles against the same reports
+    _weighted: tuple[ResourceWeights, float] | None = field(init=False, repr=False, compare=False, default=None)
 
     def max_usage(self) -> float:
         """Unweighted max usage in 0..1 (``getMaxResourceUsage``)."""
@@ -93,15 +96,20 @@ class SystemResources:
 
     def weighted_max_usage(self, w: ResourceWeights) -> float:
         """Weighted max usage in 0..1 (``getMaxResourceUsageWithWeight``)."""
-        return (
+        memo = self._weighted
+        if memo is not None and memo[0] is w:
+            return memo[1]
+        value = (
             max(
-                self.cpu.percent_usage() * w.cpu,
-                self.direct_memory.percent_usage() * w.direct_memory,
-                self.bandwidth_in.percent_usage() * w.bandwidth_in,
-                self.bandwidth_out.percent_usage() * w.bandwidth_out,
+                self.cpu._percent * w.cpu,
+                self.direct_memory._percent * w.direct_memory,
+                self.bandwidth_in._percent * w.bandwidth_in,
+                self.bandwidth_out._percent * w.bandwidth_out,
             )
             / 100.0
         )
+        object.__setattr__(self, "_weighted", (w, value))
+        return value
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any], where: str) -> SystemResources:

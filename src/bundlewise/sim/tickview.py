@@ -32,18 +32,21 @@ class Measured:
 
     def stats(self, cluster: Cluster, ids: np.ndarray) -> dict[str, NamespaceBundleStats]:
         """``NamespaceBundleStats`` of the given bundles, in id order."""
-        pb = self.per_bundle
+        names = cluster.bundle_names
+        # one conversion per column (``tolist``: the same Python floats and ints) instead of a numpy read per cell
+        rows = self.per_bundle[ids].tolist()
+        columns = zip(ids.tolist(), rows, self.consumers[ids].tolist(), self.producers[ids].tolist(), strict=True)
         return {
-            cluster.bundle_names[b]: NamespaceBundleStats(
-                msgRateIn=float(pb[b, 0]),
-                msgThroughputIn=float(pb[b, 2]),
-                msgRateOut=float(pb[b, 1]),
-                msgThroughputOut=float(pb[b, 3]),
-                consumerCount=int(self.consumers[b]),
-                producerCount=int(self.producers[b]),
-                topics=int(self.topics[b]),
+            names[b]: NamespaceBundleStats(
+                msgRateIn=r[0],
+                msgThroughputIn=r[2],
+                msgRateOut=r[1],
+                msgThroughputOut=r[3],
+                consumerCount=int(c),
+                producerCount=int(p),
+                topics=int(t),
             )
-            for b in ids
+            for (b, r, c, p), t in zip(columns, self.topics[ids].tolist(), strict=True)
         }
 
     def resources(self, cluster: Cluster, slot: int) -> SystemResources:

@@ -96,7 +96,7 @@ def candidate_trace(
     settings = config.view(PlacementSettings)
     kind = "non-persistent" if non_persistent else "persistent"
     typed = set(filters.topic_type_candidates(load, non_persistent=non_persistent))
-    base = filters.policy_candidates(bundle, load, policies, non_persistent=non_persistent)
+    base = filters.policy_candidates(bundle, load, policies, non_persistent=non_persistent, accepting=typed)
     policy = policies.isolation.policy_for(bundle_namespace(bundle))
     if policy is None:
         steps = _step(
@@ -135,9 +135,9 @@ def candidate_trace(
     if filters.distribute_evenly_applies(bundle, config):
         ns = bundle_namespace(bundle)
         tracker = counts if counts is not None else NamespaceBundleCounts()
-        before, cands = cands, filters.filter_distribute_evenly(cands, bundle, load, tracker)
-        if len(cands) < len(before):  # the reasons' counts only when someone was removed
-            per_broker = tracker.counts(before, load, ns)
+        before = cands
+        cands, per_broker = filters.distribute_evenly(cands, bundle, load, tracker)
+        if len(cands) < len(before):  # the reasons only when someone was removed
             least = min(per_broker.values(), default=0)
             steps += _step(
                 "distribute bundles evenly",

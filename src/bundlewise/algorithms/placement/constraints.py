@@ -49,6 +49,8 @@ def apply_namespace_policies(
     accepts_topic_type: Callable[[str], bool] = lambda broker: True,
 ) -> list[str]:
     """``LoadManagerShared#applyNamespacePolicies``: the brokers the namespace may live on."""
+    if not isolation:  # no policy at all: every broker is shared (one pass, no regex per broker)
+        return [b for b in available if accepts_topic_type(b)]
     policy = isolation.policy_for(namespace)
     if policy is None:
         return [b for b in available if accepts_topic_type(b) and _named(isolation.is_shared, b, every=True)]

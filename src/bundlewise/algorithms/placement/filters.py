@@ -27,7 +27,7 @@ is mutated).  Order is the input's broker order, where Pulsar iterates a hash se
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 from bundlewise.algorithms.placement import constraints
 from bundlewise.algorithms.placement.namespace_counts import NamespaceBundleCounts
@@ -57,10 +57,17 @@ def topic_type_candidates(load: LoadData, *, non_persistent: bool = False) -> li
 
 
 def policy_candidates(
-    bundle: str, load: LoadData, policies: PlacementPolicies = NO_POLICIES, *, non_persistent: bool = False
+    bundle: str,
+    load: LoadData,
+    policies: PlacementPolicies = NO_POLICIES,
+    *,
+    non_persistent: bool = False,
+    accepting: Collection[str] | None = None,
 ) -> list[str]:
-    """Step 3: ``applyNamespacePolicies`` over the available brokers (the topic type checked on the shared path)."""
-    accepting = set(topic_type_candidates(load, non_persistent=non_persistent))
+    """Step 3: ``applyNamespacePolicies`` over the available brokers (the topic type checked on the shared path;
+    ``accepting``: ``topic_type_candidates`` when the caller has them already)."""
+    if accepting is None:
+        accepting = set(topic_type_candidates(load, non_persistent=non_persistent))
     return constraints.apply_namespace_policies(
         namespace_of(bundle), list(load.brokers), policies.isolation, accepting.__contains__
     )
@@ -79,7 +86,16 @@ def filter_max_topics(candidates: Sequence[str], load: LoadData, max_topics: int
     If every broker is above the limit, the original candidates are kept.  A broker without load
     data counts 0 topics, as in Pulsar.
     """
-    kept = [name for name in candidates if broker_topics(name, load) <= max_topics]
+    brokers = load.brokers
+    kept = []
+    for name in candidates:  # broker_topics, inlined: one pass per placement over every candidate
+        broker = brokers.get(name)
+        topics = 0
+        if broker is not None:
+            pre = broker.preallocatedBundleData
+            topics = broker.localData.numTopics + (sum(d.topics for d in pre.values()) if pre else 0)
+        if topics <= max_topics:
+            kept.append(name)
     return kept if kept else list(candidates)
 
 
@@ -120,11 +136,18 @@ def filter_distribute_evenly(
 
     ``counts`` is the placement flow's incremental map (``namespace_counts``); without one, the counts are taken
     from ``load`` afresh."""
+    return distribute_evenly(candidates, bundle, load, counts)[0]
+
+
+def distribute_evenly(
+    candidates: Sequence[str], bundle: str, load: LoadData, counts: NamespaceBundleCounts | None = None
+) -> tuple[list[str], dict[str, int]]:
+    """``filter_distribute_evenly`` and the per-candidate counts it compared (for the trace's reasons)."""
     if not candidates:
-        return []
+        return [], {}
     per_broker = (counts or NamespaceBundleCounts()).counts(candidates, load, namespace_of(bundle))
     least = min(per_broker.values())
-    return [b for b in candidates if per_broker[b] == least]
+    return [b for b in candidates if per_broker[b] == least], per_broker
 
 
 def distribute_evenly_applies(bundle: str, config: Config) -> bool:

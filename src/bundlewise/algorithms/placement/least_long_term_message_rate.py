@@ -36,8 +36,8 @@ def broker_data(load: LoadData, broker: str) -> BrokerData:
 def long_term_score(data: BrokerData, weights: ResourceWeights, overload_threshold: float) -> float:
     if data.localData.weighted_max_usage(weights) > overload_threshold:
         return math.inf
-    pre = data.preallocatedBundleData.values()
-    preallocated = sum(d.longTermData.msgRateIn + d.longTermData.msgRateOut for d in pre)
+    pre = data.preallocatedBundleData
+    preallocated = sum(d.longTermData.msgRateIn + d.longTermData.msgRateOut for d in pre.values()) if pre else 0
     ta = data.timeAverageData
     return preallocated + (ta.longTermMsgRateIn + ta.longTermMsgRateOut)
 
@@ -47,7 +47,12 @@ class LeastLongTermMessageRate:
 
     def scores(self, candidates: Sequence[str], load: LoadData, config: Config) -> list[float]:
         weights, threshold = config.weights(), config.view(PlacementSettings).overload_threshold
-        return [long_term_score(broker_data(load, b), weights, threshold) for b in candidates]
+        brokers = load.brokers
+        out = []
+        for b in candidates:  # one pass per placement over every candidate: ``broker_data`` inlined
+            data = brokers.get(b)
+            out.append(long_term_score(broker_data(load, b) if data is None else data, weights, threshold))
+        return out
 
     def select(
         self,

@@ -42,9 +42,6 @@ class _ReportCounts:
             per_namespace[ns] = per_namespace.get(ns, 0) + 1
         return cls(report, len(report.bundles), bundles, per_namespace)
 
-    def current(self, report: LocalBrokerData) -> bool:
-        return self.report is report and self.size == len(report.bundles)
-
 
 class NamespaceBundleCounts:
     """``broker -> namespace -> distinct bundles`` (owned by its last report, or preallocated to it)."""
@@ -59,18 +56,21 @@ class NamespaceBundleCounts:
         if len(reports) > 2 * len(load.brokers) + 16:
             reports = self._reports = {k: v for k, v in reports.items() if k in load.brokers}
         out: dict[str, int] = {}
-        for name in brokers:  # one pass per placement over the candidates: keep it lean
-            broker = load.brokers.get(name)
+        known = load.brokers
+        for name in brokers:  # one pass per placement over the candidates: keep it lean (``current`` inlined)
+            broker = known.get(name)
             if broker is None:
                 out[name] = 0
                 continue
             local = broker.localData
             entry = reports.get(name)
-            if entry is None or not entry.current(local):
+            if entry is None or entry.report is not local or entry.size != len(local.bundles):
                 entry = reports[name] = _ReportCounts.of(local)
-            count = entry.per_namespace.get(namespace, 0)
             pre = broker.preallocatedBundleData
             if pre:
-                count += sum(1 for b in pre if b not in entry.bundles and bundle_namespace(b) == namespace)
-            out[name] = count
+                seen = entry.bundles
+                extra = sum(1 for b in pre if b not in seen and bundle_namespace(b) == namespace)
+                out[name] = entry.per_namespace.get(namespace, 0) + extra
+            else:
+                out[name] = entry.per_namespace.get(namespace, 0)
         return out
