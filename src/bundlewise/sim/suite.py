@@ -36,6 +36,7 @@ SUITE = (
     "mixed-generation",
     "tiny-bundles-at-cap",
     "hot-bundles-at-cap",
+    "nic-bound-fleet",
 )
 JITTER = frozenset({"stationary-jitter"})
 FLOOR_SLACK = 0.02

@@ -8,15 +8,19 @@ TransferShedder moves bundles until its std-dev target is met (``TransferShedder
 #findBundlesForUnloading``) -- none of them weighs what a move costs against what it buys.  Here a move
 is judged by its effect on the whole fleet:
 
-* **gain** of moving bundle ``x`` (usage vector ``v``) from ``s`` to ``d``:
-  ``k(s) * (load(s)^2 - load(s - v)^2) + k(d) * (load(d)^2 - load(d + v)^2) - costPerTopic * topics(x)
-  - costPerMove``, each load the weighted max of that broker's capacity-normalised CPU and NIC
-  (``estimate.load_of``) and ``k(b)`` its capacity relative to the fleet's mean (``capacity_weights``).  With
-  brokers of one size this is the drop of the sum of squared loads, i.e. of the std-dev at a constant total;
-  the capacity weight makes the optimum equal LOADS on a mixed fleet (an unweighted sum of squares is
-  smallest when a 32-core broker runs four times as hot as an 8-core one).  It prefers the move that closes
-  the largest gap, and never a move that only makes a new hot spot (a bundle larger than the gap has a
-  negative gain: it is left for the split detector, ``BundleSplitterTask``, to split).
+* **gain** of moving bundle ``x`` (usage vector ``v``) from ``s`` to ``d``, on each broker's binding
+  resource (``estimate.load_of``: the weighted max of that broker's capacity-normalised CPU, NIC in, NIC out
+  and direct memory): with ``a(s) = load(s) - load(s - v)`` and ``a(d) = load(d + v) - load(d)`` the share of
+  ``s``'s and ``d``'s binding resource that ``x`` is, ``pair_gain`` is
+  ``k(s) * (load(s)^2 - load(s - v)^2) + k(d) * (load(d)^2 - load(d + v)^2)`` with ``k(b) = ā / a(b)``
+  (``ā`` their mean), less ``costPerTopic * topics(x) + costPerMove``.  With brokers of one size
+  (``a(s) = a(d)``) this is the drop of the sum of squared loads, i.e. of the std-dev at a constant total;
+  between brokers of different sizes or binding resources a small move gains ``2 ā (load(s) - load(d))``, so
+  the optimum is equal LOADS on each broker's own binding resource -- whether that is the CPU of an 8-core
+  broker or the NIC of a 16-core one (an unweighted sum of squares is smallest when a large broker runs
+  hotter than a small one, and a weight by CPU cores alone is wrong for a broker its NIC binds).  It prefers
+  the move that closes the largest gap, and never a move that only makes a new hot spot (a bundle larger than
+  the gap has a negative gain: it is left for the split detector, ``BundleSplitterTask``, to split).
 * **per-move cost** (``costPerMove``): every move costs a fixed amount of gain -- its clients reconnect,
   whatever its size -- so the polishing moves of a nearly balanced fleet (a small bundle across a small gap)
   do not pay; a move that relieves a broker above the safe line (``safe_line``, under the overload
@@ -121,10 +125,17 @@ def within_target(loads: Mapping[str, float], margin: float, held: Mapping[str, 
     return True
 
 
-def capacity_weights(limits: Mapping[str, Limits]) -> dict[str, float]:
-    """Each broker's CPU limit over the fleet's mean (1 for every broker when no CPU limit is known)."""
-    mean = sum(lim.cpu for lim in limits.values()) / len(limits) if limits else 0.0
-    return {b: (lim.cpu / mean if mean > 0 else 1.0) for b, lim in limits.items()}
+def pair_gain(before_s: float, after_s: float, before_d: float, after_d: float) -> float:
+    """The drop of the capacity-weighted sum of squared binding loads of a move's two brokers (module
+    docstring), before any cost.  Brokers on which the bundle weighs the same share (one size, one binding
+    resource) weigh 1 each; a broker whose binding resource the bundle does not touch weighs 1 too (its term is
+    0)."""
+    a_s, a_d = before_s - after_s, after_d - before_d
+    drop_s, drop_d = before_s**2 - after_s**2, before_d**2 - after_d**2
+    if a_s <= 0 or a_d <= 0 or abs(a_s - a_d) <= 1e-9 * max(a_s, a_d):
+        return drop_s + drop_d
+    mean = (a_s + a_d) / 2
+    return mean / a_s * drop_s + mean / a_d * drop_d
 
 
 def _best_move(
@@ -133,7 +144,6 @@ def _best_move(
     usage: Mapping[str, Vector],
     loads: Mapping[str, float],
     limits: Mapping[str, Limits],
-    k: Mapping[str, float],
     weights: ResourceWeights,
     lim: PlanLimits,
     moved: set[str],
@@ -160,8 +170,7 @@ def _best_move(
                 if new_d > lim.ceiling:
                     continue
                 gain = (
-                    k[s] * (loads[s] ** 2 - new_s**2)
-                    + k[d] * (loads[d] ** 2 - new_d**2)
+                    pair_gain(loads[s], new_s, loads[d], new_d)
                     - lim.cost_per_topic * c.topics
                     - (0.0 if relieves or loads[d] < refill_line else lim.cost_per_move)
                 )
@@ -182,7 +191,6 @@ def plan_moves(
     lists broker ``b``'s movable bundles (asked only for the brokers considered as sources)."""
     usage = dict(usage)
     loads = {b: load_of(u, limits[b], weights) for b, u in usage.items()}
-    k = capacity_weights(limits)
     moved: set[str] = set()
     plan: list[Move] = []
     cache: dict[str, list[Candidate]] = {}
@@ -199,7 +207,7 @@ def plan_moves(
         for width in (WIDE_SOURCES,) if refill else (SOURCES, WIDE_SOURCES):
             sources = heapq.nsmallest(min(width, len(loads)), loads, key=lambda b: (-loads[b], b))
             best = _best_move(
-                sources, destinations, usage, loads, limits, k, weights, lim, moved, cache, candidates, refill_line
+                sources, destinations, usage, loads, limits, weights, lim, moved, cache, candidates, refill_line
             )
             if best is not None and best.gain >= lim.min_gain:
                 break
