@@ -54,6 +54,7 @@ FIGURES: dict[str, tuple[float, float, int, float, set[str]]] = {
     "tiny-bundles-at-cap": (0.0442322239, 0.548876853, 6, 0.0, {"std~floor", "p99~floor"}),
     "hot-bundles-at-cap": (0.0481866457, 0.502796431, 7, 0.0, {"p99<=best", "p99~floor", "unloads<=half"}),
     "nic-bound-fleet": (0.0279993787, 0.609341425, 5, 0.0, {"std~floor", "p99~floor", "unloads<=half"}),
+    "heavy-topics-at-cap": (0.0796928345, 0.597414383, 16, 0.0, {"unloads<=half"}),
 }
 
 

@@ -171,6 +171,19 @@ def binding_resource(usage: Vector, limits: Limits, w: ResourceWeights) -> str:
     return RESOURCES[f.index(max(f))]
 
 
+def pair_gain(before_s: float, after_s: float, before_d: float, after_d: float) -> float:
+    """The drop of the capacity-weighted sum of squared binding loads of a move's two brokers (``planner``'s
+    docstring), before any cost.  Brokers on which the bundle weighs the same share (one size, one binding
+    resource) weigh 1 each; a broker whose binding resource the bundle does not touch weighs 1 too (its term is
+    0)."""
+    a_s, a_d = before_s - after_s, after_d - before_d
+    drop_s, drop_d = before_s**2 - after_s**2, before_d**2 - after_d**2
+    if a_s <= 0 or a_d <= 0 or abs(a_s - a_d) <= 1e-9 * max(a_s, a_d):
+        return drop_s + drop_d
+    mean = (a_s + a_d) / 2
+    return mean / a_s * drop_s + mean / a_d * drop_d
+
+
 @dataclass(frozen=True, slots=True)
 class Headroom:
     """What a broker has left of each resource, in the report's units (CPU in percent of one core, NIC in

@@ -51,9 +51,10 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from bundlewise.algorithms.balanced.estimate import Limits, Vector, add, load_of
+from bundlewise.algorithms.balanced.edges import Edge, EdgeLimits, held_back
+from bundlewise.algorithms.balanced.estimate import Limits, Vector, add, load_of, pair_gain
 from bundlewise.model.resources import ResourceWeights
 
 SOURCES = 3
@@ -68,6 +69,8 @@ class Candidate:
     bundle: str
     vector: Vector
     topics: int
+    indivisible: bool = False  # a single topic, or its namespace at its bundle cap (``edges``)
+    recent: bool = False  # moved within the cool-down and the repeat guard (``edges``)
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +82,8 @@ class Move:
     gain: float
     before: tuple[float, float]  # source, destination loads
     after: tuple[float, float]
+    cost: float = 0.0  # what the gain already paid: topics and the fixed cost of a move
+    alternative: str = ""  # the best move not taken: held back by an edge rule, else the runner-up
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,6 +96,19 @@ class PlanLimits:
     safe_line: float = float("inf")  # the plan goes on while a broker is above it, whatever the margin
     refill_margin: float = float("inf")  # a broker this far below the mean is refilled, large-first
     ceiling: float = float("inf")  # no move may take its destination above this (the overload threshold)
+    min_gain_per_load: float = 0.0  # ``edges``: a move's raw gain per unit of the load it moves
+    indivisible_margin: float = 0.0  # ``edges``: what an indivisible bundle's move must take off the higher load
+    return_cost_share: float = 0.0  # ``edges``: the share of the way back's cost a move's gain must also pay
+
+    def edges(self) -> EdgeLimits:
+        return EdgeLimits(
+            self.min_gain,
+            self.cost_per_topic,
+            self.cost_per_move,
+            self.min_gain_per_load,
+            self.indivisible_margin,
+            self.return_cost_share,
+        )
 
 
 def settled(loads: Mapping[str, float], lim: PlanLimits, held: Mapping[str, float] | None = None) -> bool:
@@ -125,19 +143,6 @@ def within_target(loads: Mapping[str, float], margin: float, held: Mapping[str, 
     return True
 
 
-def pair_gain(before_s: float, after_s: float, before_d: float, after_d: float) -> float:
-    """The drop of the capacity-weighted sum of squared binding loads of a move's two brokers (module
-    docstring), before any cost.  Brokers on which the bundle weighs the same share (one size, one binding
-    resource) weigh 1 each; a broker whose binding resource the bundle does not touch weighs 1 too (its term is
-    0)."""
-    a_s, a_d = before_s - after_s, after_d - before_d
-    drop_s, drop_d = before_s**2 - after_s**2, before_d**2 - after_d**2
-    if a_s <= 0 or a_d <= 0 or abs(a_s - a_d) <= 1e-9 * max(a_s, a_d):
-        return drop_s + drop_d
-    mean = (a_s + a_d) / 2
-    return mean / a_s * drop_s + mean / a_d * drop_d
-
-
 def _best_move(
     sources: Sequence[str],
     destinations: Sequence[str],
@@ -155,6 +160,10 @@ def _best_move(
     ``cost_per_move`` unless it relieves a broker above ``lim.safe_line`` or refills one below
     ``refill_line``."""
     best: Move | None = None
+    runner_up: tuple[float, str, str] | None = None  # the best valid move after ``best``: gain, bundle, destination
+    held: tuple[float, str] | None = None  # the best move an edge rule held back
+    edges = lim.edges()
+    others = [(b, loads[b]) for b in destinations]
     for s in sources:
         relieves = loads[s] > lim.safe_line
         if s not in cache:
@@ -169,13 +178,43 @@ def _best_move(
                 new_d = load_of(add(usage[d], c.vector), limits[d], weights)
                 if new_d > lim.ceiling:
                     continue
-                gain = (
-                    pair_gain(loads[s], new_s, loads[d], new_d)
-                    - lim.cost_per_topic * c.topics
-                    - (0.0 if relieves or loads[d] < refill_line else lim.cost_per_move)
+                raw = pair_gain(loads[s], new_s, loads[d], new_d)
+                refills = loads[d] < refill_line
+                cost = lim.cost_per_topic * c.topics + (0.0 if relieves or refills else lim.cost_per_move)
+                gain = raw - cost
+                if best is not None and gain <= best.gain:
+                    if runner_up is None or gain > runner_up[0]:
+                        runner_up = (gain, c.bundle, d)
+                    continue
+                edge = Edge(
+                    c.vector,
+                    c.topics,
+                    c.indivisible,
+                    c.recent,
+                    s,
+                    d,
+                    (loads[s], new_s, loads[d], new_d),
+                    raw,
+                    gain,
+                    relieves,
+                    refills,
                 )
-                if best is None or gain > best.gain:
-                    best = Move(c.bundle, s, d, c.vector, gain, (loads[s], loads[d]), (new_s, new_d))
+                why = held_back(edge, edges, [*others, (s, loads[s])], usage, limits, weights)
+                if why:
+                    if held is None or gain > held[0]:
+                        held = (gain, f"{c.bundle} to {d} (gain {gain:.4f}): {why}")
+                    continue
+                if best is not None:
+                    runner_up = (best.gain, best.bundle, best.destination)
+                best = Move(c.bundle, s, d, c.vector, gain, (loads[s], loads[d]), (new_s, new_d), cost)
+    if best is not None:
+        if held is not None and held[0] > best.gain:
+            alternative = f"held back {held[1]}"
+        elif runner_up is not None:
+            alternative = f"next best {runner_up[1]} to {runner_up[2]} (gain {runner_up[0]:.4f})"
+        else:
+            alternative = "no other move"
+        best = replace(best, alternative=alternative)
     return best
 
 

@@ -89,6 +89,16 @@ SAFE_HEADROOM = 0.05  # a plan goes on while a broker is within this of the over
 Cooling = Callable[[str], bool]
 
 
+def _bundle_counts(load: LoadData) -> dict[str, int]:
+    """How many bundles each namespace has: the leader's bundle data, else every report's bundles."""
+    names = set(load.bundleData) or {b for bd in load.brokers.values() for b in bd.localData.lastStats}
+    out: dict[str, int] = {}
+    for name in names:
+        ns = name.rpartition("/")[0]
+        out[ns] = out.get(ns, 0) + 1
+    return out
+
+
 def _bundle(name: str) -> Bundle | None:
     """The bundle a name stands for (``Bundle.parse``), None when it is not a bundle name."""
     try:
@@ -181,7 +191,9 @@ class BalancedPlanShedder:
                 f"appear in a report (no broker above {s.overload_threshold:.0%})"
             )
             return []
-        cooling = self._cooling(now, s)
+        cooling = self._moved_within(now, s.cooldown_ms)
+        recent = self._moved_within(now, s.cooldown_ms + s.repeat_guard_ms)
+        per_namespace = _bundle_counts(load)
 
         known = len(load.bundleData) > 0
 
@@ -201,7 +213,9 @@ class BalancedPlanShedder:
                     vector, topics = model.of_data(data), data.topics
                 if vector[0] <= 0 and vector[1] <= 0 and vector[2] <= 0:
                     continue
-                out.append(Candidate(bundle, vector, topics))
+                ns = bundle.rpartition("/")[0]
+                indivisible = topics <= 1 or per_namespace.get(ns, 0) >= s.max_bundles
+                out.append(Candidate(bundle, vector, topics, indivisible, recent(bundle)))
             return out
 
         # a plan a broker's state triggered (overloaded, underloaded) stops at the looser event margin; one the
@@ -216,6 +230,9 @@ class BalancedPlanShedder:
             s.overload_threshold - SAFE_HEADROOM,
             low_trigger,
             s.overload_threshold,
+            s.min_gain_per_load,
+            s.indivisible_margin,
+            s.return_cost_share,
         )
         moves = plan_moves(usage, limits, candidates, weights, lim, held)
         cause = (
@@ -311,16 +328,19 @@ class BalancedPlanShedder:
 
     def _forget(self, now: int, s: BalancedSettings) -> None:
         self.in_flight = [f for f in self.in_flight if now - f.at < s.in_flight_ms]
-        self.moved_at = {b: t for b, t in self.moved_at.items() if now - t < s.cooldown_ms}
-        self.moved_ranges = [(b, t) for b, t in self.moved_ranges if now - t < s.cooldown_ms]
+        keep = s.cooldown_ms + s.repeat_guard_ms
+        self.moved_at = {b: t for b, t in self.moved_at.items() if now - t < keep}
+        self.moved_ranges = [(b, t) for b, t in self.moved_ranges if now - t < keep]
 
-    def _cooling(self, now: int, s: BalancedSettings) -> Cooling:
+    def _moved_within(self, now: int, window_ms: int) -> Cooling:
+        """Whether a bundle, or any part of its hash range, moved within the last ``window_ms``."""
         ranges: dict[str, list[Bundle]] = {}
-        for b, _ in self.moved_ranges:
-            ranges.setdefault(b.namespace, []).append(b)
-        moved = self.moved_at
+        for b, t in self.moved_ranges:
+            if now - t < window_ms:
+                ranges.setdefault(b.namespace, []).append(b)
+        moved = {b for b, t in self.moved_at.items() if now - t < window_ms}
 
-        def cooling(bundle: str) -> bool:
+        def within(bundle: str) -> bool:
             if bundle in moved:
                 return True
             if bundle.rpartition("/")[0] not in ranges:
@@ -328,7 +348,7 @@ class BalancedPlanShedder:
             b = _bundle(bundle)
             return b is not None and any(b.overlaps(m) for m in ranges[b.namespace])
 
-        return cooling
+        return within
 
     def on_unload_attempt_completed(self, planned: Sequence[Unload]) -> None:
         """The cycle has chosen its destinations: plans do not outlive it."""
