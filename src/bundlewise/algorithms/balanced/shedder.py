@@ -311,11 +311,15 @@ class BalancedPlanShedder:
     def _reason(
         m: Move, usage: Mapping[str, Vector], limits: Mapping[str, Limits], mean: float, weights: ResourceWeights
     ) -> str:
+        """The move's figures: each broker's binding resource, the gain (net of the cost it paid), that cost and
+        the alternative the plan did not take (``Move.alternative``)."""
         res = binding_resource(usage[m.source], limits[m.source], weights)
+        res_d = binding_resource(add(usage[m.destination], m.vector), limits[m.destination], weights)
         return (
             f"{NAME}: {m.source} at {m.before[0]:.1%} ({res}) vs fleet mean {mean:.1%}; move to {m.destination} "
             f"at {m.before[1]:.1%}: {m.source} -> {m.after[0]:.1%}, {m.destination} -> {m.after[1]:.1%} "
-            f"(gain {m.gain:.4f})"
+            f"(gain {m.gain:.4f}); {m.destination} bound by {res_d}; cost {m.cost:.4f} paid; rejected: "
+            f"{m.alternative}"
         )
 
     def _remember(self, m: Move, now: int) -> None:
