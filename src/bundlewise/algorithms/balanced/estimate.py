@@ -160,8 +160,18 @@ def fractions(usage: Vector, limits: Limits, w: ResourceWeights) -> tuple[float,
 
 
 def load_of(usage: Vector, limits: Limits, w: ResourceWeights) -> float:
-    """The weighted max of the four fractions: the binding resource's (module docstring)."""
-    return max(fractions(usage, limits, w))
+    """The weighted max of the four fractions: the binding resource's (module docstring).  The planner calls
+    this for every candidate move: ``fractions`` spelled out without building a tuple, and the memory fraction
+    (no move changes it) skipped when it weighs 0, Pulsar's default."""
+    cpu = usage[0] / limits.cpu * w.cpu if limits.cpu > 0 else 0.0
+    nin = usage[1] / limits.nic_in * w.bandwidth_in if limits.nic_in > 0 else 0.0
+    nout = usage[2] / limits.nic_out * w.bandwidth_out if limits.nic_out > 0 else 0.0
+    top = cpu if cpu > nin else nin
+    top = top if top > nout else nout
+    if w.direct_memory <= 0 or limits.memory <= 0:
+        return top
+    mem = limits.memory_used / limits.memory * w.direct_memory
+    return top if top > mem else mem
 
 
 def binding_resource(usage: Vector, limits: Limits, w: ResourceWeights) -> str:

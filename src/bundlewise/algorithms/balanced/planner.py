@@ -155,6 +155,7 @@ def _best_move(
     cache: dict[str, list[Candidate]],
     candidates: Callable[[str], Sequence[Candidate]],
     refill_line: float = -1.0,
+    at_cap: Callable[[str], bool] | None = None,
 ) -> Move | None:
     """The move of largest gain from ``sources`` to ``destinations`` (first in order on a tie); a move pays
     ``cost_per_move`` unless it relieves a broker above ``lim.safe_line`` or refills one below
@@ -186,10 +187,14 @@ def _best_move(
                     if runner_up is None or gain > runner_up[0]:
                         runner_up = (gain, c.bundle, d)
                     continue
+                # a bundle of a namespace at its cap is indivisible too: asked only when the rule could apply
+                indivisible = c.indivisible or (
+                    new_d > new_s and lim.indivisible_margin > 0 and at_cap is not None and at_cap(c.bundle)
+                )
                 edge = Edge(
                     c.vector,
                     c.topics,
-                    c.indivisible,
+                    indivisible,
                     c.recent,
                     s,
                     d,
@@ -225,9 +230,11 @@ def plan_moves(
     weights: ResourceWeights,
     lim: PlanLimits,
     held: Mapping[str, float] | None = None,
+    at_cap: Callable[[str], bool] | None = None,
 ) -> list[Move]:
     """The greedy plan (module docstring); ``usage`` and ``limits`` cover every broker, ``candidates(b)``
-    lists broker ``b``'s movable bundles (asked only for the brokers considered as sources)."""
+    lists broker ``b``'s movable bundles (asked only for the brokers considered as sources), ``at_cap(x)``
+    whether bundle ``x``'s namespace is at its bundle cap (``edges``: indivisible)."""
     usage = dict(usage)
     loads = {b: load_of(u, limits[b], weights) for b, u in usage.items()}
     moved: set[str] = set()
@@ -246,7 +253,7 @@ def plan_moves(
         for width in (WIDE_SOURCES,) if refill else (SOURCES, WIDE_SOURCES):
             sources = heapq.nsmallest(min(width, len(loads)), loads, key=lambda b: (-loads[b], b))
             best = _best_move(
-                sources, destinations, usage, loads, limits, weights, lim, moved, cache, candidates, refill_line
+                sources, destinations, usage, loads, limits, weights, lim, moved, cache, candidates, refill_line, at_cap
             )
             if best is not None and best.gain >= lim.min_gain:
                 break

@@ -52,6 +52,7 @@ from __future__ import annotations
 
 import heapq
 import random
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 
 from bundlewise.algorithms.balanced.estimate import (
@@ -91,12 +92,8 @@ Cooling = Callable[[str], bool]
 
 def _bundle_counts(load: LoadData) -> dict[str, int]:
     """How many bundles each namespace has: the leader's bundle data, else every report's bundles."""
-    names = set(load.bundleData) or {b for bd in load.brokers.values() for b in bd.localData.lastStats}
-    out: dict[str, int] = {}
-    for name in names:
-        ns = name.rpartition("/")[0]
-        out[ns] = out.get(ns, 0) + 1
-    return out
+    names = load.bundleData.keys() or {b for bd in load.brokers.values() for b in bd.localData.lastStats}
+    return dict(Counter(name.rpartition("/")[0] for name in names))
 
 
 def _bundle(name: str) -> Bundle | None:
@@ -193,7 +190,12 @@ class BalancedPlanShedder:
             return []
         cooling = self._moved_within(now, s.cooldown_ms)
         recent = self._moved_within(now, s.cooldown_ms + s.repeat_guard_ms)
-        per_namespace = _bundle_counts(load)
+        counts: dict[str, int] = {}
+
+        def at_cap(bundle: str) -> bool:  # counted once per cycle, and only when an edge rule asks
+            if not counts:
+                counts.update(_bundle_counts(load))
+            return counts.get(bundle.rpartition("/")[0], 0) >= s.max_bundles
 
         known = len(load.bundleData) > 0
 
@@ -213,9 +215,7 @@ class BalancedPlanShedder:
                     vector, topics = model.of_data(data), data.topics
                 if vector[0] <= 0 and vector[1] <= 0 and vector[2] <= 0:
                     continue
-                ns = bundle.rpartition("/")[0]
-                indivisible = topics <= 1 or per_namespace.get(ns, 0) >= s.max_bundles
-                out.append(Candidate(bundle, vector, topics, indivisible, recent(bundle)))
+                out.append(Candidate(bundle, vector, topics, topics <= 1, recent(bundle)))
             return out
 
         # a plan a broker's state triggered (overloaded, underloaded) stops at the looser event margin; one the
@@ -234,7 +234,7 @@ class BalancedPlanShedder:
             s.indivisible_margin,
             s.return_cost_share,
         )
-        moves = plan_moves(usage, limits, candidates, weights, lim, held)
+        moves = plan_moves(usage, limits, candidates, weights, lim, held, at_cap)
         cause = (
             UnloadReason.OVERLOADED
             if overloaded
