@@ -50,9 +50,11 @@ FIGURES: dict[str, tuple[float, float, int, float, set[str]]] = {
     ),
     "hot-partitioned-topic": (0.0302240398, 0.68324183, 16, 0.0, {"p99<=best", "unloads<=half"}),
     "stationary-jitter": (0.034596401, 0.589753717, 4, 0.0, {"p99~floor", "unloads<=half"}),
-    "mixed-generation": (0.0178245321, 0.450975842, 6, 0.0, {"unloads<=half"}),
+    "mixed-generation": (0.0206803856, 0.450975842, 6, 0.0, {"unloads<=half"}),
     "tiny-bundles-at-cap": (0.0442322239, 0.548876853, 6, 0.0, {"std~floor", "p99~floor"}),
     "hot-bundles-at-cap": (0.0481866457, 0.502796431, 7, 0.0, {"p99<=best", "p99~floor", "unloads<=half"}),
+    "nic-bound-fleet": (0.0279993787, 0.609341425, 5, 0.0, {"std~floor", "p99~floor", "unloads<=half"}),
+    "heavy-topics-at-cap": (0.0796928345, 0.597414383, 16, 0.0, {"unloads<=half"}),
 }
 
 

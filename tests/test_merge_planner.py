@@ -14,7 +14,14 @@ from bundlewise.algorithms.splitting.detector import split_candidates
 from bundlewise.config import Config
 from bundlewise.model.bundles import NamespaceBundles
 from bundlewise.model.decisions import MergeDecision, SplitReason, SplitStep
-from bundlewise.model.load import BrokerData, BundleData, LoadData, LocalBrokerData, NamespaceBundleStats
+from bundlewise.model.load import (
+    BrokerData,
+    BundleData,
+    LoadData,
+    LocalBrokerData,
+    NamespaceBundleStats,
+    TimeAverageMessageData,
+)
 from bundlewise.model.resources import ResourceUsage, SystemResources
 
 NS = "t/ns"
@@ -72,7 +79,26 @@ def test_the_coldest_adjacent_pair_merges_so_the_hot_bundle_can_split() -> None:
     assert merge.detail == (
         "t/ns is at its cap of 8 bundles and t/ns/0x00000000_0x20000000 waits to split; "
         "0xc0000000_0xe0000000 + 0xe0000000_0xffffffff carry 2 topics, 250 msg/s, 0.24 MB/s "
-        "(0.8% of the split thresholds < 25%)"
+        "(0.8% of the split thresholds < 25%); benefit: t/ns/0x00000000_0x20000000 (2000 topics, 0 msg/s, "
+        "0.00 MB/s) can split; cost: no topic changes owner"
+    )
+
+
+def test_no_merge_for_a_hot_bundle_of_one_topic_whose_split_would_divide_nothing() -> None:
+    # bundle 0 at 40,000 msg/s, over loadBalancerNamespaceBundleMaxMsgRate (30,000): hot on its msg rate
+    def cluster(topics: int) -> LoadData:
+        cold = {i: stats(100) for i in range(1, 8)}
+        load = load_of({"a": {0: stats(40_000, topics)} | cold})
+        long_term = TimeAverageMessageData(1000, 1000, 20_000 * 1024, 20_000 * 1024, 20_000, 20_000)
+        load.bundleData[NAMES[0]] = BundleData(long_term, long_term, topics)  # the detector reads the long term
+        return load
+
+    assert plan(cluster(1)) == []  # one topic: no split point divides it
+    (merge,) = plan(cluster(2))
+    assert merge.unblocks == NAMES[0]
+    assert merge.detail.endswith(
+        "benefit: t/ns/0x00000000_0x20000000 (2 topics, 40,000 msg/s, 39.06 MB/s) can split; "
+        "cost: no topic changes owner"
     )
 
 

@@ -86,6 +86,45 @@ BALANCED_KEYS: tuple[Key, ...] = (
         minimum=0,
     ),
     Key(
+        "bundlewiseBalancedRepeatGuardMinutes",
+        60,
+        "int",
+        "minutes",
+        "BalancedPlanShedder: after its cool-down, a bundle moved within this many more minutes moves again only "
+        "to relieve a broker near the overload threshold (0: off)",
+        minimum=0,
+    ),
+    Key(
+        "bundlewiseBalancedMinGainPerLoad",
+        0.02,
+        "float",
+        "load squared per load moved",
+        "BalancedPlanShedder: a move's gain must be at least this times the share of its source's binding "
+        "resource it moves, unless it relieves a broker near the overload threshold (0: off)",
+        minimum=0,
+    ),
+    Key(
+        "bundlewiseBalancedIndivisibleMargin",
+        0.03,
+        "float",
+        "fraction of capacity",
+        "BalancedPlanShedder: a bundle that cannot split (one topic, or its namespace at "
+        "loadBalancerNamespaceMaximumBundles) moves only if that lowers the higher load of its two brokers by "
+        "at least this (0: off)",
+        minimum=0,
+        maximum=1,
+    ),
+    Key(
+        "bundlewiseBalancedReturnCostShare",
+        0.0,
+        "float",
+        "share of a move's cost",
+        "BalancedPlanShedder: a move's gain must also pay this share of the cost of moving the bundle back "
+        "(costPerTopic per topic plus costPerMove), unless it relieves an overloaded broker or refills an "
+        "underloaded one (0: off)",
+        minimum=0,
+    ),
+    Key(
         "bundlewiseBalancedInFlightMinutes",
         15,
         "int",

@@ -408,6 +408,11 @@ class BalancedSettings:
     cooldown_ms: int
     in_flight_ms: int
     overload_threshold: float  # fraction
+    repeat_guard_ms: int
+    min_gain_per_load: float
+    indivisible_margin: float
+    return_cost_share: float
+    max_bundles: int  # loadBalancerNamespaceMaximumBundles: a bundle of a namespace at it cannot split
 
     @classmethod
     def of(cls, c: Mapping[str, Any]) -> BalancedSettings:
@@ -423,6 +428,11 @@ class BalancedSettings:
             cooldown_ms=int(c["bundlewiseBalancedCooldownMinutes"]) * MINUTE_MS,
             in_flight_ms=int(c["bundlewiseBalancedInFlightMinutes"]) * MINUTE_MS,
             overload_threshold=float(c["loadBalancerBrokerOverloadedThresholdPercentage"]) / 100.0,
+            repeat_guard_ms=int(c["bundlewiseBalancedRepeatGuardMinutes"]) * MINUTE_MS,
+            min_gain_per_load=float(c["bundlewiseBalancedMinGainPerLoad"]),
+            indivisible_margin=float(c["bundlewiseBalancedIndivisibleMargin"]),
+            return_cost_share=float(c["bundlewiseBalancedReturnCostShare"]),
+            max_bundles=int(c["loadBalancerNamespaceMaximumBundles"]),
         )
 
 

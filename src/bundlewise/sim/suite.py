@@ -36,6 +36,8 @@ SUITE = (
     "mixed-generation",
     "tiny-bundles-at-cap",
     "hot-bundles-at-cap",
+    "nic-bound-fleet",
+    "heavy-topics-at-cap",
 )
 JITTER = frozenset({"stationary-jitter"})
 FLOOR_SLACK = 0.02

@@ -21,8 +21,13 @@ any broker and divided by THAT broker's limits:
   plus the moves still in flight (``InFlight``): a move is credited to its destination, and debited from
   its source, until the destination's report lists the bundle and the source's no longer does.  The shedder
   smooths the report-plus-in-flight part over time (``trend``); preallocations are added on top.
-* **Load** is the weighted max of the three fractions (``SystemResources#weighted_max_usage``'s weights,
-  ``loadBalancer*ResourceWeight``); a resource without a limit counts 0.
+* **Headroom per resource** (``headroom``): each broker's limit less its usage, per resource -- CPU, NIC in,
+  NIC out, and the direct memory it reports (no bundle has a direct-memory demand in the cost model, so a
+  move never changes it: a broker bound by direct memory is bound whatever moves).  The **binding resource**
+  is the one of highest weighted usage fraction, i.e. least weighted headroom.
+* **Load** is the weighted max of the four fractions (``SystemResources#weighted_max_usage``'s weights,
+  ``loadBalancer*ResourceWeight``; direct memory weighs 0 unless configured): the binding resource's fraction.
+  A resource without a limit counts 0.
 """
 
 from __future__ import annotations
@@ -99,14 +104,20 @@ def fit_cost_model(brokers: Iterable[BrokerData]) -> CostModel:
 
 @dataclass(frozen=True, slots=True)
 class Limits:
+    """A broker's limits in the report's units; direct memory with its usage, which no move changes."""
+
     cpu: float
     nic_in: float
     nic_out: float
+    memory: float = 0.0  # direct memory limit (MB)
+    memory_used: float = 0.0  # direct memory in use (MB)
 
 
 def limits_of(broker: BrokerData) -> Limits:
     r = broker.localData.resources
-    return Limits(r.cpu.limit, r.bandwidth_in.limit, r.bandwidth_out.limit)
+    return Limits(
+        r.cpu.limit, r.bandwidth_in.limit, r.bandwidth_out.limit, r.direct_memory.limit, r.direct_memory.usage
+    )
 
 
 def fleet_limits(brokers: Mapping[str, BrokerData]) -> dict[str, Limits]:
@@ -127,27 +138,85 @@ def fleet_limits(brokers: Mapping[str, BrokerData]) -> dict[str, Limits]:
             lim.cpu if lim.cpu > 0 else cpu,
             lim.nic_in if lim.nic_in > 0 else nin,
             lim.nic_out if lim.nic_out > 0 else nout,
+            lim.memory,
+            lim.memory_used,
         )
         for b, lim in own.items()
     }
 
 
+RESOURCES = ("cpu", "bandwidthIn", "bandwidthOut", "directMemory")
+
+
+def fractions(usage: Vector, limits: Limits, w: ResourceWeights) -> tuple[float, float, float, float]:
+    """The weighted usage fraction of each resource, in ``RESOURCES`` order (0 for a resource without a
+    limit)."""
+    return (
+        usage[0] / limits.cpu * w.cpu if limits.cpu > 0 else 0.0,
+        usage[1] / limits.nic_in * w.bandwidth_in if limits.nic_in > 0 else 0.0,
+        usage[2] / limits.nic_out * w.bandwidth_out if limits.nic_out > 0 else 0.0,
+        limits.memory_used / limits.memory * w.direct_memory if limits.memory > 0 else 0.0,
+    )
+
+
 def load_of(usage: Vector, limits: Limits, w: ResourceWeights) -> float:
-    """The weighted max of the three fractions (0 for a resource without a limit)."""
+    """The weighted max of the four fractions: the binding resource's (module docstring).  The planner calls
+    this for every candidate move: ``fractions`` spelled out without building a tuple, and the memory fraction
+    (no move changes it) skipped when it weighs 0, Pulsar's default."""
     cpu = usage[0] / limits.cpu * w.cpu if limits.cpu > 0 else 0.0
     nin = usage[1] / limits.nic_in * w.bandwidth_in if limits.nic_in > 0 else 0.0
     nout = usage[2] / limits.nic_out * w.bandwidth_out if limits.nic_out > 0 else 0.0
-    return max(cpu, nin, nout)
+    top = cpu if cpu > nin else nin
+    top = top if top > nout else nout
+    if w.direct_memory <= 0 or limits.memory <= 0:
+        return top
+    mem = limits.memory_used / limits.memory * w.direct_memory
+    return top if top > mem else mem
 
 
 def binding_resource(usage: Vector, limits: Limits, w: ResourceWeights) -> str:
-    """The resource that sets the load: ``cpu``, ``bandwidthIn`` or ``bandwidthOut``."""
-    parts = (
-        (usage[0] / limits.cpu * w.cpu if limits.cpu > 0 else 0.0, "cpu"),
-        (usage[1] / limits.nic_in * w.bandwidth_in if limits.nic_in > 0 else 0.0, "bandwidthIn"),
-        (usage[2] / limits.nic_out * w.bandwidth_out if limits.nic_out > 0 else 0.0, "bandwidthOut"),
+    """The resource that sets the load: ``cpu``, ``bandwidthIn``, ``bandwidthOut`` or ``directMemory`` (the
+    first in that order on a tie)."""
+    f = fractions(usage, limits, w)
+    return RESOURCES[f.index(max(f))]
+
+
+def pair_gain(before_s: float, after_s: float, before_d: float, after_d: float) -> float:
+    """The drop of the capacity-weighted sum of squared binding loads of a move's two brokers (``planner``'s
+    docstring), before any cost.  Brokers on which the bundle weighs the same share (one size, one binding
+    resource) weigh 1 each; a broker whose binding resource the bundle does not touch weighs 1 too (its term is
+    0)."""
+    a_s, a_d = before_s - after_s, after_d - before_d
+    drop_s, drop_d = before_s**2 - after_s**2, before_d**2 - after_d**2
+    if a_s <= 0 or a_d <= 0 or abs(a_s - a_d) <= 1e-9 * max(a_s, a_d):
+        return drop_s + drop_d
+    mean = (a_s + a_d) / 2
+    return mean / a_s * drop_s + mean / a_d * drop_d
+
+
+@dataclass(frozen=True, slots=True)
+class Headroom:
+    """What a broker has left of each resource, in the report's units (CPU in percent of one core, NIC in
+    kbit/s, direct memory in MB), its binding resource and the load (weighted fraction) that resource sets."""
+
+    cpu: float
+    bandwidth_in: float
+    bandwidth_out: float
+    direct_memory: float
+    binding: str
+    load: float
+
+
+def headroom(usage: Vector, limits: Limits, w: ResourceWeights) -> Headroom:
+    """A broker's headroom per resource (module docstring): limit less usage, never below 0."""
+    return Headroom(
+        max(0.0, limits.cpu - usage[0]),
+        max(0.0, limits.nic_in - usage[1]),
+        max(0.0, limits.nic_out - usage[2]),
+        max(0.0, limits.memory - limits.memory_used),
+        binding_resource(usage, limits, w),
+        load_of(usage, limits, w),
     )
-    return max(parts, key=lambda p: p[0])[1]
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,6 +21,11 @@ merges as many adjacent pairs as the waiting splits need, coldest pair first (do
   moves); then the coldest; then hash order.  Pairs are disjoint.  Each namespace needs
   ``bundles + hot bundles - cap`` merges for all its hot bundles to split in the same step; when too few pairs
   are cold enough for even the first hot bundle to split, it merges nothing.
+* **Merges that pay**: a merge is made only for a hot bundle whose split can divide its load -- one its report
+  shows with a single topic cannot be divided by any split point (``dividing``); since the split detector
+  hands the freed slots to the hot bundles in order, the hot bundles from the first single-topic one on get no
+  merge.  Each merge's detail states its benefit (the bundle it lets split, with its load) and its cost (the
+  topics that change owner).
 * **Owner**: the parts' owner; a part with no owner adds nothing; with two owners the merged bundle goes to the
   owner of the hotter part (the lower part on a tie), and the other part's topics move to it, unavailable for a
   moment as in an unload.
@@ -160,10 +165,13 @@ def plan_merges(
         waiting.setdefault(bundle_namespace(d.bundle), []).append(d.bundle)
     known, held = carried_by(load, waiting)
     out: list[MergeDecision] = []
-    for ns, names in waiting.items():
+    for ns, hot_names in waiting.items():
         nb = namespaces.get(ns)
         if nb is None:
             continue
+        names = dividing(hot_names, known)
+        if not names:
+            continue  # the first hot bundle to split holds one topic: its split would divide nothing
         needed = len(nb) + len(names) - limits.max_bundles
         if needed <= 0:
             continue
@@ -182,20 +190,48 @@ def plan_merges(
             continue  # not enough cold pairs to let any hot bundle split: merge nothing
         for j, p in enumerate(chosen, start=1):
             unblocks = names[min(max(j - first, 0), len(names) - 1)]  # the detector accepts hot bundles in order
-            out.append(_decision(ns, nb, p, unblocks, fraction, limits))
+            out.append(_decision(ns, nb, p, unblocks, known.get(unblocks), fraction, limits))
+    return out
+
+
+def dividing(hot: Sequence[str], known: Mapping[str, Carried]) -> list[str]:
+    """The leading hot bundles (in the detector's order, which takes the freed slots first come first served)
+    whose split can divide their load: a bundle its report shows with one topic cannot be divided by any split
+    point, so the hot bundles from the first such one on get no merge."""
+    out = []
+    for name in hot:
+        c = known.get(name)
+        if c is not None and c.topics == 1:
+            break
+        out.append(name)
     return out
 
 
 def _decision(
-    ns: str, nb: NamespaceBundles, p: _Pair, unblocks: str, fraction: float, limits: SplitSettings
+    ns: str,
+    nb: NamespaceBundles,
+    p: _Pair,
+    unblocks: str,
+    hot: Carried | None,
+    fraction: float,
+    limits: SplitSettings,
 ) -> MergeDecision:
     _, merged = nb.merge([p.lower, p.upper])  # validated as the simulator will apply it
     owner = _owner(p, limits)
     both = p.parts[0].plus(p.parts[1])
+    benefit = (
+        f"benefit: {unblocks} ({hot.topics} topics, {hot.msg_rate:,.0f} msg/s, {hot.throughput / MIB:,.2f} MB/s) "
+        "can split"
+        if hot is not None
+        else f"benefit: {unblocks} can split"
+    )
+    moving = [c for c in p.parts if c.owner is not None and owner is not None and c.owner != owner]
+    cost = f"{moving[0].topics} topics move to {owner}" if moving else "no topic changes owner"
     detail = (
         f"{ns} is at its cap of {limits.max_bundles} bundles and {unblocks} waits to split; "
         f"{p.lower.range_name} + {p.upper.range_name} carry {both.topics} topics, {both.msg_rate:,.0f} msg/s, "
-        f"{both.throughput / MIB:,.2f} MB/s ({p.heat:.1%} of the split thresholds < {fraction * 100:g}%)"
+        f"{both.throughput / MIB:,.2f} MB/s ({p.heat:.1%} of the split thresholds < {fraction * 100:g}%); "
+        f"{benefit}; cost: {cost}"
     )
     owners = (p.parts[0].owner, p.parts[1].owner)
     return MergeDecision(merged.name, owner, (p.lower.name, p.upper.name), owners, unblocks, detail)

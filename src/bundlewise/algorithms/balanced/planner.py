@@ -8,15 +8,19 @@ TransferShedder moves bundles until its std-dev target is met (``TransferShedder
 #findBundlesForUnloading``) -- none of them weighs what a move costs against what it buys.  Here a move
 is judged by its effect on the whole fleet:
 
-* **gain** of moving bundle ``x`` (usage vector ``v``) from ``s`` to ``d``:
-  ``k(s) * (load(s)^2 - load(s - v)^2) + k(d) * (load(d)^2 - load(d + v)^2) - costPerTopic * topics(x)
-  - costPerMove``, each load the weighted max of that broker's capacity-normalised CPU and NIC
-  (``estimate.load_of``) and ``k(b)`` its capacity relative to the fleet's mean (``capacity_weights``).  With
-  brokers of one size this is the drop of the sum of squared loads, i.e. of the std-dev at a constant total;
-  the capacity weight makes the optimum equal LOADS on a mixed fleet (an unweighted sum of squares is
-  smallest when a 32-core broker runs four times as hot as an 8-core one).  It prefers the move that closes
-  the largest gap, and never a move that only makes a new hot spot (a bundle larger than the gap has a
-  negative gain: it is left for the split detector, ``BundleSplitterTask``, to split).
+* **gain** of moving bundle ``x`` (usage vector ``v``) from ``s`` to ``d``, on each broker's binding
+  resource (``estimate.load_of``: the weighted max of that broker's capacity-normalised CPU, NIC in, NIC out
+  and direct memory): with ``a(s) = load(s) - load(s - v)`` and ``a(d) = load(d + v) - load(d)`` the share of
+  ``s``'s and ``d``'s binding resource that ``x`` is, ``pair_gain`` is
+  ``k(s) * (load(s)^2 - load(s - v)^2) + k(d) * (load(d)^2 - load(d + v)^2)`` with ``k(b) = ā / a(b)``
+  (``ā`` their mean), less ``costPerTopic * topics(x) + costPerMove``.  With brokers of one size
+  (``a(s) = a(d)``) this is the drop of the sum of squared loads, i.e. of the std-dev at a constant total;
+  between brokers of different sizes or binding resources a small move gains ``2 ā (load(s) - load(d))``, so
+  the optimum is equal LOADS on each broker's own binding resource -- whether that is the CPU of an 8-core
+  broker or the NIC of a 16-core one (an unweighted sum of squares is smallest when a large broker runs
+  hotter than a small one, and a weight by CPU cores alone is wrong for a broker its NIC binds).  It prefers
+  the move that closes the largest gap, and never a move that only makes a new hot spot (a bundle larger than
+  the gap has a negative gain: it is left for the split detector, ``BundleSplitterTask``, to split).
 * **per-move cost** (``costPerMove``): every move costs a fixed amount of gain -- its clients reconnect,
   whatever its size -- so the polishing moves of a nearly balanced fleet (a small bundle across a small gap)
   do not pay; a move that relieves a broker above the safe line (``safe_line``, under the overload
@@ -47,9 +51,10 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from bundlewise.algorithms.balanced.estimate import Limits, Vector, add, load_of
+from bundlewise.algorithms.balanced.edges import Edge, EdgeLimits, held_back
+from bundlewise.algorithms.balanced.estimate import Limits, Vector, add, load_of, pair_gain
 from bundlewise.model.resources import ResourceWeights
 
 SOURCES = 3
@@ -64,6 +69,8 @@ class Candidate:
     bundle: str
     vector: Vector
     topics: int
+    indivisible: bool = False  # a single topic, or its namespace at its bundle cap (``edges``)
+    recent: bool = False  # moved within the cool-down and the repeat guard (``edges``)
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,6 +82,8 @@ class Move:
     gain: float
     before: tuple[float, float]  # source, destination loads
     after: tuple[float, float]
+    cost: float = 0.0  # what the gain already paid: topics and the fixed cost of a move
+    alternative: str = ""  # the best move not taken: held back by an edge rule, else the runner-up
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,6 +96,19 @@ class PlanLimits:
     safe_line: float = float("inf")  # the plan goes on while a broker is above it, whatever the margin
     refill_margin: float = float("inf")  # a broker this far below the mean is refilled, large-first
     ceiling: float = float("inf")  # no move may take its destination above this (the overload threshold)
+    min_gain_per_load: float = 0.0  # ``edges``: a move's raw gain per unit of the load it moves
+    indivisible_margin: float = 0.0  # ``edges``: what an indivisible bundle's move must take off the higher load
+    return_cost_share: float = 0.0  # ``edges``: the share of the way back's cost a move's gain must also pay
+
+    def edges(self) -> EdgeLimits:
+        return EdgeLimits(
+            self.min_gain,
+            self.cost_per_topic,
+            self.cost_per_move,
+            self.min_gain_per_load,
+            self.indivisible_margin,
+            self.return_cost_share,
+        )
 
 
 def settled(loads: Mapping[str, float], lim: PlanLimits, held: Mapping[str, float] | None = None) -> bool:
@@ -121,30 +143,28 @@ def within_target(loads: Mapping[str, float], margin: float, held: Mapping[str, 
     return True
 
 
-def capacity_weights(limits: Mapping[str, Limits]) -> dict[str, float]:
-    """Each broker's CPU limit over the fleet's mean (1 for every broker when no CPU limit is known)."""
-    mean = sum(lim.cpu for lim in limits.values()) / len(limits) if limits else 0.0
-    return {b: (lim.cpu / mean if mean > 0 else 1.0) for b, lim in limits.items()}
-
-
 def _best_move(
     sources: Sequence[str],
     destinations: Sequence[str],
     usage: Mapping[str, Vector],
     loads: Mapping[str, float],
     limits: Mapping[str, Limits],
-    k: Mapping[str, float],
     weights: ResourceWeights,
     lim: PlanLimits,
     moved: set[str],
     cache: dict[str, list[Candidate]],
     candidates: Callable[[str], Sequence[Candidate]],
     refill_line: float = -1.0,
+    at_cap: Callable[[str], bool] | None = None,
 ) -> Move | None:
     """The move of largest gain from ``sources`` to ``destinations`` (first in order on a tie); a move pays
     ``cost_per_move`` unless it relieves a broker above ``lim.safe_line`` or refills one below
     ``refill_line``."""
     best: Move | None = None
+    runner_up: tuple[float, str, str] | None = None  # the best valid move after ``best``: gain, bundle, destination
+    held: tuple[float, str] | None = None  # the best move an edge rule held back
+    edges = lim.edges()
+    others = [(b, loads[b]) for b in destinations]
     for s in sources:
         relieves = loads[s] > lim.safe_line
         if s not in cache:
@@ -159,14 +179,47 @@ def _best_move(
                 new_d = load_of(add(usage[d], c.vector), limits[d], weights)
                 if new_d > lim.ceiling:
                     continue
-                gain = (
-                    k[s] * (loads[s] ** 2 - new_s**2)
-                    + k[d] * (loads[d] ** 2 - new_d**2)
-                    - lim.cost_per_topic * c.topics
-                    - (0.0 if relieves or loads[d] < refill_line else lim.cost_per_move)
+                raw = pair_gain(loads[s], new_s, loads[d], new_d)
+                refills = loads[d] < refill_line
+                cost = lim.cost_per_topic * c.topics + (0.0 if relieves or refills else lim.cost_per_move)
+                gain = raw - cost
+                if best is not None and gain <= best.gain:
+                    if runner_up is None or gain > runner_up[0]:
+                        runner_up = (gain, c.bundle, d)
+                    continue
+                # a bundle of a namespace at its cap is indivisible too: asked only when the rule could apply
+                indivisible = c.indivisible or (
+                    new_d > new_s and lim.indivisible_margin > 0 and at_cap is not None and at_cap(c.bundle)
                 )
-                if best is None or gain > best.gain:
-                    best = Move(c.bundle, s, d, c.vector, gain, (loads[s], loads[d]), (new_s, new_d))
+                edge = Edge(
+                    c.vector,
+                    c.topics,
+                    indivisible,
+                    c.recent,
+                    s,
+                    d,
+                    (loads[s], new_s, loads[d], new_d),
+                    raw,
+                    gain,
+                    relieves,
+                    refills,
+                )
+                why = held_back(edge, edges, [*others, (s, loads[s])], usage, limits, weights)
+                if why:
+                    if held is None or gain > held[0]:
+                        held = (gain, f"{c.bundle} to {d} (gain {gain:.4f}): {why}")
+                    continue
+                if best is not None:
+                    runner_up = (best.gain, best.bundle, best.destination)
+                best = Move(c.bundle, s, d, c.vector, gain, (loads[s], loads[d]), (new_s, new_d), cost)
+    if best is not None:
+        if held is not None and held[0] > best.gain:
+            alternative = f"held back {held[1]}"
+        elif runner_up is not None:
+            alternative = f"next best {runner_up[1]} to {runner_up[2]} (gain {runner_up[0]:.4f})"
+        else:
+            alternative = "no other move"
+        best = replace(best, alternative=alternative)
     return best
 
 
@@ -177,12 +230,13 @@ def plan_moves(
     weights: ResourceWeights,
     lim: PlanLimits,
     held: Mapping[str, float] | None = None,
+    at_cap: Callable[[str], bool] | None = None,
 ) -> list[Move]:
     """The greedy plan (module docstring); ``usage`` and ``limits`` cover every broker, ``candidates(b)``
-    lists broker ``b``'s movable bundles (asked only for the brokers considered as sources)."""
+    lists broker ``b``'s movable bundles (asked only for the brokers considered as sources), ``at_cap(x)``
+    whether bundle ``x``'s namespace is at its bundle cap (``edges``: indivisible)."""
     usage = dict(usage)
     loads = {b: load_of(u, limits[b], weights) for b, u in usage.items()}
-    k = capacity_weights(limits)
     moved: set[str] = set()
     plan: list[Move] = []
     cache: dict[str, list[Candidate]] = {}
@@ -199,7 +253,7 @@ def plan_moves(
         for width in (WIDE_SOURCES,) if refill else (SOURCES, WIDE_SOURCES):
             sources = heapq.nsmallest(min(width, len(loads)), loads, key=lambda b: (-loads[b], b))
             best = _best_move(
-                sources, destinations, usage, loads, limits, k, weights, lim, moved, cache, candidates, refill_line
+                sources, destinations, usage, loads, limits, weights, lim, moved, cache, candidates, refill_line, at_cap
             )
             if best is not None and best.gain >= lim.min_gain:
                 break

@@ -52,6 +52,7 @@ from __future__ import annotations
 
 import heapq
 import random
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 
 from bundlewise.algorithms.balanced.estimate import (
@@ -87,6 +88,12 @@ REFILL_SHARE = 0.8  # a broker below this share of the fleet mean is underloaded
 SETTLE_MS = 3 * 60_000  # placements this recent and not yet in a report hold the shedding back
 SAFE_HEADROOM = 0.05  # a plan goes on while a broker is within this of the overload threshold
 Cooling = Callable[[str], bool]
+
+
+def _bundle_counts(load: LoadData) -> dict[str, int]:
+    """How many bundles each namespace has: the leader's bundle data, else every report's bundles."""
+    names = load.bundleData.keys() or {b for bd in load.brokers.values() for b in bd.localData.lastStats}
+    return dict(Counter(name.rpartition("/")[0] for name in names))
 
 
 def _bundle(name: str) -> Bundle | None:
@@ -181,7 +188,14 @@ class BalancedPlanShedder:
                 f"appear in a report (no broker above {s.overload_threshold:.0%})"
             )
             return []
-        cooling = self._cooling(now, s)
+        cooling = self._moved_within(now, s.cooldown_ms)
+        recent = self._moved_within(now, s.cooldown_ms + s.repeat_guard_ms)
+        counts: dict[str, int] = {}
+
+        def at_cap(bundle: str) -> bool:  # counted once per cycle, and only when an edge rule asks
+            if not counts:
+                counts.update(_bundle_counts(load))
+            return counts.get(bundle.rpartition("/")[0], 0) >= s.max_bundles
 
         known = len(load.bundleData) > 0
 
@@ -201,7 +215,7 @@ class BalancedPlanShedder:
                     vector, topics = model.of_data(data), data.topics
                 if vector[0] <= 0 and vector[1] <= 0 and vector[2] <= 0:
                     continue
-                out.append(Candidate(bundle, vector, topics))
+                out.append(Candidate(bundle, vector, topics, topics <= 1, recent(bundle)))
             return out
 
         # a plan a broker's state triggered (overloaded, underloaded) stops at the looser event margin; one the
@@ -216,8 +230,11 @@ class BalancedPlanShedder:
             s.overload_threshold - SAFE_HEADROOM,
             low_trigger,
             s.overload_threshold,
+            s.min_gain_per_load,
+            s.indivisible_margin,
+            s.return_cost_share,
         )
-        moves = plan_moves(usage, limits, candidates, weights, lim, held)
+        moves = plan_moves(usage, limits, candidates, weights, lim, held, at_cap)
         cause = (
             UnloadReason.OVERLOADED
             if overloaded
@@ -294,11 +311,15 @@ class BalancedPlanShedder:
     def _reason(
         m: Move, usage: Mapping[str, Vector], limits: Mapping[str, Limits], mean: float, weights: ResourceWeights
     ) -> str:
+        """The move's figures: each broker's binding resource, the gain (net of the cost it paid), that cost and
+        the alternative the plan did not take (``Move.alternative``)."""
         res = binding_resource(usage[m.source], limits[m.source], weights)
+        res_d = binding_resource(add(usage[m.destination], m.vector), limits[m.destination], weights)
         return (
             f"{NAME}: {m.source} at {m.before[0]:.1%} ({res}) vs fleet mean {mean:.1%}; move to {m.destination} "
             f"at {m.before[1]:.1%}: {m.source} -> {m.after[0]:.1%}, {m.destination} -> {m.after[1]:.1%} "
-            f"(gain {m.gain:.4f})"
+            f"(gain {m.gain:.4f}); {m.destination} bound by {res_d}; cost {m.cost:.4f} paid; rejected: "
+            f"{m.alternative}"
         )
 
     def _remember(self, m: Move, now: int) -> None:
@@ -311,16 +332,19 @@ class BalancedPlanShedder:
 
     def _forget(self, now: int, s: BalancedSettings) -> None:
         self.in_flight = [f for f in self.in_flight if now - f.at < s.in_flight_ms]
-        self.moved_at = {b: t for b, t in self.moved_at.items() if now - t < s.cooldown_ms}
-        self.moved_ranges = [(b, t) for b, t in self.moved_ranges if now - t < s.cooldown_ms]
+        keep = s.cooldown_ms + s.repeat_guard_ms
+        self.moved_at = {b: t for b, t in self.moved_at.items() if now - t < keep}
+        self.moved_ranges = [(b, t) for b, t in self.moved_ranges if now - t < keep]
 
-    def _cooling(self, now: int, s: BalancedSettings) -> Cooling:
+    def _moved_within(self, now: int, window_ms: int) -> Cooling:
+        """Whether a bundle, or any part of its hash range, moved within the last ``window_ms``."""
         ranges: dict[str, list[Bundle]] = {}
-        for b, _ in self.moved_ranges:
-            ranges.setdefault(b.namespace, []).append(b)
-        moved = self.moved_at
+        for b, t in self.moved_ranges:
+            if now - t < window_ms:
+                ranges.setdefault(b.namespace, []).append(b)
+        moved = {b for b, t in self.moved_at.items() if now - t < window_ms}
 
-        def cooling(bundle: str) -> bool:
+        def within(bundle: str) -> bool:
             if bundle in moved:
                 return True
             if bundle.rpartition("/")[0] not in ranges:
@@ -328,7 +352,7 @@ class BalancedPlanShedder:
             b = _bundle(bundle)
             return b is not None and any(b.overlaps(m) for m in ranges[b.namespace])
 
-        return cooling
+        return within
 
     def on_unload_attempt_completed(self, planned: Sequence[Unload]) -> None:
         """The cycle has chosen its destinations: plans do not outlive it."""
