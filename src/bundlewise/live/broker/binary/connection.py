@@ -394,11 +394,17 @@ class ServerConnection(asyncio.Protocol):
             self.active_change,
         )
         earliest = c.initialPosition == pb.CommandSubscribe.Earliest
+        new_cursor = c.subscription not in topic.log.cursors
         try:
             sub = topic.subscribe(c.subscription, int(c.subType), consumer, earliest)
         except SubscribeError as e:
             self.error(c.request_id, CONSUMER_BUSY, str(e))
             return
+        if new_cursor:  # persisted before the subscribe succeeds (``ManagedLedgerImpl#asyncOpenCursor``)
+            try:
+                await topic.log.flush()
+            except Exception as e:  # flushed again on the interval
+                log.warning("could not persist the new cursor %s of %s: %r", c.subscription, topic.name, e)
         self.consumers[c.consumer_id] = (consumer, topic, sub)
         self.success(c.request_id)
 
