@@ -4,7 +4,9 @@ fails the open, cursors round-trip through the metadata store."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -20,9 +22,16 @@ TOPIC = "persistent://public/default/orders"
 PATH = "/managed-ledgers/public/default/persistent/orders"
 
 
-async def storage(store_url: str, data: Path) -> tuple[MetadataStore, FileStorage]:
+@contextlib.asynccontextmanager
+async def two_brokers(store_url: str, data: Path) -> AsyncIterator[tuple[MetadataStore, FileStorage, FileStorage]]:
+    """Two brokers' storages over one data directory, each with its own store session."""
     store = await connect(store_url, session_timeout=SESSION_TIMEOUT)
-    return store, FileStorage(LedgerStore(data), store)
+    store = await connect(store_url, session_timeout=SESSION_TIMEOUT)
+    try:
+        yield store, FileStorage(LedgerStore(data), store), FileStorage(LedgerStore(data), store)
+    finally:
+        await store.close()
+        await store.close()
 
 
 async def node(store: MetadataStore, path: str) -> Any:
@@ -33,9 +42,7 @@ async def node(store: MetadataStore, path: str) -> Any:
 
 def test_the_new_owner_fences_the_old_ledger_and_reads_every_entry(store_url: str, tmp_path: Path) -> None:
     async def body() -> None:
-        store_a, a = await storage(store_url, tmp_path)
-        store_b, b = await storage(store_url, tmp_path)
-        try:
+        async with two_brokers(store_url, tmp_path) as (store, a, b):
             log_a = await a.open(TOPIC)
             assert [log_a.append(b"a%d" % i, 0, 1) for i in range(3)] == [0, 1, 2]
             log_b = await b.open(TOPIC)  # the bundle moved: b loads the topic
@@ -52,13 +59,10 @@ def test_the_new_owner_fences_the_old_ledger_and_reads_every_entry(store_url: st
                 1,
                 3,
             )
-            assert await node(store_b, PATH) == {
+            assert await node(store, PATH) == {
                 "ledgers": [{"ledgerId": la, "entries": 3, "first": 0}, {"ledgerId": lb, "entries": None, "first": 3}]
             }
             assert a.ledgers.state(la) == "fenced"
-        finally:
-            await store_a.close()
-            await store_b.close()
 
     run(body())
 
@@ -85,31 +89,24 @@ class RacingStore:
 
 def test_a_lost_compare_and_set_fails_the_open(store_url: str, tmp_path: Path) -> None:
     async def body() -> None:
-        store_a, a = await storage(store_url, tmp_path)
-        store_b, b = await storage(store_url, tmp_path)
-        try:
+        async with two_brokers(store_url, tmp_path) as (store, a, b):
             first = await a.open(TOPIC)
             first.append(b"x", 0, 1)
-            loser = FileStorage(a.ledgers, RacingStore(store_a, b))  # type: ignore[arg-type]
+            loser = FileStorage(a.ledgers, RacingStore(store, b))  # type: ignore[arg-type]
             with pytest.raises(OwnershipConflict, match="another broker extended its managed ledger"):
                 await loser.open(TOPIC)
-            value = await node(store_a, PATH)
+            value = await node(store, PATH)
             ids = [i["ledgerId"] for i in value["ledgers"]]
             assert len(ids) == 2 and ids[0] == first.ledger_id
             assert [i["entries"] for i in value["ledgers"]] == [1, None]
             assert a.ledgers.ids() == ids  # the loser's ledger was deleted
-        finally:
-            await store_a.close()
-            await store_b.close()
 
     run(body())
 
 
 def test_cursors_round_trip_and_a_former_owner_cannot_overwrite_them(store_url: str, tmp_path: Path) -> None:
     async def body() -> None:
-        store_a, a = await storage(store_url, tmp_path)
-        store_b, b = await storage(store_url, tmp_path)
-        try:
+        async with two_brokers(store_url, tmp_path) as (store, a, b):
             log_a = await a.open(TOPIC)
             for i in range(10):
                 log_a.append(b"%d" % i, 0, 1)
@@ -117,7 +114,7 @@ def test_cursors_round_trip_and_a_former_owner_cannot_overwrite_them(store_url: 
             log_a.acked["sub"] = {5, 6, 8}
             await log_a.flush()
             la = log_a.ledger_id
-            assert await node(store_a, f"{PATH}/sub") == {
+            assert await node(store, f"{PATH}/sub") == {
                 "markDelete": [la, 3],
                 "individuallyDeleted": [[[la, 5], [la, 6]], [[la, 8], [la, 8]]],
             }
@@ -125,17 +122,14 @@ def test_cursors_round_trip_and_a_former_owner_cannot_overwrite_them(store_url: 
             assert (log_b.cursors, log_b.acked) == ({"sub": 3}, {"sub": {5, 6, 8}})
             log_a.cursors["sub"] = 9  # the former owner, still running, flushes late
             await log_a.close()
-            assert (await node(store_b, f"{PATH}/sub"))["markDelete"] == [la, 3]
+            assert (await node(store, f"{PATH}/sub"))["markDelete"] == [la, 3]
             log_b.cursors["sub"] = 4
             log_b.acked["sub"] = {5, 6, 8}
             log_b.drop_cursor("gone")
             await log_b.flush()
-            assert (await node(store_b, f"{PATH}/sub"))["markDelete"] == [la, 4]
+            assert (await node(store, f"{PATH}/sub"))["markDelete"] == [la, 4]
             log_b.drop_cursor("sub")  # unsubscribed: the node goes at the next flush
             await log_b.close()
-            assert await store_b.get(f"{PATH}/sub") is None
-        finally:
-            await store_a.close()
-            await store_b.close()
+            assert await store.get(f"{PATH}/sub") is None
 
     run(body())
