@@ -11,6 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from bundlewise.config import Config
+from bundlewise.config.views import TopicSettings
+from bundlewise.live.broker.binary import storage_of
 from bundlewise.live.broker.binary.ledgers import (
     HEADER,
     CorruptEntryError,
@@ -18,7 +21,9 @@ from bundlewise.live.broker.binary.ledgers import (
     LedgerStore,
     scan,
 )
-from bundlewise.live.broker.binary.storage import LedgerFencedError
+from bundlewise.live.broker.binary.managed import FileStorage
+from bundlewise.live.broker.binary.storage import LedgerFencedError, MemoryStorage
+from bundlewise.model.errors import InputError
 
 
 def entries_on_disk(store: LedgerStore, ledger_id: int) -> int:
@@ -115,3 +120,24 @@ def test_fsync_policy_is_checked_and_a_seal_is_json(tmp_path: Path) -> None:
     writer.sync()
     writer.close()
     assert json.loads(store.seal_path(writer.ledger_id).read_text()) == {"state": "closed", "entries": 1}
+
+
+def test_the_settings_choose_the_storage_and_file_storage_needs_a_directory(tmp_path: Path) -> None:
+    def settings(**values: str) -> TopicSettings:
+        return Config().with_values(values).view(TopicSettings)
+
+    store = None  # the metadata store is used once a topic is opened, not here
+    assert isinstance(storage_of(settings(), store, 6650), MemoryStorage)  # type: ignore[arg-type]
+    with pytest.raises(InputError, match="bundlewiseLedgerDataDir: file storage needs the cluster's shared data"):
+        storage_of(settings(bundlewiseManagedLedgerStorage="file"), store, 6650)  # type: ignore[arg-type]
+    chosen = storage_of(
+        settings(
+            bundlewiseManagedLedgerStorage="file", bundlewiseLedgerDataDir=str(tmp_path), bundlewiseLedgerFsync="never"
+        ),
+        store,  # type: ignore[arg-type]
+        6650,
+    )
+    assert isinstance(chosen, FileStorage) and chosen.ledgers.fsync == "never"
+    assert chosen.ledgers.dir == tmp_path / "ledgers" and chosen.ledgers.dir.is_dir()
+    with pytest.raises(InputError, match="bundlewiseLedgerFsync"):
+        settings(bundlewiseLedgerFsync="sometimes")
