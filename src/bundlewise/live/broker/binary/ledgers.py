@@ -17,9 +17,12 @@ its moves have increasing ids, as BookKeeper's ledger-id generator gives.
 
 **Fencing** (``LedgerHandle`` recovery: ``BookKeeper#asyncOpenLedger`` with recovery, the
 ``ReadOnlyLedgerHandle`` of the new owner).  Appending takes an exclusive ``flock`` on the segment and
-checks that no seal exists before it writes; fencing takes the same lock, counts the whole records
+checks that no seal exists before it writes (the sync comes after the lock is released, so a writer
+stopped while it syncs does not hold the lock); fencing takes the same lock, counts the whole records
 (cutting a torn tail), and writes the seal.  Once ``fence`` returned, every later ``append`` of the old
 writer raises ``LedgerFencedError`` -- enforced by the files, whatever the old writer's process believes.
+A writer stopped (SIGSTOP) inside the few microseconds of its locked check-and-write keeps the lock
+until it runs again or dies; the fence waits for it (``LedgerBusyError``, retried by the caller).
 
 **Durability** (``fsync``): ``always`` syncs the segment before ``append`` returns (BookKeeper's
 ``journalSyncData=true``, the default); ``interval`` syncs on an append at least ``fsync_interval_s``
@@ -120,11 +123,11 @@ class Ledger:
             if self.store.seal_path(self.ledger_id).exists():
                 raise LedgerFencedError(f"ledger {self.ledger_id} is sealed: {self.store.state(self.ledger_id)}")
             os.pwrite(self._fd, record, self._size)
-            self._sync_if_due(force=self.store.fsync == "always")
         finally:
-            fcntl.flock(self._fd, fcntl.LOCK_UN)
+            fcntl.flock(self._fd, fcntl.LOCK_UN)  # held for the check and the write only, not the sync
         self._offsets.append(self._size)
         self._size += len(record)
+        self._sync_if_due(force=self.store.fsync == "always")
         return entry_id
 
     def sync(self) -> None:
