@@ -129,6 +129,7 @@ class BinaryService:
         self._rates: dict[str, tuple[float, float, float, float]] = {}
         self._held: dict[str, float] = {}  # topics of a transfer in progress: since when
         self._closing: set[asyncio.Task[None]] = set()
+        self._flusher: asyncio.Task[None] | None = None  # the cursor flush in progress (off the sweeper)
 
     # -- the listener ----------------------------------------------------------------------
     async def start(self, protocol: Callable[[], asyncio.Protocol]) -> None:
@@ -150,10 +151,14 @@ class BinaryService:
         self._sweeper = loop.create_task(self._sweep(), name="binary-sweeper")
 
     async def stop(self) -> None:
-        if self._sweeper is not None:
-            self._sweeper.cancel()
+        for task in (self._sweeper, self._flusher):
+            if task is None:
+                continue
+            if task is self._flusher:  # let a cursor flush in progress finish (its versions stay known)
+                await asyncio.wait({task}, timeout=CLOSE_LOG_TIMEOUT_S)
+            task.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
-                await self._sweeper
+                await task
         for topic in list(self.topics.values()):
             self.close_topic(topic)
         if self._closing:
@@ -333,9 +338,9 @@ class BinaryService:
                     self._sample_rates(now)
                     for conn in list(self.connections):
                         conn.check_alive(now)
-                if now >= next_flush:
+                if now >= next_flush and (self._flusher is None or self._flusher.done()):
                     next_flush = now + self.settings.cursor_flush_s
-                    await self._flush_cursors()
+                    self._flusher = asyncio.get_running_loop().create_task(self._flush_cursors())
             except Exception:
                 log.exception("binary sweep failed")
 
