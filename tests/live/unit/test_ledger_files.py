@@ -4,6 +4,7 @@ entry)."""
 
 from __future__ import annotations
 
+import asyncio
 import fcntl
 import json
 import os
@@ -17,6 +18,7 @@ from bundlewise.live.broker.binary import storage_of
 from bundlewise.live.broker.binary.ledgers import (
     HEADER,
     CorruptEntryError,
+    GroupCommit,
     LedgerBusyError,
     LedgerStore,
     scan,
@@ -141,3 +143,23 @@ def test_the_settings_choose_the_storage_and_file_storage_needs_a_directory(tmp_
     assert chosen.ledgers.dir == tmp_path / "ledgers" and chosen.ledgers.dir.is_dir()
     with pytest.raises(InputError, match="bundlewiseLedgerFsync"):
         settings(bundlewiseLedgerFsync="sometimes")
+
+
+def test_group_commit_covers_every_entry_appended_before_its_sync(tmp_path: Path) -> None:
+    async def body() -> None:
+        writer = LedgerStore(tmp_path, fsync="always").create()
+        commit = GroupCommit(writer)
+        group = []
+        for i in range(3):  # appended in one go (one batch of frames): one sync covers them
+            writer.append(b"%d" % i, 0, 1, sync=False)
+            group.append(commit.request())
+        assert group[0] is group[1] is group[2] and not group[0].done()
+        await group[0]
+        writer.append(b"later", 0, 1, sync=False)
+        later = commit.request()
+        assert later is not group[0]
+        await later
+        await commit.settle()
+        writer.close()
+
+    asyncio.run(body())

@@ -360,7 +360,19 @@ class ServerConnection(asyncio.Protocol):
             message_id=pb.MessageIdData(ledgerId=ledger_id, entryId=entry_id),
             highest_sequence_id=c.highest_sequence_id,
         )
-        self.write_raw(codec.encode(command(T.SEND_RECEIPT, send_receipt=receipt)), served=topic)
+        frame_out = codec.encode(command(T.SEND_RECEIPT, send_receipt=receipt))
+        synced = topic.log.durable()
+        if synced is None:
+            self.write_raw(frame_out, served=topic)
+        else:  # the receipt waits for the sync that covers the entry (group commit), in append order
+            synced.add_done_callback(lambda f: self._receipt_after_sync(f, frame_out, topic))
+
+    def _receipt_after_sync(self, synced: asyncio.Future[None], frame: bytes, topic: Topic) -> None:
+        failed = "cancelled" if synced.cancelled() else synced.exception()
+        if failed is not None:  # not acknowledged (the entry may be in the ledger: at-least-once)
+            log.warning("no receipt for a message of %s: its sync failed (%r)", topic.name, failed)
+            return
+        self.write_raw(frame, served=topic)
 
     def on_close_producer(self, c: pb.CommandCloseProducer) -> None:
         found = self.producers.pop(c.producer_id, None)

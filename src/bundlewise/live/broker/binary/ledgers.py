@@ -24,8 +24,9 @@ writer raises ``LedgerFencedError`` -- enforced by the files, whatever the old w
 A writer stopped (SIGSTOP) inside the few microseconds of its locked check-and-write keeps the lock
 until it runs again or dies; the fence waits for it (``LedgerBusyError``, retried by the caller).
 
-**Durability** (``fsync``): ``always`` syncs the segment before ``append`` returns (BookKeeper's
-``journalSyncData=true``, the default); ``interval`` syncs on an append at least ``fsync_interval_s``
+**Durability** (``fsync``): ``always`` syncs the segment before the entry is acknowledged (BookKeeper's
+``journalSyncData=true``, the default): before ``append`` returns, or -- for a broker -- by a
+``GroupCommit`` that one sync covers many entries with; ``interval`` syncs on an append at least ``fsync_interval_s``
 after the previous sync, and on close (group commit, ``journalMaxGroupWaitMSec``); ``never`` leaves it to
 the operating system.  A written entry survives the broker process being killed under every policy;
 an operating-system crash can lose entries written after the last sync under ``interval`` and ``never``.
@@ -33,6 +34,7 @@ an operating-system crash can lose entries written after the last sync under ``i
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import errno
 import fcntl
@@ -114,8 +116,13 @@ class Ledger:
     def entries(self) -> int:
         return len(self._offsets)
 
-    def append(self, body: bytes, checksum: int, messages: int) -> int:
-        """Write one entry (``LedgerFencedError`` once the ledger is sealed); its entry id."""
+    @property
+    def fd(self) -> int:
+        return self._fd
+
+    def append(self, body: bytes, checksum: int, messages: int, sync: bool = True) -> int:
+        """Write one entry (``LedgerFencedError`` once the ledger is sealed); its entry id.  ``sync=False``:
+        the caller syncs (``GroupCommit``) instead of the fsync policy here."""
         entry_id = len(self._offsets)
         record = _record(entry_id, body, checksum, messages)
         fcntl.flock(self._fd, fcntl.LOCK_EX)
@@ -127,7 +134,8 @@ class Ledger:
             fcntl.flock(self._fd, fcntl.LOCK_UN)  # held for the check and the write only, not the sync
         self._offsets.append(self._size)
         self._size += len(record)
-        self._sync_if_due(force=self.store.fsync == "always")
+        if sync:
+            self._sync_if_due(force=self.store.fsync == "always")
         return entry_id
 
     def sync(self) -> None:
@@ -165,6 +173,43 @@ class Ledger:
     def release(self) -> None:
         with contextlib.suppress(OSError):
             os.close(self._fd)
+
+
+class GroupCommit:
+    """``always`` without one sync per entry (BookKeeper's journal group commit): ``request()`` after an
+    append gives a future that is done once a sync begun after that append has finished.  One sync at a
+    time runs in a worker thread; every entry appended meanwhile waits for the next one, so a busy
+    ledger syncs once per group of entries instead of once per entry."""
+
+    def __init__(self, ledger: Ledger) -> None:
+        self.ledger = ledger
+        self._next: asyncio.Future[None] | None = None
+        self._task: asyncio.Task[None] | None = None
+
+    def request(self) -> asyncio.Future[None]:
+        loop = asyncio.get_running_loop()
+        if self._next is None:
+            self._next = loop.create_future()
+        if self._task is None or self._task.done():
+            self._task = loop.create_task(self._run())
+        return self._next
+
+    async def _run(self) -> None:
+        while self._next is not None:
+            done, self._next = self._next, None
+            try:
+                await asyncio.to_thread(os.fsync, self.ledger.fd)
+            except OSError as e:
+                if not done.done():
+                    done.set_exception(e)
+            else:
+                if not done.done():
+                    done.set_result(None)
+
+    async def settle(self) -> None:
+        """Wait for the syncs requested so far."""
+        if self._task is not None and not self._task.done():
+            await asyncio.wait({self._task})
 
 
 class LedgerStore:

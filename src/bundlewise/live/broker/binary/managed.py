@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote_plus, unquote_plus
 
-from bundlewise.live.broker.binary.ledgers import Ledger, LedgerBusyError, LedgerStore
+from bundlewise.live.broker.binary.ledgers import GroupCommit, Ledger, LedgerBusyError, LedgerStore
 from bundlewise.live.broker.binary.storage import NO_ENTRY, Entry, MemoryStorage, MessageLog
 from bundlewise.live.store import MetadataStore, layout
 from bundlewise.live.store.errors import BadVersionError, NotFoundError
@@ -105,6 +105,7 @@ class ManagedLog:
         self._versions: dict[str, int] = {}  # cursor -> version of its node as this broker last wrote it
         self._written: dict[str, tuple[int, list[tuple[int, int]]]] = {}
         self._lost = False  # a cursor write found another owner: stop writing
+        self._commit = GroupCommit(writer) if storage.ledgers.fsync == "always" else None
 
     # -- entries -----------------------------------------------------------------------------
     @property
@@ -116,7 +117,10 @@ class ManagedLog:
         return self.ledgers[0].first
 
     def append(self, body: bytes, checksum: int, messages: int) -> int:
-        return self.ledgers[-1].first + self.writer.append(body, checksum, messages)
+        return self.ledgers[-1].first + self.writer.append(body, checksum, messages, sync=self._commit is None)
+
+    def durable(self) -> asyncio.Future[None] | None:
+        return None if self._commit is None else self._commit.request()
 
     def _ledger_at(self, index: int) -> int:
         return max(0, bisect.bisect_right(self._firsts, index) - 1)
@@ -224,6 +228,8 @@ class ManagedLog:
     async def close(self) -> None:
         try:
             await self.flush()
+            if self._commit is not None:
+                await self._commit.settle()
         finally:
             self.writer.close()
             for reader in self._readers.values():

@@ -24,6 +24,7 @@ of the messages implements the same protocol.
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import time
 from collections import deque
@@ -85,6 +86,11 @@ class MessageLog(Protocol):
         ...
 
     def drop_cursor(self, name: str) -> None: ...
+
+    def durable(self) -> asyncio.Future[None] | None:
+        """After an append: a future done once the entries appended so far are synced, or None when
+        they already are as far as this log syncs before a receipt."""
+        ...
 
     async def flush(self) -> None:
         """Persist the cursors that changed."""
@@ -155,6 +161,9 @@ class MemoryLog:
     def drop_cursor(self, name: str) -> None:
         self.cursors.pop(name, None)
         self.acked.pop(name, None)
+
+    def durable(self) -> asyncio.Future[None] | None:
+        return None
 
     async def flush(self) -> None:
         return None
