@@ -11,6 +11,7 @@ from types import ModuleType
 import bench.bench_clients
 import bench.bench_faults
 import bench.bench_fleet
+import bench.bench_ledgers
 import bench.bench_live
 import bench.bench_modular
 import bench.bench_own_strategy

@@ -515,6 +515,11 @@ class TopicSettings:
     default_partitions: int
     max_message_size: int
     keep_alive_s: int
+    storage: str  # "memory" or "file"
+    data_dir: str
+    fsync: str
+    fsync_interval_s: float
+    cursor_flush_s: float
 
     @classmethod
     def of(cls, c: Mapping[str, Any]) -> TopicSettings:
@@ -524,6 +529,11 @@ class TopicSettings:
             default_partitions=int(c["defaultNumPartitions"]),
             max_message_size=int(c["maxMessageSize"]),
             keep_alive_s=int(c["keepAliveIntervalSeconds"]),
+            storage=str(c["bundlewiseManagedLedgerStorage"]),
+            data_dir=str(c["bundlewiseLedgerDataDir"]),
+            fsync=str(c["bundlewiseLedgerFsync"]),
+            fsync_interval_s=int(c["bundlewiseLedgerFsyncIntervalMillis"]) / 1000,
+            cursor_flush_s=float(c["managedLedgerCursorPositionFlushSeconds"]),
         )
 
 

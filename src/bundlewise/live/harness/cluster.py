@@ -18,7 +18,8 @@ with LocalCluster(3, backend="etcd", settings={"metadataStoreSessionTimeoutMilli
   on 127.0.0.1 and a free port, with its stdout/stderr in ``<dir>/<port>.log``, its decisions in
   ``<dir>/decisions-<port>.jsonl`` and its shedding inputs in ``<dir>/load-data-<port>.jsonl``; it is
   ready when ``GET /admin/v2/brokers/ready`` answers 200.  All brokers share ``--time-scale`` and
-  ``--time-origin``, so they agree on Pulsar time.
+  ``--time-origin``, so they agree on Pulsar time, and ``bundlewiseLedgerDataDir`` = ``<dir>/ledger-data``
+  (the shared ledgers when ``bundlewiseManagedLedgerStorage=file``).
 * Everything is stopped by PID -- on ``stop()``, on leaving the ``with`` block, at interpreter exit and
   on SIGTERM (``live.harness.servers.process``).
 """
@@ -143,6 +144,11 @@ class LocalCluster:
             raise RuntimeError("the cluster's store is not started")
         return self._base_url.rstrip("/") + self.root
 
+    @property
+    def data_dir(self) -> Path:
+        """The ledger directory every broker of the cluster shares (used with file storage)."""
+        return self.dir / "ledger-data"
+
     def _broker_args(self) -> tuple[str, ...]:
         args = ["--time-scale", str(self.time_scale), "--time-origin", str(self.origin_ms)]
         if self.workload:
@@ -167,7 +173,12 @@ class LocalCluster:
     ) -> BrokerProcess:
         """Start one more broker (its own ``--set`` values and flags, e.g. ``("--cores", "16")``, on top)."""
         port = port or free_port()
-        merged = {"brokerServicePort": free_port(), **self.settings, **(settings or {})}
+        merged = {
+            "brokerServicePort": free_port(),
+            "bundlewiseLedgerDataDir": str(self.data_dir),
+            **self.settings,
+            **(settings or {}),
+        }
         broker = BrokerProcess(
             self.store_url, log_dir=self.dir, settings=merged, args=(*self._broker_args(), *args), port=port
         )

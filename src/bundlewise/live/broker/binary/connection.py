@@ -35,7 +35,7 @@ from bundlewise.live.broker.binary.service import (
     BinaryService,
     parse_topic,
 )
-from bundlewise.live.broker.binary.storage import Entry
+from bundlewise.live.broker.binary.storage import Entry, LedgerFencedError, MessageLog
 from bundlewise.live.broker.binary.topics import Consumer, Producer, SubscribeError, Subscription, Topic
 from bundlewise.live.store import JSON, layout
 
@@ -54,6 +54,12 @@ def command(kind: int, **fields: Any) -> pb.BaseCommand:
     for name, value in fields.items():
         getattr(cmd, name).CopyFrom(value)
     return cmd
+
+
+def message_id(log: MessageLog, index: int) -> pb.MessageIdData:
+    """The message id of an index; an index before the first entry has the entry id 2**64-1 (-1)."""
+    ledger_id, entry_id = log.locate(index)
+    return pb.MessageIdData(ledgerId=ledger_id, entryId=entry_id if entry_id >= 0 else 2**64 - 1)
 
 
 class ServerConnection(asyncio.Protocol):
@@ -342,14 +348,31 @@ class ServerConnection(asyncio.Protocol):
             return  # neither stored nor acknowledged: the sweeper closes the topic, the client re-sends
         body = frame.body
         checksum = crc32c.crc32c(body) if frame.checksum is None else frame.checksum
-        entry_id = topic.publish(body, checksum, max(1, c.num_messages))
+        try:
+            index = topic.publish(body, checksum, max(1, c.num_messages))
+        except LedgerFencedError as e:  # another broker took the topic: neither stored nor acknowledged
+            self.service.fenced(topic, str(e))
+            return
+        ledger_id, entry_id = topic.log.locate(index)
         receipt = pb.CommandSendReceipt(
             producer_id=c.producer_id,
             sequence_id=c.sequence_id,
-            message_id=pb.MessageIdData(ledgerId=topic.log.ledger_id, entryId=entry_id),
+            message_id=pb.MessageIdData(ledgerId=ledger_id, entryId=entry_id),
             highest_sequence_id=c.highest_sequence_id,
         )
-        self.write_raw(codec.encode(command(T.SEND_RECEIPT, send_receipt=receipt)), served=topic)
+        frame_out = codec.encode(command(T.SEND_RECEIPT, send_receipt=receipt))
+        synced = topic.log.durable()
+        if synced is None:
+            self.write_raw(frame_out, served=topic)
+        else:  # the receipt waits for the sync that covers the entry (group commit), in append order
+            synced.add_done_callback(lambda f: self._receipt_after_sync(f, frame_out, topic))
+
+    def _receipt_after_sync(self, synced: asyncio.Future[None], frame: bytes, topic: Topic) -> None:
+        failed = "cancelled" if synced.cancelled() else synced.exception()
+        if failed is not None:  # not acknowledged (the entry may be in the ledger: at-least-once)
+            log.warning("no receipt for a message of %s: its sync failed (%r)", topic.name, failed)
+            return
+        self.write_raw(frame, served=topic)
 
     def on_close_producer(self, c: pb.CommandCloseProducer) -> None:
         found = self.producers.pop(c.producer_id, None)
@@ -383,20 +406,26 @@ class ServerConnection(asyncio.Protocol):
             self.active_change,
         )
         earliest = c.initialPosition == pb.CommandSubscribe.Earliest
+        new_cursor = c.subscription not in topic.log.cursors
         try:
             sub = topic.subscribe(c.subscription, int(c.subType), consumer, earliest)
         except SubscribeError as e:
             self.error(c.request_id, CONSUMER_BUSY, str(e))
             return
+        if new_cursor:  # persisted before the subscribe succeeds (``ManagedLedgerImpl#asyncOpenCursor``)
+            try:
+                await topic.log.flush()
+            except Exception as e:  # flushed again on the interval
+                log.warning("could not persist the new cursor %s of %s: %r", c.subscription, topic.name, e)
         self.consumers[c.consumer_id] = (consumer, topic, sub)
         self.success(c.request_id)
 
-    def deliver(self, consumer: Consumer, ledger_id: int, entry: Entry, redelivery: int) -> None:
+    def deliver(self, consumer: Consumer, position: tuple[int, int], entry: Entry, redelivery: int) -> None:
         if self.transport is None or self.transport.is_closing():
             return
         m = pb.CommandMessage(
             consumer_id=consumer.consumer_id,
-            message_id=pb.MessageIdData(ledgerId=ledger_id, entryId=entry.entry_id),
+            message_id=pb.MessageIdData(ledgerId=position[0], entryId=position[1]),
             redelivery_count=redelivery,
         )
         self.write_raw(codec.encode_with_body(command(T.MESSAGE, message=m), entry.body, entry.checksum))
@@ -419,11 +448,12 @@ class ServerConnection(asyncio.Protocol):
             _, topic, sub = found
             cumulative = c.ack_type == pb.CommandAck.Cumulative
             for mid in c.message_id:
-                if mid.ledgerId != topic.log.ledger_id:
+                index = topic.log.index_of(int(mid.ledgerId), int(mid.entryId))
+                if index is None:
                     continue
                 if len(mid.ack_set) and any(mid.ack_set):
                     continue  # a batch not yet acknowledged whole
-                sub.ack(int(mid.entryId), cumulative)
+                sub.ack(index, cumulative)
             sub.dispatch()
         if c.HasField("request_id"):
             r = pb.CommandAckResponse(consumer_id=c.consumer_id, request_id=c.request_id)
@@ -434,7 +464,8 @@ class ServerConnection(asyncio.Protocol):
         if found is None:
             return
         consumer, topic, sub = found
-        ids = [int(m.entryId) for m in c.message_ids if m.ledgerId == topic.log.ledger_id] if c.message_ids else None
+        found_ids = (topic.log.index_of(int(m.ledgerId), int(m.entryId)) for m in c.message_ids)
+        ids = [i for i in found_ids if i is not None] if c.message_ids else None
         sub.redeliver_unacked(consumer, ids)
 
     def on_last_message_id(self, c: pb.CommandGetLastMessageId) -> None:
@@ -444,17 +475,13 @@ class ServerConnection(asyncio.Protocol):
             return
         _, topic, sub = found
         last = topic.last_entry()
-        entry_id = topic.log.end - 1
-        mid = pb.MessageIdData(ledgerId=topic.log.ledger_id, entryId=entry_id if entry_id >= 0 else 2**64 - 1)
+        mid = message_id(topic.log, topic.log.end - 1)
         if last is not None and last.messages > 1:
             mid.batch_index = last.messages - 1
-        md = sub.mark_delete
         r = pb.CommandGetLastMessageIdResponse(
             request_id=c.request_id,
             last_message_id=mid,
-            consumer_mark_delete_position=pb.MessageIdData(
-                ledgerId=topic.log.ledger_id, entryId=md if md >= 0 else 2**64 - 1
-            ),
+            consumer_mark_delete_position=message_id(topic.log, sub.mark_delete),
         )
         self.write(command(T.GET_LAST_MESSAGE_ID_RESPONSE, getLastMessageIdResponse=r))
 
@@ -487,7 +514,7 @@ class ServerConnection(asyncio.Protocol):
         del self.consumers[c.consumer_id]
         sub.remove(consumer)
         topic.subscriptions.pop(sub.name, None)
-        topic.log.cursors.pop(sub.name, None)
+        topic.log.drop_cursor(sub.name)
         self.success(c.request_id)
 
     def on_seek(self, c: pb.CommandSeek) -> None:
@@ -496,7 +523,11 @@ class ServerConnection(asyncio.Protocol):
             self.error(c.request_id, UNKNOWN_ERROR, "seek needs a consumer and a message id")
             return
         consumer, topic, sub = found
-        target = max(topic.log.first, min(int(c.message_id.entryId), topic.log.end))
+        ledger_id, entry_id = int(c.message_id.ledgerId), int(c.message_id.entryId)
+        index = topic.log.index_of(ledger_id, entry_id)
+        if index is None:  # earliest / latest, or an id of no ledger here: the nearer end
+            index = topic.log.end if ledger_id > topic.log.ledger_id else topic.log.first
+        target = max(topic.log.first, min(index, topic.log.end))
         with contextlib.suppress(ValueError):
             sub.redeliver_unacked(consumer, None)
         sub.redeliver.clear()

@@ -16,6 +16,13 @@ topics loaded here, lookups, and closing what the broker no longer serves.
   URL, so they reconnect there without a lookup (PIP-307).  A ``SEND`` is checked the same way before
   it is stored, so no send is acknowledged once the bundle is not served: it is neither stored nor
   acknowledged, and the client re-sends its unacknowledged messages to the new owner.
+* **Storage** (``bundlewiseManagedLedgerStorage``): ``memory`` keeps each topic's log in this process;
+  ``file`` keeps persistent topics in ledgers of the cluster's shared data directory with their
+  managed-ledger metadata in the metadata store (``managed``): loading a topic fences the former
+  owner's ledger, and an append that finds this broker's ledger fenced closes the topic (its producers
+  get ``CLOSE_PRODUCER`` and look the topic up again).  Closing a topic closes its log -- cursors
+  flushed, ledger closed -- before its clients hear ``CLOSE_*``; cursors are also flushed every
+  ``managedLedgerCursorPositionFlushSeconds``.  Loading a topic twice at once loads it once.
 * **Load.**  ``traffic()`` gives each bundle's real traffic since the last call (rates over the
   interval, producer/consumer/topic counts), which the broker adds to its emulated traffic.
 """
@@ -36,6 +43,7 @@ from bundlewise.config import Config
 from bundlewise.config.views import TopicSettings
 from bundlewise.live.broker import values
 from bundlewise.live.broker.auth import Authority
+from bundlewise.live.broker.binary.managed import OwnershipConflict
 from bundlewise.live.broker.binary.storage import MemoryStorage, MessageStorage
 from bundlewise.live.broker.binary.topics import Topic
 from bundlewise.live.broker.manager import LoadManager
@@ -55,6 +63,7 @@ TOPIC_NOT_FOUND = 11
 INVALID_TOPIC_NAME = 17
 AUTHORIZATION_ERROR = 4
 TRANSFER_HOLD_S = 5.0
+CLOSE_LOG_TIMEOUT_S = 5.0
 
 
 class BinaryError(Exception):
@@ -119,6 +128,8 @@ class BinaryService:
         self._last_sample: tuple[float, dict[str, tuple[int, int, int, int]]] = (time.monotonic(), {})
         self._rates: dict[str, tuple[float, float, float, float]] = {}
         self._held: dict[str, float] = {}  # topics of a transfer in progress: since when
+        self._closing: set[asyncio.Task[None]] = set()
+        self._flusher: asyncio.Task[None] | None = None  # the cursor flush in progress (off the sweeper)
 
     # -- the listener ----------------------------------------------------------------------
     async def start(self, protocol: Callable[[], asyncio.Protocol]) -> None:
@@ -140,12 +151,18 @@ class BinaryService:
         self._sweeper = loop.create_task(self._sweep(), name="binary-sweeper")
 
     async def stop(self) -> None:
-        if self._sweeper is not None:
-            self._sweeper.cancel()
+        for task in (self._sweeper, self._flusher):
+            if task is None:
+                continue
+            if task is self._flusher:  # let a cursor flush in progress finish (its versions stay known)
+                await asyncio.wait({task}, timeout=CLOSE_LOG_TIMEOUT_S)
+            task.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
-                await self._sweeper
+                await task
         for topic in list(self.topics.values()):
             self.close_topic(topic)
+        if self._closing:
+            await asyncio.gather(*list(self._closing), return_exceptions=True)
         if self._server is not None:
             self._server.close()
         for conn in list(self.connections):
@@ -209,14 +226,29 @@ class BinaryService:
         if not self.settings.auto_create and topic_name.persistent:
             raise BinaryError(TOPIC_NOT_FOUND, f"Topic {full} does not exist")
         topic = self.topics.get(full)
-        if topic is None:
-            topic = Topic(full, bundle, self.storage.open(full))
-            self.topics[full] = topic
-            log.info("loaded topic %s in %s", full, bundle)
-            try:
-                await self.host.topic_resources.record_loaded(topic_name)
-            except Exception as e:  # the topic is served; the listing entry is best effort
-                log.warning("could not record %s: %r", full, e)
+        if topic is not None:
+            return topic
+        pending = self._loading.get(full)
+        if pending is None:
+            pending = asyncio.ensure_future(self._open(full, bundle))
+            self._loading[full] = pending
+            pending.add_done_callback(lambda _: self._loading.pop(full, None))
+        return await asyncio.shield(pending)
+
+    async def _open(self, full: str, bundle: str) -> Topic:
+        try:
+            topic = Topic(full, bundle, await self.storage.open(full))
+        except OwnershipConflict as e:
+            raise BinaryError(SERVICE_NOT_READY, f"{e}; please redo the lookup") from None
+        if not self.host.namespace.serving(bundle):  # lost while opening: give the ledger back
+            await topic.log.close()
+            raise BinaryError(SERVICE_NOT_READY, f"Namespace bundle {bundle} is no longer served here")
+        self.topics[full] = topic
+        log.info("loaded topic %s in %s", full, bundle)
+        try:
+            await self.host.topic_resources.record_loaded(parse_topic(full))
+        except Exception as e:  # the topic is served; the listing entry is best effort
+            log.warning("could not record %s: %r", full, e)
         return topic
 
     def still_served(self, topic: Topic) -> bool:
@@ -238,10 +270,26 @@ class BinaryService:
         return False
 
     def close_topic(self, topic: Topic, assigned_url: str | None = None) -> None:
-        """Close every producer and consumer of the topic (``CLOSE_*``) and drop it."""
+        """Drop the topic, close its log, then every producer and consumer of it (``CLOSE_*``)."""
         if self.topics.get(topic.name) is topic:
             del self.topics[topic.name]
+        if topic.closed:
+            return
         topic.closed = True
+        task = asyncio.get_running_loop().create_task(self._retire(topic, assigned_url))
+        self._closing.add(task)
+        task.add_done_callback(self._closing.discard)
+
+    def fenced(self, topic: Topic, reason: str) -> None:
+        """This broker's ledger of the topic was fenced: another broker owns it now."""
+        log.warning("topic %s: %s; closing it", topic.name, reason)
+        self.close_topic(topic)
+
+    async def _retire(self, topic: Topic, assigned_url: str | None) -> None:
+        try:
+            await asyncio.wait_for(topic.log.close(), CLOSE_LOG_TIMEOUT_S)
+        except Exception as e:  # the clients are told anyway; what was not flushed is redelivered
+            log.warning("closing the log of %s failed: %r", topic.name, e)
         for producer in list(topic.producers.values()):
             owner: Any = producer.owner
             owner.close_producer(producer.producer_id, assigned_url)
@@ -268,8 +316,16 @@ class BinaryService:
             if self.topics.get(topic.name) is topic and not self.still_served(topic):
                 self.close_topic(topic, url)
 
+    async def _flush_cursors(self) -> None:
+        for topic in list(self.topics.values()):
+            try:
+                await topic.log.flush()
+            except Exception as e:
+                log.warning("flushing the cursors of %s failed: %r", topic.name, e)
+
     async def _sweep(self) -> None:
         next_alive = time.monotonic()
+        next_flush = next_alive + self.settings.cursor_flush_s
         while True:
             await asyncio.sleep(self.sweep_s)
             try:
@@ -282,6 +338,9 @@ class BinaryService:
                     self._sample_rates(now)
                     for conn in list(self.connections):
                         conn.check_alive(now)
+                if now >= next_flush and (self._flusher is None or self._flusher.done()):
+                    next_flush = now + self.settings.cursor_flush_s
+                    self._flusher = asyncio.get_running_loop().create_task(self._flush_cursors())
             except Exception:
                 log.exception("binary sweep failed")
 

@@ -1,11 +1,18 @@
 """Where a topic's messages live: a small storage protocol and its in-memory implementation.
 
 A topic's ``MessageLog`` is Pulsar's managed ledger reduced to what the broker needs: entries (one
-``SEND`` each: one message or a batch) appended with consecutive entry ids under one ``ledger_id``,
-read back by id, and the subscriptions' cursors (the mark-delete position: every entry at or below it
-is acknowledged).  Entries below every cursor are trimmed; a log without subscriptions keeps its
-newest entries up to ``retain_bytes`` (so a consumer that subscribes from the earliest position after
-a producer finds recent messages, as a Pulsar ledger keeps them until it rolls over).
+``SEND`` each: one message or a batch) appended with consecutive *indexes* (an entry's place in the
+topic's log, across all its ledgers), read back by index, and the subscriptions' cursors (the
+mark-delete index: every entry at or below it is acknowledged; ``acked``: the individually acknowledged
+indexes above it).  ``locate`` turns an index into the ``(ledger id, entry id)`` a message id carries,
+``index_of`` back; new entries go to the ledger ``ledger_id``.  ``flush`` persists the cursors (a
+no-op in memory) and ``close`` flushes and closes the log when the topic is unloaded.  An append to
+a ledger that another broker fenced raises ``LedgerFencedError``.
+
+``MemoryLog`` has one ledger whose entry ids are the indexes.  Entries below every cursor are trimmed;
+a log without subscriptions keeps its newest entries up to ``retain_bytes`` (so a consumer that
+subscribes from the earliest position after a producer finds recent messages, as a Pulsar ledger
+keeps them until it rolls over).
 
 ``MemoryStorage`` keeps the logs in the broker's memory: they survive the topic being unloaded and
 loaded again on this broker, not the broker process, and a topic that moves to another broker starts
@@ -17,6 +24,7 @@ of the messages implements the same protocol.
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import time
 from collections import deque
@@ -42,9 +50,14 @@ class Entry:
     messages: int  # messages in the entry (a batch holds several)
 
 
+class LedgerFencedError(Exception):
+    """An append to a ledger that is closed or was fenced by another broker."""
+
+
 class MessageLog(Protocol):
     ledger_id: int
-    cursors: dict[str, int]  # subscription -> mark-delete entry id (NO_ENTRY: nothing acknowledged)
+    cursors: dict[str, int]  # subscription -> mark-delete index (NO_ENTRY: nothing acknowledged)
+    acked: dict[str, set[int]]  # subscription -> individually acknowledged indexes above its mark-delete
 
     @property
     def end(self) -> int:
@@ -64,17 +77,39 @@ class MessageLog(Protocol):
         """Drop what no subscription needs (module docstring)."""
         ...
 
+    def locate(self, index: int) -> tuple[int, int]:
+        """The (ledger id, entry id) of an index (``NO_ENTRY``: before the first entry)."""
+        ...
+
+    def index_of(self, ledger_id: int, entry_id: int) -> int | None:
+        """The index of a message id's entry; None when the id is not of this log."""
+        ...
+
+    def drop_cursor(self, name: str) -> None: ...
+
+    def durable(self) -> asyncio.Future[None] | None:
+        """After an append: a future done once the entries appended so far are synced, or None when
+        they already are as far as this log syncs before a receipt."""
+        ...
+
+    async def flush(self) -> None:
+        """Persist the cursors that changed."""
+        ...
+
+    async def close(self) -> None:
+        """Flush the cursors and close the ledger written to (the topic is unloaded)."""
+        ...
+
 
 class MessageStorage(Protocol):
-    def open(self, topic: str) -> MessageLog: ...
-
-    def topics(self) -> list[str]: ...
+    async def open(self, topic: str) -> MessageLog: ...
 
 
 class MemoryLog:
     def __init__(self, tag: int = 0, retain_bytes: int = DEFAULT_RETAIN_BYTES) -> None:
         self.ledger_id = (tag << LEDGER_TAG_SHIFT) | (next(_ledgers) & ((1 << LEDGER_TAG_SHIFT) - 1))
         self.cursors: dict[str, int] = {}
+        self.acked: dict[str, set[int]] = {}
         self.retain_bytes = retain_bytes
         self._entries: deque[Entry] = deque()
         self._first = 0
@@ -117,6 +152,25 @@ class MemoryLog:
         self._bytes -= len(old.body)
         self._first += 1
 
+    def locate(self, index: int) -> tuple[int, int]:
+        return self.ledger_id, index
+
+    def index_of(self, ledger_id: int, entry_id: int) -> int | None:
+        return entry_id if ledger_id == self.ledger_id else None
+
+    def drop_cursor(self, name: str) -> None:
+        self.cursors.pop(name, None)
+        self.acked.pop(name, None)
+
+    def durable(self) -> asyncio.Future[None] | None:
+        return None
+
+    async def flush(self) -> None:
+        return None
+
+    async def close(self) -> None:
+        return None
+
 
 class MemoryStorage:
     def __init__(self, tag: int = 0, retain_bytes: int = DEFAULT_RETAIN_BYTES) -> None:
@@ -124,7 +178,7 @@ class MemoryStorage:
         self.retain_bytes = retain_bytes
         self._logs: dict[str, MemoryLog] = {}
 
-    def open(self, topic: str) -> MemoryLog:
+    async def open(self, topic: str) -> MemoryLog:
         log = self._logs.get(topic)
         if log is None:
             log = self._logs[topic] = MemoryLog(self.tag, self.retain_bytes)

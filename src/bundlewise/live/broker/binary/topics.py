@@ -3,7 +3,8 @@
 
 **Subscriptions.**  A subscription reads the topic's log from its read position; an entry handed to a
 consumer is *pending* until acknowledged.  Individual acks remove entries; the mark-delete position
-(kept in the log's cursors) advances over the acknowledged prefix.  A cumulative ack acknowledges every
+advances over the acknowledged prefix (both kept in the log: its ``cursors`` and ``acked``, which a
+persistent log stores, so a subscription loaded again skips what was acknowledged).  A cumulative ack acknowledges every
 entry up to the id.  Pending entries of a consumer that leaves, or that it asks to redeliver
 (``REDELIVER_UNACKNOWLEDGED_MESSAGES``), are dispatched again first, with their redelivery count.
 
@@ -56,7 +57,9 @@ class Consumer:
     name: str
     priority: int
     owner: object  # the connection
-    deliver: Callable[[Consumer, int, Entry, int], None]  # (consumer, ledger id, entry, redelivery count)
+    deliver: Callable[
+        [Consumer, tuple[int, int], Entry, int], None
+    ]  # (consumer, (ledger, entry id), entry, redeliveries)
     active_change: Callable[[Consumer, bool], None]
     permits: int = 0
     pending: set[int] = field(default_factory=set)
@@ -82,7 +85,7 @@ class Subscription:
             log.cursors[name] = (log.first - 1) if earliest else (log.end - 1)
         self.read_pos = log.cursors[name] + 1
         self.consumers: list[Consumer] = []
-        self.acked: set[int] = set()  # individually acknowledged ids above the mark-delete position
+        self.acked = log.acked.setdefault(name, set())  # individually acknowledged, above the mark-delete
         self.pending: dict[int, Consumer] = {}
         self.redeliver: set[int] = set()
         self.redeliveries: dict[int, int] = {}
@@ -137,7 +140,7 @@ class Subscription:
             for eid in [e for e in self.pending if e <= entry_id]:
                 self._settle(eid)
             self.redeliver = {e for e in self.redeliver if e > entry_id}
-            self.acked = {e for e in self.acked if e > entry_id}
+            self.acked.difference_update([e for e in self.acked if e <= entry_id])
             if entry_id > self.mark_delete:
                 self.log.cursors[self.name] = min(entry_id, self.log.end - 1)
         elif entry_id > self.mark_delete:
@@ -199,7 +202,7 @@ class Subscription:
             self.redeliver.discard(eid)
         while self.read_pos < self.log.end:
             entry = self.log.get(self.read_pos)
-            if entry is not None:
+            if entry is not None and self.read_pos not in self.acked:  # acked: by a consumer of a former owner
                 return entry, False
             self.read_pos += 1
         return None, False
@@ -223,7 +226,7 @@ class Subscription:
             self.redeliveries[entry.entry_id] = count
             self.counters.msg_out += entry.messages
             self.counters.bytes_out += len(entry.body)
-            consumer.deliver(consumer, self.log.ledger_id, entry, count)
+            consumer.deliver(consumer, self.log.locate(entry.entry_id), entry, count)
 
     def backlog(self) -> int:
         return max(0, self.log.end - 1 - self.mark_delete - len(self.acked))
