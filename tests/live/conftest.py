@@ -6,13 +6,14 @@
   etcd (integration tier);
 * ``integration/``: real stores, broker processes, CLI runs.
 
-Every test that starts a server or a process is marked ``integration`` (``make test-fast`` leaves them
-out): every test under ``integration/``, the contract suite's ZooKeeper and etcd runs, and any test that
-asks for a server fixture.  The files of ``TIMING_FILES`` are also marked ``timing``: they hold wall-clock
-bounds on faults (a session timeout + 2 s, a fencing deadline), so ``make test`` runs them in one process
-after the rest has run on two workers (a Spark job on the other worker must not push them over).  Real stores: ONE etcd and ONE ZooKeeper per test session (started here,
-stopped by PID even when tests fail), each test under its own unique root, as kazoo's tests do.  Fault
-tests that pause or kill a server get their own server (``fresh_server``)."""
+Every test that starts a server or a process is marked ``integration`` (``make test-fast`` leaves them out):
+every test under ``integration/``, the contract suite's ZooKeeper and etcd runs, and any test that asks for a
+server fixture. The files of ``TIMING_FILES`` are also marked ``timing``: they hold wall-clock bounds on
+faults (a session timeout + 2 s, a fencing deadline), so ``make test`` runs them in one process after the rest
+has run on two workers (a Spark job on the other worker must not push them over). Real stores: ONE etcd and
+ONE ZooKeeper per test session (started here, stopped by PID even when tests fail), each test under its own
+unique root, as kazoo's tests do. Fault tests that pause or kill a server get their own server
+(``fresh_server``)."""
 
 from __future__ import annotations
 
