@@ -32,6 +32,7 @@ TIMING_FILES = {
     "test_broker_faults.py",
     "test_broker_leader.py",
     "test_clients_moves.py",
+    "test_clients_persistence.py",
     "test_clock_fencing.py",
     "test_extensible_faults.py",
     "test_extensible_leader.py",
