@@ -14,6 +14,7 @@ import bench.bench_fleet
 import bench.bench_ledgers
 import bench.bench_live
 import bench.bench_modular
+import bench.bench_node_client
 import bench.bench_own_strategy
 import bench.bench_pipeline
 import bench.bench_placement
