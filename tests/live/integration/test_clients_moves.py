@@ -1,6 +1,6 @@
 """What Pulsar's official client sees when the balancer moves its topic: a steady producer through
-unloads to a named destination (the extensible manager's transfer), a split, and a SIGKILL of the
-owner, on both stores and both load managers.
+unloads to a named destination (the extensible manager's transfer), a split, a SIGKILL of the owner
+and of the leader, on both stores and both load managers.
 
 Every send is acknowledged exactly once and none fails; every acknowledgement came from the broker
 that owned the bundle at that moment.  A receipt's message id names the broker that stored it (its
@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pulsar
 import pytest
-from broker_harness import EXT, SESSION_MS, cluster, lookup, wait_until
+from broker_harness import EXT, SESSION_MS, cluster, leader_of, lookup, wait_until
 from client_harness import (
     Ack,
     SteadyProducer,
@@ -155,6 +155,42 @@ def test_sigkill_of_the_owner_the_producer_continues_on_another_broker(
         late = [a for a in p.acks if a.at > killed + IN_FLIGHT and acknowledged_by(c, a.ledger) is owner]
         assert late == []
         assert recovered < SESSION_MS / 1000 + 30
+        cl.close()
+
+
+@pytest.mark.parametrize("manager", sorted(MANAGERS))
+def test_sigkill_of_the_leader_the_owner_keeps_acknowledging(
+    server: ServerProcess, tmp_path: Path, manager: str
+) -> None:
+    with cluster(server, 3, tmp_path, MANAGERS[manager]) as c:
+        leader = c.broker(wait_until(lambda: leader_of(c), 10, "a leader"))
+        entry = next(b for b in c.brokers if b is not leader)
+        cl = client(pulsar_url(entry))
+        p = SteadyProducer(cl.create_producer(TOPIC, batching_enabled=False, send_timeout_millis=60000), rate=100)
+        p.start()
+        owner = wait_for_ack_from(p, c, 0.0, 30)
+        if owner is leader:  # the leader must not be the owner here: move the topic to the entry broker first
+            bundle = bundle_of(entry, TOPIC)
+            ns, rng = bundle.rsplit("/", 1)
+            assert admin_put(entry, f"/admin/v2/namespaces/{ns}/{rng}/unload?destinationBroker={entry.broker_id}") in (
+                204,
+                307,
+            )
+            owner = wait_until(
+                lambda: (b := wait_for_ack_from(p, c, time.monotonic(), 10)) is not leader and b, 30, "moved off"
+            )
+        time.sleep(0.5)
+        killed = time.monotonic()
+        leader.kill()
+        wait_until(lambda: leader_of(c) not in (None, leader.broker_id), SESSION_MS / 1000 + 10, "a new leader")
+        time.sleep(1.0)
+        p.stop()
+        check_exactly_once(p)
+        after = [a for a in p.acks if a.at > killed + IN_FLIGHT]
+        assert after, "no receipt after the leader's kill"
+        # the topic did not move: its owner acknowledged every send through the leader's loss and failover
+        assert {acknowledged_by(c, a.ledger).broker_id for a in after} == {owner.broker_id}
+        assert max(p.gaps()) < 1.0  # the producer never waited for a leader
         cl.close()
 
 
