@@ -376,3 +376,19 @@ def test_the_owners_own_split_keeps_its_children_while_the_boundaries_change(tmp
             assert await ns.drop_outside(NS) == []
 
     run(body())
+
+
+def test_a_change_of_a_namespace_leaves_the_bundles_of_a_longer_namespace_alone(tmp_path: Path) -> None:
+    """``pulsar/standalone``'s boundaries say nothing of ``pulsar/standalone/{broker}``'s heartbeat bundle."""
+
+    async def body() -> None:
+        async with cluster(tmp_path) as c:
+            leader, ns = await one_broker(c)
+            heartbeat = "pulsar/standalone/127.0.0.1:8081/0x00000000_0xffffffff"
+            assert heartbeat in ns.ownership.owned()
+            await create_namespace(leader.store, "pulsar/standalone", HALVES)
+            await asyncio.sleep(0.2)
+            assert await ns.drop_outside("pulsar/standalone") == []
+            assert heartbeat in ns.ownership.owned()
+
+    run(body())

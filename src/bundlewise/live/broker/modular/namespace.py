@@ -52,6 +52,7 @@ from bundlewise.live.broker.outcomes import Connect, Redirect, RedirectError, Re
 from bundlewise.live.broker.tasks import Tasks
 from bundlewise.live.store.errors import BadVersionError, LockBusyError, MetadataStoreError
 from bundlewise.model.bundles import Bundle
+from bundlewise.model.names import bundle_namespace
 
 log = logging.getLogger(__name__)
 
@@ -262,7 +263,7 @@ class ModularNamespaceService:
 
     # -- boundaries changed -------------------------------------------------------------------
     def _boundaries_changed(self, namespace: str) -> None:
-        if any(b.startswith(namespace + "/") for b in self.ownership.owned()):
+        if any(bundle_namespace(b) == namespace for b in self.ownership.owned()):
             self.tasks.spawn(self.drop_outside(namespace), f"checking {namespace}'s bundles against its boundaries")
 
     async def drop_outside(self, namespace: str) -> list[str]:
@@ -279,7 +280,7 @@ class ModularNamespaceService:
         splitting = [Bundle.parse(b) for b in self._splitting]
         dropped = []
         for name in list(self.ownership.owned()):
-            if not name.startswith(namespace + "/"):
+            if bundle_namespace(name) != namespace:  # pulsar/standalone is not pulsar/standalone/{broker}
                 continue
             bundle = Bundle.parse(name)
             if bundle in current or any(bundle.overlaps(parent) for parent in splitting):
