@@ -14,6 +14,8 @@ from typing import Any
 
 import pytest
 
+from bundlewise.live.harness.servers.process import DEFAULT_PORT_RANGE, PORT_RANGE_ENV
+
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
 
@@ -24,8 +26,19 @@ def _terminated(signum: int, frame: FrameType | None) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     """SIGTERM (CI's timeout, ``kill``) unwinds the run like Ctrl-C: every fixture's teardown runs, so the
-    ZooKeeper, etcd, Spark and broker processes the tests started are stopped by PID, not left behind."""
+    ZooKeeper, etcd, Spark and broker processes the tests started are stopped by PID, not left behind.
+
+    Under pytest-xdist each worker picks its servers' ports in its own slice of the harness's port range
+    (``BUNDLEWISE_PORT_RANGE``, inherited by the brokers and ``live up`` runs it starts): two workers never
+    choose the same free port and race to bind it."""
     signal.signal(signal.SIGTERM, _terminated)
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    count = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1") or 1)
+    if worker.startswith("gw") and worker[2:].isdigit() and count > 1:
+        low, high = DEFAULT_PORT_RANGE
+        span = (high - low + 1) // count
+        start = low + int(worker[2:]) * span
+        os.environ[PORT_RANGE_ENV] = f"{start}-{start + span - 1}"
 
 
 @pytest.fixture(scope="session")

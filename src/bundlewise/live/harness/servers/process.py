@@ -13,6 +13,7 @@ import atexit
 import contextlib
 import fcntl
 import os
+import random
 import shutil
 import signal
 import socket
@@ -43,8 +44,34 @@ PORT_ATTEMPTS = 5
 """How many free ports a server whose port nobody named tries before it gives up."""
 
 
+PORT_RANGE_ENV = "BUNDLEWISE_PORT_RANGE"
+"""``LOW-HIGH``: where ``free_port`` picks ports (default ``20000-32767``, below Linux's ephemeral range, so an
+outgoing connection's source port never takes a port chosen for a server).  Processes that start servers side
+by side (the test suite's two workers) give each its own range; child processes inherit it."""
+DEFAULT_PORT_RANGE = (20000, 32767)
+_ports = random.Random()
+
+
+def port_range() -> tuple[int, int]:
+    text = os.environ.get(PORT_RANGE_ENV, "")
+    low, _, high = text.partition("-")
+    if low.isdigit() and high.isdigit() and 1024 <= int(low) < int(high) <= 65535:
+        return int(low), int(high)
+    return DEFAULT_PORT_RANGE
+
+
 def free_port(host: str = "127.0.0.1") -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+    """A port nothing listens on now, picked at random in ``port_range()`` (a bind proves it free)."""
+    low, high = port_range()
+    for _ in range(200):
+        port = _ports.randint(low, high)
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            try:
+                s.bind((host, port))
+            except OSError:
+                continue
+            return port
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:  # the range is full: any port the kernel gives
         s.bind((host, 0))
         return int(s.getsockname()[1])
 
