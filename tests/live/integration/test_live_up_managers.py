@@ -93,7 +93,11 @@ def test_both_managers_play_the_same_scenario_side_by_side(tmp_path: Path) -> No
     unloads = [r for r in rows if r["strategy"] == RUNS[1] and r["type"] == "unload"]
     assert unloads, "TransferShedder relieved the first broker"
     for r in unloads:
-        assert r["label"] in ("Success", "Skip") and r["cause"] in TRANSFER_REASONS and r["reason"] == r["cause"]
+        assert r["label"] in ("Success", "Skip") and r["cause"] in TRANSFER_REASONS
+        # a planned unload the source could no longer carry out (its owner split or lost the bundle meanwhile)
+        # is logged as skipped with the failure as its reason (live.broker.extensible.leader)
+        failed = r["label"] == "Skip" and r["reason"].startswith("the unload failed: ")
+        assert r["reason"] == r["cause"] or failed, r
         assert r["destination"] is not None and r["destination"] != r["broker"]  # a transfer: pre-chosen
     modular = [r for r in rows if r["strategy"] == RUNS[0] and r["type"] == "unload"]
     assert all(r["cause"] in ("Overloaded", "Underloaded") for r in modular)  # ThresholdShedder's causes
