@@ -131,15 +131,16 @@ class ClientStartError(RuntimeError):
 
 
 def _created(what: str, create: Any) -> Any:
-    for attempt in range(1, START_ATTEMPTS + 1):
+    for attempt in range(1, START_ATTEMPTS):
         try:
             return create()
         except Exception as e:  # the client's own exceptions (Timeout, ServiceUnitNotReady, ...)
-            if attempt == START_ATTEMPTS:
-                raise ClientStartError(f"the real clients could not create {what}: {e} ({attempt} attempts)") from e
             logging.getLogger(__name__).info("creating %s failed (%s); attempt %d", what, e, attempt + 1)
             time.sleep(1.0)
-    raise AssertionError("unreachable")
+    try:
+        return create()
+    except Exception as e:
+        raise ClientStartError(f"the real clients could not create {what}: {e} ({START_ATTEMPTS} attempts)") from e
 
 
 class RealClients:
