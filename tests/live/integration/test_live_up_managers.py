@@ -98,7 +98,11 @@ def test_both_managers_play_the_same_scenario_side_by_side(tmp_path: Path) -> No
         # is logged as skipped with the failure as its reason (live.broker.extensible.leader)
         failed = r["label"] == "Skip" and r["reason"].startswith("the unload failed: ")
         assert r["reason"] == r["cause"] or failed, r
-        assert r["destination"] is not None and r["destination"] != r["broker"]  # a transfer: pre-chosen
+        if failed:  # a skipped decision carries no destination (Unload.skipped), as Pulsar's Skip has none
+            assert r["destination"] is None, r
+        else:
+            assert r["destination"] is not None and r["destination"] != r["broker"]  # a transfer: pre-chosen
+    assert any(r["label"] == "Success" for r in unloads), "at least one transfer carried out"
     modular = [r for r in rows if r["strategy"] == RUNS[0] and r["type"] == "unload"]
     assert all(r["cause"] in ("Overloaded", "Underloaded") for r in modular)  # ThresholdShedder's causes
     assert all(list(r) == list(FIELDS[r["type"]]) for r in rows)  # one row shape for both managers

@@ -50,6 +50,8 @@ outgoing connection's source port never takes a port chosen for a server).  Proc
 by side (the test suite's two workers) give each its own range; child processes inherit it."""
 DEFAULT_PORT_RANGE = (20000, 32767)
 _ports = random.Random()
+_handed_out: set[int] = set()
+"""Ports this process already chose: a server picked but not yet listening must not be picked again."""
 
 
 def port_range() -> tuple[int, int]:
@@ -65,12 +67,15 @@ def free_port(host: str = "127.0.0.1") -> int:
     low, high = port_range()
     for _ in range(200):
         port = _ports.randint(low, high)
+        if port in _handed_out:
+            continue
         with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
             try:
                 s.bind((host, port))
             except OSError:
                 continue
-            return port
+        _handed_out.add(port)
+        return port
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:  # the range is full: any port the kernel gives
         s.bind((host, 0))
         return int(s.getsockname()[1])
