@@ -38,6 +38,7 @@ TIMING_FILES = {
     "test_extensible_leader.py",
     "test_fault_campaign.py",
     "test_live_up.py",
+    "test_loss_campaign.py",
     "test_lookup_burst.py",
     "test_store_faults.py",
     "test_store_outages.py",

@@ -14,7 +14,9 @@
   (more take ``[broker_defaults]``). ``--out`` follows the one atomic-output policy (``files.atomic``): an existing
   non-empty DIR is refused before anything starts unless ``--overwrite``; Ctrl-C leaves it as it was. Real clients
   (the scenario's ``[clients]``, the flags over it): the official client's producers and consumers run through the
-  whole scenario (``live.harness.clients``) and ``summary.json`` gets what they saw (``CLIENT_METRIC_KEYS``).
+  whole scenario (``live.harness.clients``) and ``summary.json`` gets what they saw (``CLIENT_METRIC_KEYS``,
+  the loss check among them); their brokers keep persistent topics in file storage
+  (``bundlewiseManagedLedgerStorage=file`` unless ``--set`` says otherwise), so a killed owner loses nothing.
 * ``live status --store URL [--format json|table]``: brokers, leader, load and bundles, read from the store
   alone (``live.inspect.status``).
 * ``live advise --store URL [--strategy NAME] [--format table|json|admin]``: what the strategy would unload on
@@ -93,7 +95,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     real = up.add_argument_group(
         "real clients",
         "producers and consumers of Apache Pulsar's official client (pip install 'bundlewise[clients]'), as "
-        "pulsar-perf runs them; each flag overrides the scenario's [clients] section",
+        "pulsar-perf runs them; each flag overrides the scenario's [clients] section. With real clients the brokers "
+        "keep persistent topics in file storage (bundlewiseManagedLedgerStorage=file unless --set), and "
+        "summary.json counts messages_lost and messages_duplicated",
     )
     real.add_argument("--producers", type=int, metavar="N", help="producers, one topic each unless --topics")
     real.add_argument("--consumers", type=int, metavar="N", help="consumers of the subscription 'bundlewise'")
@@ -184,6 +188,7 @@ def _plan_scenario(args: argparse.Namespace) -> Scenario:
     return scenario
 
 
+STORAGE_KEY = "bundlewiseManagedLedgerStorage"
 MANAGERS = {"modular": IMPL + "ModularLoadManagerImpl", "extensible": EXTENSIBLE_LOAD_MANAGER}
 
 
@@ -287,6 +292,8 @@ def run_up(args: argparse.Namespace) -> int:
             results: list[RunResult] = []
             for i, (key, manager, entry) in enumerate(runs):  # one after the other: the same workload and seed
                 chosen = {"loadBalancerLoadSheddingStrategy": entry.name}
+                if clients is not None and STORAGE_KEY not in config.explicit:
+                    chosen[STORAGE_KEY] = "file"  # real clients' messages outlive a killed owner, as in Pulsar
                 if key is not None:  # --managers: this run's manager
                     chosen["loadManagerClassName"] = manager
                 extensible = short_class_name(manager) == short_class_name(EXTENSIBLE_LOAD_MANAGER)

@@ -137,6 +137,16 @@ LIVE_KEYS: tuple[Key, ...] = (
         minimum=1,
     ),
     Key(
+        "managedLedgerDefaultMarkDeleteRateLimit",
+        1.0,
+        "float",
+        "per second",
+        "How often a subscription's changed cursor is persisted while consumers acknowledge (0: at every "
+        "acknowledgement, as fast as the broker's sweep); the rest waits for managedLedgerCursorPositionFlushSeconds",
+        dynamic=False,
+        minimum=0,
+    ),
+    Key(
         "keepAliveIntervalSeconds",
         30,
         "int",

@@ -520,6 +520,7 @@ class TopicSettings:
     fsync: str
     fsync_interval_s: float
     cursor_flush_s: float
+    mark_delete_rate: float  # cursor persists per second while acknowledging (0: no limit)
 
     @classmethod
     def of(cls, c: Mapping[str, Any]) -> TopicSettings:
@@ -534,6 +535,7 @@ class TopicSettings:
             fsync=str(c["bundlewiseLedgerFsync"]),
             fsync_interval_s=int(c["bundlewiseLedgerFsyncIntervalMillis"]) / 1000,
             cursor_flush_s=float(c["managedLedgerCursorPositionFlushSeconds"]),
+            mark_delete_rate=float(c["managedLedgerDefaultMarkDeleteRateLimit"]),
         )
 
 

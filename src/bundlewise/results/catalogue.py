@@ -73,6 +73,8 @@ CLIENT_METRIC_KEYS = (
     "messages_published",
     "publish_failures",
     "messages_received",
+    "messages_lost",
+    "messages_duplicated",
     "client_reconnects",
     "client_unavailable_seconds",
 )
@@ -341,6 +343,20 @@ DEFS: tuple[MetricDef, ...] = (
         "clients",
     ),
     MetricDef("messages_received", "messages received", "msgs", "messages the real consumers got", "clients", None),
+    MetricDef(
+        "messages_lost",
+        "messages lost",
+        "msgs",
+        "acknowledged sends no consumer received and not in their topic's backlog at the end",
+        "clients",
+    ),
+    MetricDef(
+        "messages_duplicated",
+        "messages delivered again",
+        "msgs",
+        "deliveries to the real consumers beyond the first of each message (redeliveries after moves)",
+        "clients",
+    ),
     MetricDef(
         "client_reconnects",
         "client reconnections",

@@ -20,13 +20,23 @@ What is recorded (``ClientRecords``), in the harness's monotonic clock:
 ``unavailable_seconds`` is the time the producers could not publish: per producer, the union of the
 intervals from a send to its receipt for every send that waited longer than ``LATE_SECONDS`` (a send
 never acknowledged or failed counts to the end of the run or its failure), summed over producers.
+
+The loss check: every payload starts with its send's id (``producer:sequence|``), so each message a
+consumer gets is matched to its send.  At the end, once the sends are acknowledged, the consumers get
+``DRAIN_SECONDS`` to receive every acknowledged message; an acknowledged message they never received is
+looked for in its topic's backlog by a reader from the earliest message (a topic without a consumer, or a
+consumer behind).  ``lost`` is an acknowledged message neither received nor in the backlog -- a promise
+broken; ``duplicated`` counts the deliveries beyond the first of each message (redeliveries after a move:
+at-least-once allows them, an Exclusive or Failover consumer sees each message once after de-duplicating).
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,7 +45,10 @@ from bundlewise.traffic.clients import ClientsSpec
 LATE_SECONDS = 1.0
 """A send waiting longer than this for its receipt counts as time its producer could not publish."""
 DRAIN_SECONDS = 10.0
-"""How long ``stop`` waits for outstanding receipts before counting the rest as unacknowledged."""
+"""How long ``stop`` waits for outstanding receipts before counting the rest as unacknowledged, and then for
+the consumers to receive every acknowledged message."""
+BACKLOG_READ_SECONDS = 60.0
+"""How long the loss check may read the topics' backlogs in all."""
 SUBSCRIPTION = "bundlewise"
 _CREATED = ("Created producer on broker", "Created consumer on broker")
 
@@ -51,6 +64,19 @@ class Send:
     sent_at: float
     done_at: float | None = None  # receipt or failure
     ok: bool = False
+    key: str = ""  # ``producer:sequence``, the payload's first bytes
+
+
+def payload(key: str, size: int) -> bytes:
+    """A message of ``size`` bytes (longer if its id is) that starts with ``key|``."""
+    head = f"{key}|".encode()
+    return head + b"x" * max(0, size - len(head))
+
+
+def key_of(data: bytes) -> str | None:
+    """The send id a payload starts with (``payload``), or None for a message from elsewhere."""
+    head, sep, _ = data[:64].partition(b"|")
+    return head.decode("ascii", "replace") if sep else None
 
 
 @dataclass
@@ -60,6 +86,24 @@ class ClientRecords:
     creations: int = 0  # producers and consumers created on a broker, reconnections included
     clients: int = 0  # producers and consumers started
     ended_at: float = 0.0
+    received: Counter[str] = field(default_factory=Counter)  # deliveries per send id
+    in_backlog: set[str] = field(default_factory=set)  # acknowledged, not received, found in the backlog
+
+    def acknowledged(self) -> set[str]:
+        return {s.key for s in self.sends if s.ok}
+
+    def unreceived(self) -> set[str]:
+        """Acknowledged messages no consumer received."""
+        return {k for k in self.acknowledged() if k not in self.received}
+
+    @property
+    def lost(self) -> int:
+        """Acknowledged, never received and not in the backlog (the module docstring)."""
+        return len(self.unreceived() - self.in_backlog)
+
+    @property
+    def duplicated(self) -> int:
+        return sum(n - 1 for n in self.received.values() if n > 1)
 
     @property
     def reconnects(self) -> int:
@@ -203,8 +247,11 @@ class RealClients:
 
     def _received(self, consumer: Any, msg: Any) -> None:
         latency = time.time() * 1000.0 - msg.publish_timestamp()
+        key = key_of(msg.data())
         with self._lock:
             self.records.end_to_end_ms.append(latency)
+            if key is not None:
+                self.records.received[key] += 1
         try:
             consumer.acknowledge(msg)
         except Exception:  # a consumer closing while a message arrives: it is redelivered
@@ -212,15 +259,15 @@ class RealClients:
 
     def _produce(self, index: int, producer: Any) -> None:
         period = 1.0 / self.spec.rate
-        payload = b"x" * self.spec.message_size
         next_at = time.monotonic()
         seq = 0
         while not self._stop.is_set():
-            send = Send(index, time.monotonic())
+            send = Send(index, time.monotonic(), key=f"{index}:{seq}")
             with self._lock:
                 self.records.sends.append(send)
+            data = payload(send.key, self.spec.message_size)
             try:
-                producer.send_async(payload, self._done(send), partition_key=f"k{seq % 64}")
+                producer.send_async(data, self._done(send), partition_key=f"k{seq % 64}")
             except Exception:  # the producer was closed: the run is ending
                 send.done_at = time.monotonic()
                 return
@@ -251,9 +298,51 @@ class RealClients:
             time.sleep(0.05)
         self.records.ended_at = time.monotonic()
         self.records.creations = _COUNTER.count - self._created_before
+        if self._consumers:
+            deadline = time.monotonic() + DRAIN_SECONDS
+            while time.monotonic() < deadline and self._unreceived():
+                time.sleep(0.1)
+        with self._lock:
+            missing = self.records.unreceived()
+        if missing and self._client is not None:
+            self.records.in_backlog = self._in_backlog(missing)
         if self._client is not None:
             try:
                 self._client.close()
             except Exception as e:  # a broker gone at the end: nothing left to close
                 logging.getLogger(__name__).debug("closing the clients: %s", e)
         return self.records
+
+    def _unreceived(self) -> bool:
+        with self._lock:
+            return bool(self.records.unreceived())
+
+    def _in_backlog(self, missing: set[str]) -> set[str]:
+        """Which of ``missing`` a reader from the earliest message finds in its topic (module docstring)."""
+        import pulsar
+
+        producers_of: dict[str, set[int]] = {}
+        for i in range(len(self._producers)):
+            producers_of.setdefault(self.topics[i % len(self.topics)], set()).add(i)
+        found: set[str] = set()
+        deadline = time.monotonic() + BACKLOG_READ_SECONDS
+        for topic, indexes in producers_of.items():
+            wanted = {k for k in missing if int(k.partition(":")[0]) in indexes}
+            if not wanted:
+                continue
+            try:
+                reader = self._client.create_reader(topic, pulsar.MessageId.earliest)
+            except Exception as e:
+                logging.getLogger(__name__).warning("the loss check could not read %s: %s", topic, e)
+                continue
+            try:
+                while wanted - found and time.monotonic() < deadline and reader.has_message_available():
+                    key = key_of(reader.read_next(timeout_millis=5000).data())
+                    if key in wanted:
+                        found.add(key)
+            except Exception as e:  # a timeout or a broker gone: what was read counts
+                logging.getLogger(__name__).warning("the loss check stopped reading %s: %s", topic, e)
+            finally:
+                with contextlib.suppress(Exception):
+                    reader.close()
+        return found

@@ -151,10 +151,11 @@ def wipe(server: ServerProcess) -> None:
 class Cell:
     """One store x manager cluster with its observer and lookup clients (module docstring)."""
 
-    def __init__(self, store: str, manager: str, work_dir: Path) -> None:
+    def __init__(self, store: str, manager: str, work_dir: Path, settings: dict[str, Any] | None = None) -> None:
         self.store = store
         self.manager = manager
         self.work_dir = work_dir
+        self.settings = {**BASE, **MANAGERS[manager], **(settings or {})}
         self.cluster: LocalCluster | None = None
         self.observer: FaultObserver | None = None
         self.answers: list[Answer] = []
@@ -191,8 +192,7 @@ class Cell:
         return None
 
     def start(self) -> Cell:
-        settings = {**BASE, **MANAGERS[self.manager]}
-        self.cluster = LocalCluster(BROKERS, backend=STORES[self.store], settings=settings, work_dir=self.work_dir)
+        self.cluster = LocalCluster(BROKERS, backend=STORES[self.store], settings=self.settings, work_dir=self.work_dir)
         self.cluster.start()
         self._wait(lambda: self.leader() is not None, 20)
         self.observer = FaultObserver(lambda: [b.web_url for b in self.live()], lambda: self.c.store_url).start()
@@ -311,6 +311,16 @@ class Cell:
         return self._wait(
             lambda: bool(self.rounds(after)) and not uncovered(self.recent_claims(3, after), topics), timeout
         )
+
+    def owner_of(self, topic: str) -> tuple[str, str]:
+        """The bundle serving ``topic`` in the observer's latest round, and its broker."""
+        assert self.observer is not None
+        h = crc32_hash(topic)
+        for broker, served in sorted(self.observer.latest().items()):
+            for name in sorted(set(served)):
+                if name.startswith(NS + "/") and Bundle.parse(name).includes_hash(h):
+                    return name, broker
+        raise RuntimeError(f"nobody serves {topic}")
 
     def served_bundle(self) -> tuple[str, str]:
         """The widest bundle with topics that some broker serves, and that broker."""
@@ -483,6 +493,53 @@ def leader_kill(cell: Cell, index: int) -> Fired:
     return _kill(cell, cell.c.broker(leader) if leader else cell.live()[0])
 
 
+def owner_kill(cell: Cell, index: int) -> Fired:
+    """SIGKILL the owner of the first topic (the real clients' topic in the loss campaign), leader or not."""
+    _, owner = cell.owner_of(TOPICS[0])
+    return _kill(cell, cell.c.broker(owner))
+
+
+def owner_pause(cell: Cell, index: int) -> Fired:
+    """SIGSTOP the owner of the first topic for the session timeout + 2 s, then SIGCONT: it wakes up fenced."""
+    _, owner = cell.owner_of(TOPICS[0])
+    victim = cell.c.broker(owner)
+    since = time.monotonic()
+    victim.pause()
+    time.sleep(SESSION_S + 2)
+    victim.resume()
+    return Fired(since)
+
+
+def leader_kill_during_unload(cell: Cell, index: int) -> Fired:
+    """An admin unload of the first topic's bundle, and SIGKILL of the leader ``STAGGER_S`` later."""
+    bundle, owner = cell.owner_of(TOPICS[0])
+    leader = cell.leader() or owner
+    victim = cell.c.broker(leader)
+    via = next(b for b in cell.live() if b is not victim)
+
+    def kill() -> int:
+        victim.kill()
+        return 0
+
+    since = time.monotonic()
+    codes = _together(_admin(cell, via, bundle, "unload"), _after(STAGGER_S[index % len(STAGGER_S)], kill))
+    return Fired(since, restart=(victim,), actions=(f"unload {codes[0]}",))
+
+
+def owner_kill_during_split(cell: Cell, index: int) -> Fired:
+    """An admin split of the first topic's bundle on its owner, and SIGKILL of that owner ``STAGGER_S`` later."""
+    bundle, owner = cell.owner_of(TOPICS[0])
+    victim = cell.c.broker(owner)
+
+    def kill() -> int:
+        victim.kill()
+        return 0
+
+    since = time.monotonic()
+    codes = _together(_admin(cell, victim, bundle, "split"), _after(STAGGER_S[index % len(STAGGER_S)] + 0.05, kill))
+    return Fired(since, restart=(victim,), actions=(f"split {codes[0]}",))
+
+
 FAULTS: dict[str, Callable[[Cell, int], Fired]] = {
     "unload-racing-split": unload_racing_split,
     "split-racing-split": split_racing_split,
@@ -493,6 +550,10 @@ FAULTS: dict[str, Callable[[Cell, int], Fired]] = {
     "lookup-burst": lookup_burst,
     "broker-kill": broker_kill,
     "leader-kill": leader_kill,
+    "owner-kill": owner_kill,
+    "owner-pause": owner_pause,
+    "leader-kill-during-unload": leader_kill_during_unload,
+    "owner-kill-during-split": owner_kill_during_split,
 }
 MANAGERS_OF = {"unload-racing-transfer": ("extensible",)}  # a transfer is the extensible manager's
 

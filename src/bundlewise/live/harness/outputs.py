@@ -95,6 +95,8 @@ def client_metrics(rec: ClientRecords) -> dict[str, Any]:
         "messages_published": rec.published,
         "publish_failures": rec.failed,
         "messages_received": len(rec.end_to_end_ms),
+        "messages_lost": rec.lost,
+        "messages_duplicated": rec.duplicated,
         "client_reconnects": rec.reconnects,
         "client_unavailable_seconds": round(rec.unavailable_seconds(), 3),
     }

@@ -20,8 +20,9 @@ owner still flushing cursors fails its compare-and-set instead of overwriting th
 **Cursors** (``ManagedCursorImpl#persistPositionMetaStore``): ``flush`` writes each changed cursor by
 compare-and-set on the version this broker last wrote, and deletes the node of a dropped subscription;
 a failed compare-and-set means another broker owns the topic now, and this broker stops writing them.
-The service flushes every ``managedLedgerCursorPositionFlushSeconds`` and when the topic is unloaded;
-a consumer of a killed broker therefore gets again at most what was acknowledged in the last interval.
+The service flushes ``managedLedgerDefaultMarkDeleteRateLimit`` times a second (each flush writes only the
+cursors that changed; at most every ``managedLedgerCursorPositionFlushSeconds``) and when the topic is
+unloaded; a consumer of a killed broker therefore gets again at most what was acknowledged in the last period.
 """
 
 from __future__ import annotations

@@ -323,9 +323,18 @@ class BinaryService:
             except Exception as e:
                 log.warning("flushing the cursors of %s failed: %r", topic.name, e)
 
+    def cursor_period(self) -> float:
+        """How often changed cursors are persisted: ``managedLedgerDefaultMarkDeleteRateLimit`` times a second
+        (every sweep when 0), never less often than ``managedLedgerCursorPositionFlushSeconds``.  Pulsar
+        persists a mark-delete at once when its rate limiter allows and flushes the held ones on the interval;
+        either way a crash loses at most a period's acknowledgements, which the consumer gets again."""
+        rate = self.settings.mark_delete_rate
+        return min(self.settings.cursor_flush_s, 1.0 / rate if rate > 0 else self.sweep_s)
+
     async def _sweep(self) -> None:
         next_alive = time.monotonic()
-        next_flush = next_alive + self.settings.cursor_flush_s
+        period = self.cursor_period()
+        next_flush = next_alive + period
         while True:
             await asyncio.sleep(self.sweep_s)
             try:
@@ -339,7 +348,7 @@ class BinaryService:
                     for conn in list(self.connections):
                         conn.check_alive(now)
                 if now >= next_flush and (self._flusher is None or self._flusher.done()):
-                    next_flush = now + self.settings.cursor_flush_s
+                    next_flush = now + period
                     self._flusher = asyncio.get_running_loop().create_task(self._flush_cursors())
             except Exception:
                 log.exception("binary sweep failed")
