@@ -7,6 +7,9 @@ run, default 10; ``BENCH_CLIENTS_UNLOADS``, default 50).  On etcd with the modul
   allows, batched (up to 1,000 messages or 10 ms a batch) and unbatched; acknowledged messages per second.
 * **publish latency** on one broker at a steady 1,000 msg/s (unbatched, so every message is one ``SEND``):
   from ``send_async`` to its receipt, p50/p99/p99.9 in ms.
+* **throughput with persistence**: the same batched and unbatched producers on one broker with file storage
+  (``bundlewiseManagedLedgerStorage=file``, docs/storage.md) under each ``bundlewiseLedgerFsync`` policy
+  (``always``, the default, with group commit; ``interval``; ``never``), side by side.
 * **the producer's gap over unloads**: 3 brokers, a producer at 200 msg/s, ``BENCH_CLIENTS_UNLOADS`` unloads
   of its bundle one second apart (each to the next broker, so every unload is a real move); for each unload
   the longest time between two receipts around it, p50/p99/max in ms.
@@ -47,10 +50,10 @@ def pulsar_url(c: LocalCluster, i: int = 0) -> str:
     return f"pulsar://{b.host}:{b.settings['brokerServicePort']}"
 
 
-def throughput(url: str, seconds: float, batched: bool) -> float:
+def throughput(url: str, seconds: float, batched: bool, topic: str = TOPIC) -> float:
     client = pulsar.Client(url, logger=QUIET)
     producer = client.create_producer(
-        f"{TOPIC}-{'b' if batched else 'u'}",
+        f"{topic}-{'b' if batched else 'u'}",
         batching_enabled=batched,
         batching_max_messages=1000,
         batching_max_publish_delay_ms=10,
@@ -188,6 +191,17 @@ def main() -> None:
             print(f"unbatched 1 KiB: {out['unbatched_msg_per_s']} msg/s", flush=True)
             out["latency_at_1000_msg_per_s"] = latency(pulsar_url(one), seconds)
             print(f"publish latency at 1,000 msg/s: {out['latency_at_1000_msg_per_s']}", flush=True)
+        persisted: dict[str, dict[str, float]] = {}
+        for fsync in ("always", "interval", "never"):
+            files = {**settings, "bundlewiseManagedLedgerStorage": "file", "bundlewiseLedgerFsync": fsync}
+            with LocalCluster(1, store_url=server.url, settings=files, work_dir=Path(tmp) / f"file-{fsync}") as one:
+                topic = f"{TOPIC}-file-{fsync}"
+                persisted[fsync] = {
+                    "batched_msg_per_s": round(throughput(pulsar_url(one), seconds, batched=True, topic=topic)),
+                    "unbatched_msg_per_s": round(throughput(pulsar_url(one), seconds, batched=False, topic=topic)),
+                }
+            print(f"file storage, fsync {fsync}: {persisted[fsync]}", flush=True)
+        out["file_storage"] = persisted
         with LocalCluster(3, store_url=server.url, settings=settings, work_dir=Path(tmp) / "three") as three:
             out["unload_gap"] = unload_gaps(three, unloads)
             print(f"producer gap over unloads: {out['unload_gap']}", flush=True)

@@ -11,7 +11,9 @@ from.  Faults: an admin unload racing an admin split of one bundle (``unload=fal
 splits of one bundle through two brokers; an unload racing a transfer (extensible only); the store SIGSTOPped for
 the session timeout + 2 s; the store SIGKILLed and restarted on its data after the session timeout + 1 s; the
 store restarted with its data deleted; a burst of first lookups of a fresh namespace by 2 clients of every
-broker; SIGKILL of a non-leader broker; SIGKILL of the leader.
+broker; SIGKILL of a non-leader broker; SIGKILL of the leader; and the loss campaign's faults aimed at the owner
+of the first topic (``bench/bench_loss.py``: its SIGKILL, its SIGSTOP past the session, the leader's SIGKILL during
+an unload, the owner's SIGKILL during a split).
 
 Per fault x store x manager: runs; **overlaps** (pairs of intersecting hash ranges served by two brokers at once,
 from the brokers' admin answers) and store overlaps (the same in the ownership locks / channel records);
@@ -55,7 +57,7 @@ RESULT = "faults"
 TITLE = "Fault campaign: one owner per topic under every fault, both stores x both managers"
 
 OUTAGES = ("store-pause", "store-restart", "store-wiped")
-KILLS = ("broker-kill", "leader-kill")
+KILLS = ("broker-kill", "leader-kill", "owner-kill", "leader-kill-during-unload", "owner-kill-during-split")
 
 
 def target_s(fault: str) -> float | None:

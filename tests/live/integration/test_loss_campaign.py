@@ -35,4 +35,5 @@ def test_no_acknowledged_message_is_lost_and_no_fenced_ledger_grows(tmp_path: Pa
     assert a.acknowledged > 500  # ~2 producers x 50 msg/s through every fault
     assert a.lost == 0, a
     assert a.after_fencing == 0, a.examples
-    assert a.fenced_ledgers >= 2  # each kill of the clients' owner had its ledgers fenced by the next owner
+    assert a.fenced_ledgers >= 1  # the owner-kill: the next owner fenced the killed one's ledger (a paused owner
+    # that wakes before the next owner opens the topic closes its ledger itself)

@@ -49,6 +49,11 @@ class TopicResources:
         self.store = store
         self.settings = settings
 
+    async def namespace_policies(self, topic: TopicName) -> bytes | None:
+        """The raw policies document of the topic's namespace (``/admin/policies/{tenant}/{ns}``), if any."""
+        found = await self.store.get(layout.policies(str(topic.namespace)))
+        return None if found is None else found.value
+
     async def partitions(self, topic: TopicName) -> int | None:
         """The partition count of a partitioned topic, None when it is not one."""
         found = await self.store.get(_path(topic))

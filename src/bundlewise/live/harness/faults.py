@@ -516,28 +516,31 @@ def leader_kill_during_unload(cell: Cell, index: int) -> Fired:
     leader = cell.leader() or owner
     victim = cell.c.broker(leader)
     via = next(b for b in cell.live() if b is not victim)
-
-    def kill() -> int:
-        victim.kill()
-        return 0
-
-    since = time.monotonic()
+    kill, killed_at = _killer(victim)
     codes = _together(_admin(cell, via, bundle, "unload"), _after(STAGGER_S[index % len(STAGGER_S)], kill))
-    return Fired(since, restart=(victim,), actions=(f"unload {codes[0]}",))
+    return Fired(killed_at[0], restart=(victim,), actions=(f"unload {codes[0]}",))
 
 
 def owner_kill_during_split(cell: Cell, index: int) -> Fired:
     """An admin split of the first topic's bundle on its owner, and SIGKILL of that owner ``STAGGER_S`` later."""
     bundle, owner = cell.owner_of(TOPICS[0])
     victim = cell.c.broker(owner)
+    kill, killed_at = _killer(victim)
+    codes = _together(_admin(cell, victim, bundle, "split"), _after(STAGGER_S[index % len(STAGGER_S)] + 0.05, kill))
+    return Fired(killed_at[0], restart=(victim,), actions=(f"split {codes[0]}",))
+
+
+def _killer(victim: BrokerProcess) -> tuple[Callable[[], int], list[float]]:
+    """A call for ``_together`` that SIGKILLs ``victim``, and the list its moment goes into: a run measures
+    from the kill (rounds seen between the race's start and the kill would pass for recovery)."""
+    at: list[float] = []
 
     def kill() -> int:
+        at.append(time.monotonic())
         victim.kill()
         return 0
 
-    since = time.monotonic()
-    codes = _together(_admin(cell, victim, bundle, "split"), _after(STAGGER_S[index % len(STAGGER_S)] + 0.05, kill))
-    return Fired(since, restart=(victim,), actions=(f"split {codes[0]}",))
+    return kill, at
 
 
 FAULTS: dict[str, Callable[[Cell, int], Fired]] = {

@@ -45,6 +45,7 @@ from bundlewise.live.broker import values
 from bundlewise.live.broker.auth import Authority
 from bundlewise.live.broker.binary.managed import OwnershipConflict
 from bundlewise.live.broker.binary.storage import MemoryStorage, MessageStorage
+from bundlewise.live.broker.binary.throttle import Throttles, namespace_policies
 from bundlewise.live.broker.binary.topics import Topic
 from bundlewise.live.broker.manager import LoadManager
 from bundlewise.live.broker.namespace import NamespaceService
@@ -130,6 +131,7 @@ class BinaryService:
         self._held: dict[str, float] = {}  # topics of a transfer in progress: since when
         self._closing: set[asyncio.Task[None]] = set()
         self._flusher: asyncio.Task[None] | None = None  # the cursor flush in progress (off the sweeper)
+        self.throttles = Throttles(host.config, host.identity.cluster)  # dispatch throttling
 
     # -- the listener ----------------------------------------------------------------------
     async def start(self, protocol: Callable[[], asyncio.Protocol]) -> None:
@@ -243,6 +245,14 @@ class BinaryService:
         if not self.host.namespace.serving(bundle):  # lost while opening: give the ledger back
             await topic.log.close()
             raise BinaryError(SERVICE_NOT_READY, f"Namespace bundle {bundle} is no longer served here")
+        name = parse_topic(full)
+        try:
+            raw = await self.host.topic_resources.namespace_policies(name)
+        except Exception as e:  # the broker's own rates apply
+            log.warning("could not read the policies of %s: %r", name.namespace, e)
+            raw = None
+        self.throttles.topic_loaded(full, namespace_policies(raw, self.host.identity.cluster, str(name.namespace)))
+        topic.gate_for = lambda sub: self.throttles.gate(full, sub)
         self.topics[full] = topic
         log.info("loaded topic %s in %s", full, bundle)
         try:
@@ -276,6 +286,10 @@ class BinaryService:
         if topic.closed:
             return
         topic.closed = True
+        self.throttles.topic_closed(topic.name)
+        for sub in topic.subscriptions.values():
+            if sub.gate is not None:
+                sub.gate.close()
         task = asyncio.get_running_loop().create_task(self._retire(topic, assigned_url))
         self._closing.add(task)
         task.add_done_callback(self._closing.discard)

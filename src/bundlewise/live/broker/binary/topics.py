@@ -17,6 +17,10 @@ A subscription's type is fixed by its first consumer; another type gets ``Consum
 
 **Permits.**  ``FLOW`` adds permits; an entry costs as many permits as it holds messages (a batch may
 take a consumer below zero, as in Pulsar); a consumer without permits gets nothing.
+
+**Reads.**  A subscription with a ``gate`` (``throttle.SubscriptionGate``: dispatch throttling) dispatches in
+reads the gate sizes -- at most so many entries and bytes (at least one entry) -- and charges what each read
+delivered; a gate that refuses a read calls ``dispatch`` again itself once quota may be back.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from __future__ import annotations
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from bundlewise.live.broker.binary.codec import split_body
 from bundlewise.live.broker.binary.storage import NO_ENTRY, Entry, MessageLog
@@ -38,6 +43,12 @@ def key_of(entry: Entry) -> str:
     if meta.HasField("ordering_key"):
         return bytes(meta.ordering_key).decode("utf-8", "replace")
     return str(meta.partition_key)
+
+
+class Gate(Protocol):
+    def read(self, permits: int, backlog: int, retry: Callable[[], None]) -> tuple[int, int] | None: ...
+    def charge(self, entries: int, messages: int, nbytes: int) -> None: ...
+    def close(self) -> None: ...
 
 
 class SubscribeError(Exception):
@@ -91,6 +102,7 @@ class Subscription:
         self.redeliveries: dict[int, int] = {}
         self._next = 0  # round-robin position (Shared)
         self._active: Consumer | None = None
+        self.gate: Gate | None = None  # dispatch throttling (module docstring, "Reads")
 
     @property
     def type_name(self) -> str:
@@ -207,14 +219,47 @@ class Subscription:
             self.read_pos += 1
         return None, False
 
+    def permits(self) -> int:
+        """The consumers' credit a read is sized by: the sum for Shared and Key_Shared, else the first's."""
+        if self.type in (SHARED, KEY_SHARED):
+            return sum(max(0, c.permits) for c in self.consumers)
+        c = self._active if self.type == FAILOVER and self._active is not None else self.consumers[0]
+        return max(0, c.permits)
+
     def dispatch(self) -> None:
+        if self.gate is None:
+            self._deliver(None, None)
+            return
+        while self.consumers and self.permits() > 0 and self._has_next():
+            allowed = self.gate.read(self.permits(), self.backlog(), self.dispatch)
+            if allowed is None:
+                return  # throttled: the gate calls dispatch again
+            entries, messages, nbytes = self._deliver(*allowed)
+            self.gate.charge(entries, messages, nbytes)
+            if entries == 0:
+                return
+
+    def _has_next(self) -> bool:
+        return bool(self.redeliver) or self.read_pos < self.log.end
+
+    def _deliver(self, max_entries: int | None, max_bytes: int | None) -> tuple[int, int, int]:
+        """Hand entries to consumers (at most ``max_entries`` and ``max_bytes``, at least one entry); what was
+        handed: (entries, messages, bytes)."""
+        entries = messages = nbytes = 0
         while self.consumers:
+            if max_entries is not None and entries >= max_entries:
+                break
+            if max_bytes is not None and entries > 0 and nbytes >= max_bytes:
+                break
             entry, again = self._next_entry()
             if entry is None:
-                return
+                break
             consumer = self._pick(entry)
             if consumer is None:
-                return
+                break
+            entries += 1
+            messages += entry.messages
+            nbytes += len(entry.body)
             if again:
                 self.redeliver.discard(entry.entry_id)
             else:
@@ -227,6 +272,7 @@ class Subscription:
             self.counters.msg_out += entry.messages
             self.counters.bytes_out += len(entry.body)
             consumer.deliver(consumer, self.log.locate(entry.entry_id), entry, count)
+        return entries, messages, nbytes
 
     def backlog(self) -> int:
         return max(0, self.log.end - 1 - self.mark_delete - len(self.acked))
@@ -243,6 +289,7 @@ class Topic:
         self.subscriptions: dict[str, Subscription] = {}
         self.counters = Counters()
         self.closed = False
+        self.gate_for: Callable[[str], Gate] | None = None  # a subscription's dispatch throttling
 
     def publish(self, body: bytes, checksum: int, messages: int) -> int:
         entry_id = self.log.append(body, checksum, messages)
@@ -257,6 +304,8 @@ class Topic:
         sub = self.subscriptions.get(name)
         if sub is None:
             sub = Subscription(name, sub_type, self.log, self.counters, earliest)
+            if self.gate_for is not None:
+                sub.gate = self.gate_for(name)
             self.subscriptions[name] = sub
         sub.add(consumer, sub_type)
         return sub
