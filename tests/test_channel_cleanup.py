@@ -369,6 +369,22 @@ def test_monitor_preconditions(kw, active, skip):
     plan = monitor(view, active, never, tombstone=1, **kw)
     assert plan.skipped is not None and skip in plan.skipped
     assert plan.tombstones == ()
+    assert plan.inactive_brokers == ()
+
+
+def test_while_jittery_the_monitor_names_only_the_unregistered_owners():
+    """bundlewise's: an owner whose registration vanished while leadership changed hands is still found (its
+    cleanup then waits for the Jittery delay or the proof of death); nothing is overridden or tombstoned."""
+    view = {
+        "a/a/0x00000000_0x40000000": rec(Owned, B2, ts=0),  # owner gone
+        "a/a/0x40000000_0x80000000": rec(Owned, B1, ts=0),  # owner registered
+        "a/a/0x80000000_0xc0000000": rec(Assigning, B1, ts=0),  # in flight, stuck: left alone
+        "a/a/0xc0000000_0xffffffff": rec(Free, None, B1, ts=0),  # old Free: not tombstoned
+    }
+    plan = monitor(view, [B1], never, tombstone=1, metadata=MetadataState.Jittery)
+    assert plan.inactive_brokers == (B2,)
+    assert plan.overrides == () and plan.tombstones == ()
+    assert plan.skipped is not None and "Jittery" in plan.skipped
 
 
 # --- settings -----------------------------------------------------------------------------------------

@@ -14,8 +14,10 @@ import pytest
 from bundlewise.live.harness.loss import LossCell
 
 CELLS = {
-    ("etcd", "modular"): ("owner-kill", "owner-pause", "store-pause"),
-    ("zookeeper", "extensible"): ("leader-kill-during-unload", "owner-kill-during-split", "owner-kill"),
+    ("etcd", "modular"): ("owner-kill", "owner-kill-during-split", "store-pause"),
+    # a woken owner (its session re-established: Jittery) often leads after the leader kill; the owner killed
+    # next must still be cleaned up in time (its registration may vanish while leadership changes hands)
+    ("zookeeper", "extensible"): ("owner-pause", "leader-kill-during-unload", "owner-kill"),
 }
 
 

@@ -14,6 +14,12 @@ once, in order, and for each record takes the first rule that applies:
 Each inactive broker then goes through the registration-deletion handling (``cleanup.on_broker_deleted``
 -- Stable, so a cleanup at once).  An Owned record without a destination makes Pulsar clean up a
 ``null`` broker, which fails; it is reported here under ``blank_owner`` and left alone.
+
+**While Jittery** Pulsar skips the whole run.  bundlewise still names the inactive owners (rules 1-2 only;
+nothing is overridden or tombstoned): the leader hands them to the registration-deletion handling, which
+schedules their cleanup after the Jittery delay (180 s) and cuts it short once the broker is proven dead.
+Without this, an owner whose registration expired while leadership changed hands -- the deletion event went
+to no leader -- would keep its bundles unowned until the store had been Stable for 180 s.
 """
 
 from __future__ import annotations
@@ -56,9 +62,14 @@ def plan_monitor(
         return MonitorPlan(skipped="not the leader: skip the ownership monitor")
     if not active_brokers:
         return MonitorPlan(skipped="no active brokers found: skip the ownership monitor")
+    active = set(active_brokers)
+    if metadata is MetadataState.Jittery:
+        return MonitorPlan(
+            inactive_brokers=tuple(_inactive_owners(view, active)),
+            skipped=f"metadata state {metadata} is not Stable: skip the ownership monitor (inactive owners only)",
+        )
     if metadata is not MetadataState.Stable:
         return MonitorPlan(skipped=f"metadata state {metadata} is not Stable: skip the ownership monitor")
-    active = set(active_brokers)
     inactive: dict[str, None] = {}
     stuck: list[tuple[str, ServiceUnitStateData]] = []
     tombstones: list[str] = []
@@ -90,3 +101,19 @@ def plan_monitor(
         record = override_for(data, selected, graceful=False, now=now)
         overrides.append(Override(key, data, record, f"{data.state} stuck since {data.timestamp}: -> {record.state}"))
     return MonitorPlan(tuple(inactive), tuple(overrides), tuple(tombstones), tuple(blank))
+
+
+def _inactive_owners(view: Mapping[str, ServiceUnitStateData | None], active: set[str]) -> dict[str, None]:
+    """Rules 1-2's brokers: unregistered owners of ``Owned`` records and unregistered ends of in-flight ones."""
+    found: dict[str, None] = {}
+    for data in view.values():
+        if data is None:
+            continue
+        ends = [data.dst_broker] if data.state is ServiceUnitState.Owned else []
+        if is_in_flight_state(data.state):
+            ends = [data.source_broker, data.dst_broker]
+        for broker in ends:
+            if broker is not None and not is_blank(broker) and broker not in active:
+                found[broker] = None
+                break
+    return found

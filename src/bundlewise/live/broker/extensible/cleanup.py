@@ -30,7 +30,9 @@
 * **The monitor** (leader, every ``loadBalancerServiceUnitStateMonitorIntervalInSeconds``, first run at
   once, only while Stable): brokers named by records but not registered are cleaned up as above,
   in-flight records stuck beyond the in-flight wait are overridden, and ``Free``/``Deleted``/``Init``
-  records older than the tombstone delay are deleted (conditionally on the record seen).
+  records older than the tombstone delay are deleted (conditionally on the record seen).  While Jittery
+  (bundlewise's, ``channel.monitor``): only the unregistered owners are named, and each gets the delayed
+  cleanup with the fast path -- a deletion event that reached no leader is not lost.
 """
 
 from __future__ import annotations
@@ -265,6 +267,9 @@ class OrphanCleanup:
         )
         if plan.skipped is not None:
             log.debug("%s", plan.skipped)
+            for broker in plan.inactive_brokers:  # Jittery: a delayed cleanup, cut short once proven dead
+                if broker not in self.pending:
+                    self.on_registration(broker, False)
             return plan
         for broker in plan.inactive_brokers:
             self.on_registration(broker, False)
