@@ -33,6 +33,7 @@ TIMING_FILES = {
     "test_broker_leader.py",
     "test_clients_moves.py",
     "test_clients_persistence.py",
+    "test_clients_throttling.py",
     "test_clock_fencing.py",
     "test_extensible_faults.py",
     "test_extensible_leader.py",

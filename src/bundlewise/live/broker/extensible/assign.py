@@ -13,11 +13,17 @@ key's next handled record (``finish_wait``), or ends after
 its namespace's current bundles (a lookup racing a split re-maps its topic instead of resurrecting the
 parent), then ``select`` (the registry's extensible placement) picks a broker and this broker publishes
 ``Assigning(dst = chosen)`` at the next version.  Whoever's ``Assigning`` wins the key's CAS, every
-racing lookup waits for the same ``Owned`` (``lookup_before_assign``).  **One answer per bundle**
-(bundlewise's rule, stricter than Pulsar): a lookup names only an owner the channel committed --
-``Owned`` or ``Splitting`` in the mirror, which follows the store's CAS order -- never the destination
-of an ``Assigning`` (Pulsar answers it at once; here the lookup waits for its ``Owned``), and a wait
-that ends without an owner assigns again within the in-flight wait instead of failing the client.
+racing lookup waits for the same ``Owned`` (``lookup_before_assign``).  A bundle whose ``Owned`` record
+vanished with the store's data is not assigned for up to a session timeout: its former owner re-creates the
+record when it is back in a session, and a lookup answered with another broker in between would name a
+second owner while the first still serves (``channel.vanished_owner``).  Owners are read only from a mirror
+synced in the current session (``channel.wait_synced``): after a session change the mirror may still hold
+records the store lost.
+**One answer per bundle** (bundlewise's rule, stricter than Pulsar): a lookup names only an owner the
+channel committed -- ``Owned`` or ``Splitting`` in the mirror, which follows the store's CAS order --
+never the destination of an ``Assigning`` (Pulsar answers it at once; here the lookup waits for its
+``Owned``), and a wait that ends without an owner assigns again within the in-flight wait instead of
+failing the client.
 
 **Initiators' waits** (``Completion``): an unload or transfer is done when ``unload_waiter_done``, a
 split when ``split_waiter_done``, each within ``namespaceBundleUnloadingTimeoutMs``.  A record the
@@ -28,6 +34,7 @@ once instead of waiting for the timeout.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Callable
 
 from bundlewise.algorithms.extensible.channel import LookupAction, OwnerLookup, assign_record
@@ -67,7 +74,10 @@ class OwnerResolver:
         raise ServerError(f"Failed to look up the owner of {key}: {decision.reason}")
 
     async def get_owner(self, key: str) -> str | None:
-        """``#getOwnerAsync``: the owner, None for no owner (an error for a deleted bundle)."""
+        """``#getOwnerAsync``: the owner, None for no owner (an error for a deleted bundle).  Read from a mirror
+        synced in the current session only (bundlewise's: Pulsar answers from its table view as it is)."""
+        if not await self.channel.wait_synced(self.channel.settings.in_flight_wait_ms / 1000):
+            raise Unavailable(f"The owner of {key} is not known yet: the channel is re-syncing; look it up again")
         return await self._resolve(key, self.channel.lookup_now(key))
 
     async def get_or_select_owner(self, key: str) -> str:
@@ -82,6 +92,11 @@ class OwnerResolver:
         give_up = loop.time() + self.channel.settings.in_flight_wait_ms / 1000
         while True:
             owner = await self.get_owner(key)
+            vanished = self.channel.vanished_owner(key) if owner is None else None
+            if vanished is not None:  # its former owner re-creates the record the store lost: wait for it
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(asyncio.shield(self.channel.waiter(key)), vanished[1])
+                continue
             if owner is None:
                 owner = await self._assign(key)
             if owner is not None:

@@ -120,6 +120,8 @@ class ServiceUnitStateChannel:
         self._waiters: dict[str, asyncio.Future[LookupCompletion]] = {}
         self._confirmed: dict[str, int] = {}  # key -> session id in which this broker's ownership is confirmed
         self._held: dict[str, ServiceUnitStateData] = {}  # key -> the last record seen owned by this broker
+        self._owner_seen: dict[str, str] = {}  # key -> the owner of its last record, while that was Owned
+        self._vanished: dict[str, tuple[str, int]] = {}  # key -> (owner, when) of an Owned record the store lost
         self.is_current_bundle: Callable[[str], Coroutine[Any, Any, bool]] | None = None
         self._synced = 0  # the session id whose re-sync completed
         self._sync_task: asyncio.Task[None] | None = None
@@ -217,9 +219,50 @@ class ServiceUnitStateChannel:
         self.scope.spawn(coro, what)
 
     # -- reactions -------------------------------------------------------------------------
+    def vanished_owner(self, key: str) -> tuple[str, float] | None:
+        """The broker whose ``Owned`` record of ``key`` vanished from the store (a store restarted without its
+        data) less than a session timeout ago, and the seconds left of that: it re-creates the record once it
+        is back in a session (``_recreate_lost``) -- its registration vanished too, so whether it is alive is
+        not known yet -- and a lookup waits for that instead of assigning the bundle to another broker while
+        the former owner may still serve it.  A dead former owner delays the bundle by a session timeout."""
+        found = self._vanished.get(key)
+        if found is None:
+            return None
+        owner, when = found
+        left = self.store.session_timeout - (wall_ms() - when) / 1000
+        if left <= 0:
+            self._vanished.pop(key, None)
+            return None
+        return owner, left
+
+    def is_synced(self) -> bool:
+        """The mirror was re-read and this broker's ownership re-asserted in the current session."""
+        sid = self.store.session_id
+        return sid != 0 and sid == self._synced
+
+    async def wait_synced(self, timeout: float) -> bool:
+        """Wait (at most ``timeout`` s) until ``is_synced``; a lookup answered from a mirror of an earlier
+        session could name an owner the store no longer records (one answer per bundle)."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while not self.is_synced():
+            self._ensure_sync()
+            if loop.time() >= deadline:
+                return False
+            await asyncio.sleep(SYNC_POLL)
+        return True
+
     def _on_record(self, key: str, record: ServiceUnitStateData | None) -> None:
         if self._closed:
             return
+        if record is not None and record.state is ServiceUnitState.Owned and record.dst_broker:
+            self._owner_seen[key] = record.dst_broker
+            self._vanished.pop(key, None)
+        elif record is None and key in self._owner_seen:  # Owned, then gone: never a normal transition
+            self._vanished[key] = (self._owner_seen.pop(key), wall_ms())
+        else:
+            self._owner_seen.pop(key, None)
+            self._vanished.pop(key, None)
         r = react(
             self.me,
             key,
