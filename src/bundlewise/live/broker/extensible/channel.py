@@ -105,6 +105,7 @@ class ServiceUnitStateChannel:
             path_filter=lambda path: layout.SERVICE_UNIT_STATE_PATH.match(path) is not None,
         )
         self.table.add_tail_listener(self._on_record)
+        self.table.add_existing_listener(self._seen_at_start)
         self.history = SessionHistory()
         self.disabled = False
         self.listeners: list[Listener] = []
@@ -251,6 +252,11 @@ class ServiceUnitStateChannel:
                 return False
             await asyncio.sleep(SYNC_POLL)
         return True
+
+    def _seen_at_start(self, key: str, record: ServiceUnitStateData) -> None:
+        """A record the mirror found when it was filled: remember its owner (``vanished_owner``)."""
+        if record.state is ServiceUnitState.Owned and record.dst_broker:
+            self._owner_seen[key] = record.dst_broker
 
     def _on_record(self, key: str, record: ServiceUnitStateData | None) -> None:
         if self._closed:
