@@ -55,7 +55,7 @@ def test_a_lookup_waits_for_the_former_owner_to_re_create_a_lost_record(tmp_path
                 started = asyncio.get_running_loop().time()
                 chosen = await asyncio.wait_for(resolver.get_or_select_owner(BUNDLE), SESSION_S + 10)
                 waited = asyncio.get_running_loop().time() - started
-                assert SESSION_S - 0.5 <= waited  # assigned anew only after a session timeout
+                assert waited >= SESSION_S - 0.5  # assigned anew only after a session timeout
                 assert chosen in (owner.identity.broker_id, other.identity.broker_id)
             finally:
                 await store.close()

@@ -253,9 +253,9 @@ class ServiceUnitStateChannel:
             await asyncio.sleep(SYNC_POLL)
         return True
 
-    def _seen_at_start(self, key: str, record: ServiceUnitStateData) -> None:
+    def _seen_at_start(self, key: str, record: ServiceUnitStateData | None) -> None:
         """A record the mirror found when it was filled: remember its owner (``vanished_owner``)."""
-        if record.state is ServiceUnitState.Owned and record.dst_broker:
+        if record is not None and record.state is ServiceUnitState.Owned and record.dst_broker:
             self._owner_seen[key] = record.dst_broker
 
     def _on_record(self, key: str, record: ServiceUnitStateData | None) -> None:
