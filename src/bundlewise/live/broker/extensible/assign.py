@@ -108,6 +108,7 @@ class OwnerResolver:
         """Publish ``Assigning(dst = selected)`` and wait for whichever ``Assigning`` won the key's CAS to
         become ``Owned``; None when the key ended without an owner."""
         bundle = Bundle.parse(key)
+        self.bundles.invalidate(bundle.namespace)  # the committed boundaries, not a cached view (a split elsewhere)
         current = await self.bundles.get(bundle.namespace)
         if bundle not in current.bundles.bundles:
             raise ServerError(f"Namespace bundle {key} is no longer one of its namespace's bundles: look it up again")

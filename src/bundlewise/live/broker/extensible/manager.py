@@ -67,6 +67,7 @@ from bundlewise.results.decisions import decision_row
 
 log = logging.getLogger(__name__)
 MONITOR_INTERVAL_S = 120.0  # ExtensibleLoadManagerImpl.MONITOR_INTERVAL_IN_MILLIS
+BOUNDARY_CHECK_S = 1.0  # bundlewise: owned bundles against the cached boundaries (namespace.check_boundaries)
 STOP_HANDOVER_TIMEOUT_S = 8.0
 
 
@@ -184,6 +185,7 @@ class ExtensibleLoadManager:
         period = self.ctx.clock.real_seconds(self.ctx.config.view(BrokerSettings).report_interval_ms)
         self._own.every(period, self._report, "reporting the load")
         self._own.every(MONITOR_INTERVAL_S, self._monitor, "the load manager's monitor")
+        self._own.every(BOUNDARY_CHECK_S, self.namespace.check_boundaries, "checking owned bundles against boundaries")
         self.split_scheduler.start()
 
     async def _report(self) -> None:

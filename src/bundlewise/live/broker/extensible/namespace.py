@@ -28,6 +28,7 @@ so ``unload`` has no effect in this mode.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Sequence
 from typing import Any, Protocol
@@ -42,9 +43,14 @@ from bundlewise.live.broker.extensible.split_scheduler import SplitScheduler
 from bundlewise.live.broker.manager import BrokerContext
 from bundlewise.live.broker.namespace import LookupAnswer, Lookups
 from bundlewise.live.broker.outcomes import Connect, Redirect, RedirectError, RestError, ServerError
+from bundlewise.live.broker.tasks import Tasks
+from bundlewise.live.store.errors import MetadataStoreError
 from bundlewise.model.bundles import Bundle
 from bundlewise.model.channel import ServiceUnitState
 from bundlewise.model.decisions import SplitDecision, SplitReason
+from bundlewise.model.names import bundle_namespace
+
+log = logging.getLogger(__name__)
 
 
 class ChannelManager(Protocol):
@@ -55,8 +61,11 @@ class ChannelManager(Protocol):
     resolver: OwnerResolver
     registry: BrokerRegistry
     split_scheduler: SplitScheduler
+    tasks: Tasks
 
     async def list_brokers(self) -> list[str]: ...
+
+    async def unload(self, bundle: str, source: str, destination: str | None, *, force: bool) -> str | None: ...
 
     async def broker_data(self, broker_id: str) -> dict[str, Any] | None: ...
 
@@ -73,9 +82,54 @@ class ExtensibleNamespaceService:
         self.bundles = manager.ctx.bundles
         self.lookups = Lookups(self._known_answer, self._find)
         self.counters = self.lookups.counters
+        self.bundles.on_change(self._boundaries_changed)
 
     def served(self) -> list[str]:
         return self.ext.channel.served()
+
+    # -- boundaries committed elsewhere --------------------------------------------------------
+    def _boundaries_changed(self, namespace: str) -> None:
+        if any(bundle_namespace(b) == namespace for b in self.served()):
+            what = f"checking {namespace}'s bundles against its boundaries"
+            self.ext.tasks.spawn(self.release_outside(namespace), what)
+
+    async def check_boundaries(self) -> None:
+        """Every second (the manager's ``BOUNDARY_CHECK_S``): a served bundle the cached boundaries no longer
+        contain is checked against the store (``release_outside``) -- an ownership that arrived after the
+        boundaries' notification."""
+        for namespace in {bundle_namespace(b) for b in self.served()}:
+            known = self.bundles.known(namespace)
+            if known is None:
+                continue
+            current = set(known.bundles.bundles)
+            if any(bundle_namespace(b) == namespace and Bundle.parse(b) not in current for b in self.served()):
+                await self.release_outside(namespace)
+
+    async def release_outside(self, namespace: str) -> list[str]:
+        """Unload every bundle of ``namespace`` this broker owns (``Owned``) that the committed boundaries, read
+        from the store, no longer contain: a lookup that assigned a parent from boundaries it had not yet seen
+        split must not leave the parent's range served beside its children.  A ``Splitting`` record (a split
+        in progress) is left to the split.  Returns the bundles unloaded."""
+        self.bundles.invalidate(namespace)
+        try:
+            current = set((await self.bundles.get(namespace)).bundles.bundles)
+        except MetadataStoreError as e:
+            log.warning("cannot read %s's boundaries to check its owned bundles: %s", namespace, e)
+            return []
+        released = []
+        for name in self.served():
+            record = self.ext.channel.get(name)
+            if bundle_namespace(name) != namespace or Bundle.parse(name) in current:
+                continue
+            if record is None or record.state is not ServiceUnitState.Owned:
+                continue
+            log.warning("unloading %s: the committed boundaries of %s no longer contain it", name, namespace)
+            error = await self.ext.unload(name, self.identity.broker_id, None, force=True)
+            if error is not None:
+                log.warning("could not unload %s: %s", name, error)
+            else:
+                released.append(name)
+        return released
 
     def serving(self, bundle: str) -> bool:
         if implicit_owner(bundle, self.ext.registry.is_registered) == self.identity.broker_id:
