@@ -39,7 +39,15 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from bundlewise.live.harness.servers import EtcdServer, ServerProcess, ZooKeeperServer, free_port
+from bundlewise.live.harness.servers import (
+    EtcdServer,
+    ServerInUseError,
+    ServerProcess,
+    ServerStartError,
+    ZooKeeperServer,
+    free_port,
+)
+from bundlewise.live.harness.servers.process import PORT_ATTEMPTS
 
 
 class BrokerProcess(ServerProcess):
@@ -171,20 +179,32 @@ class LocalCluster:
         args: tuple[str, ...] = (),
         port: int | None = None,
     ) -> BrokerProcess:
-        """Start one more broker (its own ``--set`` values and flags, e.g. ``("--cores", "16")``, on top)."""
-        port = port or free_port()
-        merged = {
-            "brokerServicePort": free_port(),
-            "bundlewiseLedgerDataDir": str(self.data_dir),
-            **self.settings,
-            **(settings or {}),
-        }
-        broker = BrokerProcess(
-            self.store_url, log_dir=self.dir, settings=merged, args=(*self._broker_args(), *args), port=port
-        )
-        broker.start(timeout)
-        self.brokers.append(broker)
-        return broker
+        """Start one more broker (its own ``--set`` values and flags, e.g. ``("--cores", "16")``, on top).
+
+        Ports nobody named are chosen here; when one is taken by another process before the broker binds it
+        (``ServerInUseError`` before the start, or the broker exiting because a port it listens on is in use),
+        the broker is started again on newly chosen ports, up to ``PORT_ATTEMPTS`` times."""
+        named = {**self.settings, **(settings or {})}
+        for attempt in range(PORT_ATTEMPTS):
+            merged = {
+                "brokerServicePort": free_port(),
+                "bundlewiseLedgerDataDir": str(self.data_dir),
+                **named,
+            }
+            broker = BrokerProcess(
+                self.store_url, log_dir=self.dir, settings=merged, args=(*self._broker_args(), *args), port=port
+            )
+            try:
+                broker.start(timeout)
+            except ServerStartError as e:
+                ours = port is None and "brokerServicePort" not in named
+                in_use = isinstance(e, ServerInUseError) or "in use" in str(e)
+                if not (ours and in_use) or attempt == PORT_ATTEMPTS - 1:
+                    raise
+                continue
+            self.brokers.append(broker)
+            return broker
+        raise AssertionError("unreachable")
 
     def broker(self, broker_id: str) -> BrokerProcess:
         return next(b for b in self.brokers if b.broker_id == broker_id)
