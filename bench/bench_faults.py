@@ -28,26 +28,21 @@ session timeout + 10 s after a store outage.
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import logging
-import os
 import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
-from bench.common import write_result
+from bench.common import campaign_args, write_result
 from bundlewise.live.harness.faults import (
     BROKERS,
     FAULTS,
-    MANAGERS,
     RECOVERY_S,
     SESSION_S,
-    STORES,
     Cell,
     RunResult,
     cells,
@@ -157,27 +152,14 @@ def markdown(payload: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m bench.bench_faults", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--runs", type=int, default=int(os.environ.get("BENCH_FAULTS_RUNS", "20")))
-    parser.add_argument("--faults", default=",".join(FAULTS))
-    parser.add_argument("--stores", default=",".join(STORES))
-    parser.add_argument("--managers", default=",".join(MANAGERS))
-    args = parser.parse_args(argv or [])
-    lists = {k: [x for x in getattr(args, k).split(",") if x] for k in ("faults", "stores", "managers")}
-    known: dict[str, Collection[str]] = {"faults": FAULTS, "stores": STORES, "managers": MANAGERS}
-    for k, values in lists.items():
-        bad = [v for v in values if v not in known[k]]
-        if bad:
-            sys.stderr.write(f"error: --{k}: unknown {', '.join(bad)} (have: {', '.join(known[k])})\n")
-            raise SystemExit(2)
-    if args.runs < 1:
-        sys.stderr.write(f"error: --runs: expected at least 1, got {args.runs}\n")
-        raise SystemExit(2)
+    runs, lists = campaign_args(
+        argv, "python -m bench.bench_faults", __doc__.split("\n\n")[0], "BENCH_FAULTS_RUNS", 20, FAULTS
+    )
     logging.getLogger("kazoo").setLevel(logging.CRITICAL)  # the observer's reconnects during store outages
     started = time.monotonic()
-    rows = campaign(args.runs, lists["faults"], lists["stores"], lists["managers"])
+    rows = campaign(runs, lists["faults"], lists["stores"], lists["managers"])
     payload = {
-        "runs_per_cell": args.runs,
+        "runs_per_cell": runs,
         "brokers": BROKERS,
         "session_timeout_s": SESSION_S,
         "recovery_s": RECOVERY_S,

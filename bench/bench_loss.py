@@ -20,19 +20,16 @@ after fencing.
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import logging
-import os
 import sys
 import tempfile
 import time
-from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
-from bench.common import write_result
-from bundlewise.live.harness.faults import BROKERS, MANAGERS, SESSION_S, STORES, RunResult
+from bench.common import campaign_args, write_result
+from bundlewise.live.harness.faults import BROKERS, SESSION_S, RunResult
 from bundlewise.live.harness.loss import FAULTS, PRODUCERS, RATE, LossCell
 
 RESULT = "loss"
@@ -98,27 +95,14 @@ def markdown(payload: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m bench.bench_loss", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--runs", type=int, default=int(os.environ.get("BENCH_LOSS_RUNS", "10")))
-    parser.add_argument("--faults", default=",".join(FAULTS))
-    parser.add_argument("--stores", default=",".join(STORES))
-    parser.add_argument("--managers", default=",".join(MANAGERS))
-    args = parser.parse_args(argv or [])
-    lists = {k: [x for x in getattr(args, k).split(",") if x] for k in ("faults", "stores", "managers")}
-    known: dict[str, Collection[str]] = {"faults": FAULTS, "stores": STORES, "managers": MANAGERS}
-    for k, values in lists.items():
-        bad = [v for v in values if v not in known[k]]
-        if bad or not values:
-            sys.stderr.write(f"error: --{k}: unknown {', '.join(bad) or '(none)'} (have: {', '.join(known[k])})\n")
-            raise SystemExit(2)
-    if args.runs < 1:
-        sys.stderr.write(f"error: --runs: expected at least 1, got {args.runs}\n")
-        raise SystemExit(2)
+    runs, lists = campaign_args(
+        argv, "python -m bench.bench_loss", __doc__.split("\n\n")[0], "BENCH_LOSS_RUNS", 10, FAULTS
+    )
     logging.getLogger("kazoo").setLevel(logging.CRITICAL)
     started = time.monotonic()
-    rows = [cell_rows(s, m, lists["faults"], args.runs) for s in lists["stores"] for m in lists["managers"]]
+    rows = [cell_rows(s, m, lists["faults"], runs) for s in lists["stores"] for m in lists["managers"]]
     payload = {
-        "runs_per_fault": args.runs,
+        "runs_per_fault": runs,
         "faults": lists["faults"],
         "brokers": BROKERS,
         "session_timeout_s": SESSION_S,

@@ -9,11 +9,14 @@ docs point to the ``.md`` files instead of keeping figures by hand; ``python -m 
 
 from __future__ import annotations
 
+import argparse
 import json
+import os
 import platform
 import statistics
+import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -174,3 +177,29 @@ def _cpus() -> int:
     import os
 
     return os.cpu_count() or 0
+
+
+def campaign_args(
+    argv: list[str] | None, prog: str, description: str, runs_env: str, default_runs: int, faults: Collection[str]
+) -> tuple[int, dict[str, list[str]]]:
+    """The fault campaigns' command line: ``--runs N --faults a,b --stores s --managers m`` (each list checked
+    against the campaign's own names; a bad value is a one-line error, exit 2).  (runs, lists)."""
+    from bundlewise.live.harness.faults import MANAGERS, STORES
+
+    parser = argparse.ArgumentParser(prog=prog, description=description)
+    parser.add_argument("--runs", type=int, default=int(os.environ.get(runs_env, str(default_runs))))
+    parser.add_argument("--faults", default=",".join(faults))
+    parser.add_argument("--stores", default=",".join(STORES))
+    parser.add_argument("--managers", default=",".join(MANAGERS))
+    args = parser.parse_args(argv or [])
+    lists = {k: [x for x in getattr(args, k).split(",") if x] for k in ("faults", "stores", "managers")}
+    known: dict[str, Collection[str]] = {"faults": faults, "stores": STORES, "managers": MANAGERS}
+    for k, values in lists.items():
+        bad = [v for v in values if v not in known[k]]
+        if bad or not values:
+            sys.stderr.write(f"error: --{k}: unknown {', '.join(bad) or '(none)'} (have: {', '.join(known[k])})\n")
+            raise SystemExit(2)
+    if args.runs < 1:
+        sys.stderr.write(f"error: --runs: expected at least 1, got {args.runs}\n")
+        raise SystemExit(2)
+    return args.runs, lists

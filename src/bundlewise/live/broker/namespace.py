@@ -18,6 +18,7 @@ Each load manager builds its own implementation: ``live.broker.modular.namespace
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
@@ -28,9 +29,12 @@ from bundlewise.config.views import BrokerSettings, SplitSettings
 from bundlewise.live.broker.outcomes import Connect, Redirect, RestError
 from bundlewise.live.broker.policies import BundlesCache
 from bundlewise.live.store import layout
+from bundlewise.live.store.errors import MetadataStoreError
 from bundlewise.model.bundles import Bundle
 from bundlewise.model.errors import InputError
 from bundlewise.model.hashing import crc32_hash
+
+log = logging.getLogger(__name__)
 
 LookupAnswer = Connect | Redirect
 
@@ -108,6 +112,17 @@ class Lookups:
 async def bundle_of_topic(bundles: BundlesCache, namespace: str, topic: str) -> Bundle:
     known = await bundles.get(namespace)
     return known.bundles.bundle_for_hash(crc32_hash(topic))
+
+
+async def committed_bundles(bundles: BundlesCache, namespace: str) -> set[Bundle] | None:
+    """The namespace's bundles as its boundaries are committed in the store now (the cache read again), or None
+    (logged) when the store cannot be read: what a broker checks the bundles it serves against."""
+    bundles.invalidate(namespace)
+    try:
+        return set((await bundles.get(namespace)).bundles.bundles)
+    except MetadataStoreError as e:
+        log.warning("cannot read %s's boundaries to check its owned bundles: %s", namespace, e)
+        return None
 
 
 async def require_bundle(bundles: BundlesCache, bundle: Bundle) -> None:

@@ -44,7 +44,6 @@ from bundlewise.live.broker.manager import BrokerContext
 from bundlewise.live.broker.namespace import LookupAnswer, Lookups
 from bundlewise.live.broker.outcomes import Connect, Redirect, RedirectError, RestError, ServerError
 from bundlewise.live.broker.tasks import Tasks
-from bundlewise.live.store.errors import MetadataStoreError
 from bundlewise.model.bundles import Bundle
 from bundlewise.model.channel import ServiceUnitState
 from bundlewise.model.decisions import SplitDecision, SplitReason
@@ -110,11 +109,8 @@ class ExtensibleNamespaceService:
         from the store, no longer contain: a lookup that assigned a parent from boundaries it had not yet seen
         split must not leave the parent's range served beside its children.  A ``Splitting`` record (a split
         in progress) is left to the split.  Returns the bundles unloaded."""
-        self.bundles.invalidate(namespace)
-        try:
-            current = set((await self.bundles.get(namespace)).bundles.bundles)
-        except MetadataStoreError as e:
-            log.warning("cannot read %s's boundaries to check its owned bundles: %s", namespace, e)
+        current = await shared.committed_bundles(self.bundles, namespace)
+        if current is None:
             return []
         released = []
         for name in self.served():

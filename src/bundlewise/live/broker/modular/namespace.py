@@ -271,11 +271,8 @@ class ModularNamespaceService:
         no longer contain (read from the store, not the cache): a split committed elsewhere while this broker
         took the parent must not leave the parent's range served twice.  A split in progress here keeps its
         parent and the children it has locked.  Returns the bundles dropped."""
-        self.bundles.invalidate(namespace)
-        try:
-            current = set((await self.bundles.get(namespace)).bundles.bundles)
-        except MetadataStoreError as e:
-            log.warning("cannot read %s's boundaries to check its owned bundles: %s", namespace, e)
+        current = await shared.committed_bundles(self.bundles, namespace)
+        if current is None:
             return []
         splitting = [Bundle.parse(b) for b in self._splitting]
         dropped = []
