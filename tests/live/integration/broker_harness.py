@@ -176,16 +176,22 @@ def steady_trace(path: Path, namespace: str, topics: int, rate: float, size: flo
     return write_trace(path, rows)
 
 
-def decisions(b: BrokerProcess) -> list[dict[str, Any]]:
-    if not b.decisions_path.exists():
+def _json_lines(path: Path) -> list[dict[str, Any]]:
+    """The complete rows of a JSON Lines log a running broker appends to (a last line still being written is
+    left out)."""
+    if not path.exists():
         return []
-    return [json.loads(line) for line in b.decisions_path.read_text().splitlines() if line.strip()]
+    text = path.read_text()
+    lines = text.split("\n")[:-1]  # whatever follows the last newline is not complete yet
+    return [json.loads(line) for line in lines if line.strip()]
+
+
+def decisions(b: BrokerProcess) -> list[dict[str, Any]]:
+    return _json_lines(b.decisions_path)
 
 
 def load_data(b: BrokerProcess) -> list[dict[str, Any]]:
-    if not b.load_data_path.exists():
-        return []
-    return [json.loads(line) for line in b.load_data_path.read_text().splitlines() if line.strip()]
+    return _json_lines(b.load_data_path)
 
 
 # -- watching for double ownership (the fault tests of both load managers) ------------------------

@@ -82,8 +82,19 @@ def serving(brokers: list[BrokerProcess]) -> set[str]:
 
 
 def _busiest(c: LocalCluster, owners: dict[str, str], exclude: str | None = None) -> BrokerProcess:
+    """The broker other than ``exclude`` that owns most bundles; when it owns none (the leader took every
+    bundle), one is transferred to it first and ``owners`` updated, so a fault on it always orphans one."""
     candidates = [b for b in c.brokers if b.broker_id != exclude]
-    return max(candidates, key=lambda b: sum(1 for o in owners.values() if o == b.broker_id))
+    victim = max(candidates, key=lambda b: sum(1 for o in owners.values() if o == b.broker_id))
+    if victim.broker_id not in owners.values():
+        bundle = next(iter(owners))
+        ns, rng = bundle.rsplit("/", 1)
+        source = c.broker(owners[bundle])
+        r = put(f"{source.web_url}/admin/v2/namespaces/{ns}/{rng}/unload?destinationBroker={victim.broker_id}")
+        assert r.status_code == 204, r.text
+        wait_until(lambda: bundle in served_by(victim), 10, "a bundle transferred to the victim")
+        owners[bundle] = victim.broker_id
+    return victim
 
 
 @contextmanager
@@ -207,16 +218,8 @@ def test_sigkill_the_owner_during_a_split(server: ServerProcess, tmp_path: Path)
     with cluster(server, 3, tmp_path, EXT) as c, observed(c):
         leader = c.broker(wait_until(lambda: leader_of(c), 10, "a leader"))
         owners = spread(c)
-        bundle = next((b for b, o in owners.items() if o != leader.broker_id), None)
-        if bundle is None:  # the leader took every bundle: transfer one away first, so the kill spares it
-            bundle = next(iter(owners))
-            dest = next(b for b in c.brokers if b is not leader)
-            ns, rng = bundle.rsplit("/", 1)
-            r = put(f"{leader.web_url}/admin/v2/namespaces/{ns}/{rng}/unload?destinationBroker={dest.broker_id}")
-            assert r.status_code == 204, r.text
-            wait_until(lambda: bundle in served_by(dest), 10, "the bundle transferred off the leader")
-            owners[bundle] = dest.broker_id
-        owner = c.broker(owners[bundle])
+        owner = _busiest(c, owners, exclude=leader.broker_id)  # never the leader, so the kill spares it
+        bundle = next(b for b, o in owners.items() if o == owner.broker_id)
         kill_during_split(owner, bundle)
         survivors = [b for b in c.brokers if b.is_running]
 
