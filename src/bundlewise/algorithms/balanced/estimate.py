@@ -34,10 +34,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 
 import numpy as np
 
-from bundlewise.model.load import BrokerData, BundleData, LoadData, NamespaceBundleStats
+from bundlewise.model.load import BrokerData, BundleData, LoadData, LocalBrokerData, NamespaceBundleStats
 from bundlewise.model.resources import ResourceWeights
 
 Vector = tuple[float, float, float]  # cpu (% of one core), bandwidth in, bandwidth out (kbit/s)
@@ -83,8 +84,32 @@ def _nonnegative_fit(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     return np.zeros(x.shape[1])
 
 
+# The last result of each function of the fleet's reports alone, with the reports it was computed from: a
+# placement burst (hundreds of lookups between two reports) asks again and again for the same answer.  A report
+# (``LocalBrokerData``) is replaced, never edited, when a broker reports again; the key holds each report's id
+# and ``lastUpdate``, and the entry keeps the reports alive so no id is reused while it is cached.
+ReportsKey = tuple[tuple[str, int, int], ...]
+_LAST_MODEL: list[tuple[ReportsKey, list[LocalBrokerData], CostModel]] = []
+_LAST_LIMITS: list[tuple[ReportsKey, list[LocalBrokerData], Mapping[str, Limits]]] = []
+
+
+def _reports_key(names: Iterable[str], brokers: Iterable[BrokerData]) -> tuple[list[LocalBrokerData], ReportsKey]:
+    reports = [b.localData for b in brokers]
+    return reports, tuple((n, id(r), r.lastUpdate) for n, r in zip(names, reports, strict=True))
+
+
 def fit_cost_model(brokers: Iterable[BrokerData]) -> CostModel:
     """The fleet's cost model from the brokers' latest reports (module docstring)."""
+    listed = list(brokers)
+    reports, key = _reports_key(("",) * len(listed), listed)
+    if _LAST_MODEL and _LAST_MODEL[0][0] == key:
+        return _LAST_MODEL[0][2]
+    model = _fit_cost_model(listed)
+    _LAST_MODEL[:] = [(key, reports, model)]
+    return model
+
+
+def _fit_cost_model(brokers: list[BrokerData]) -> CostModel:
     rows = [(b.localData.total_rate, b.localData.total_throughput, b.localData.resources, b.localData) for b in brokers]
     busy = [r for r in rows if r[0] > 0 or r[1] > 0]
     tin = sum(r[3].msgThroughputIn for r in busy)
@@ -120,10 +145,19 @@ def limits_of(broker: BrokerData) -> Limits:
     )
 
 
-def fleet_limits(brokers: Mapping[str, BrokerData]) -> dict[str, Limits]:
+def fleet_limits(brokers: Mapping[str, BrokerData]) -> Mapping[str, Limits]:
     """Each broker's limits; a resource a broker reports no limit for (an empty first report, a NIC whose
     speed is unknown) takes the mean limit of the brokers that report one, so an unknown broker counts as an
-    average one -- never as a broker of infinite capacity."""
+    average one -- never as a broker of infinite capacity.  Read-only (shared by the calls on the same reports)."""
+    reports, key = _reports_key(brokers.keys(), brokers.values())
+    if _LAST_LIMITS and _LAST_LIMITS[0][0] == key:
+        return _LAST_LIMITS[0][2]
+    limits = MappingProxyType(_fleet_limits(brokers))
+    _LAST_LIMITS[:] = [(key, reports, limits)]
+    return limits
+
+
+def _fleet_limits(brokers: Mapping[str, BrokerData]) -> dict[str, Limits]:
     own = {b: limits_of(bd) for b, bd in brokers.items()}
 
     def mean(values: list[float]) -> float:

@@ -36,27 +36,46 @@ from bundlewise.algorithms.balanced.estimate import (
 )
 from bundlewise.model.bundles import Bundle
 from bundlewise.model.errors import InputError
-from bundlewise.model.load import BundleData, LoadData
+from bundlewise.model.load import BundleData, LoadData, NamespaceBundleStats
 from bundlewise.model.resources import ResourceWeights
+
+Indexed = tuple[Bundle, NamespaceBundleStats]
+
+# lastStats map -> its bundles by namespace, in the map's order.  A report's ``lastStats`` is built once and
+# never edited (a new report brings a new map), so the index of a map is computed once; each entry keeps its
+# map alive, so an ``id`` cannot be reused while it is cached, and the size check catches a map edited anyway.
+_INDEX: dict[int, tuple[dict[str, NamespaceBundleStats], int, dict[str, list[Indexed]]]] = {}
+
+
+def _by_namespace(stats: dict[str, NamespaceBundleStats], brokers: int) -> dict[str, list[Indexed]]:
+    hit = _INDEX.get(id(stats))
+    if hit is not None and hit[0] is stats and hit[1] == len(stats):
+        return hit[2]
+    out: dict[str, list[Indexed]] = {}
+    for name, st in stats.items():
+        try:
+            parsed = Bundle.parse(name)
+        except InputError:
+            continue
+        out.setdefault(parsed.namespace, []).append((parsed, st))
+    if len(_INDEX) >= 4 * brokers + 64:  # the maps of reports long replaced
+        _INDEX.clear()
+    _INDEX[id(stats)] = (stats, len(stats), out)
+    return out
 
 
 def unknown_bundle(bundle: str, load: LoadData, model: CostModel) -> Vector:
-    """The estimated usage of a bundle without samples (module docstring)."""
+    """The estimated usage of a bundle without samples (module docstring): the first reported bundle of its
+    namespace whose range contains it (brokers and their ``lastStats`` in order), else the namespace's mean."""
     try:
         me = Bundle.parse(bundle)
     except InputError:
         return model.of_data(BundleData.default())
     total: Vector = ZERO
     count = 0
-    prefix = me.namespace + "/"
+    brokers = len(load.brokers)
     for broker in load.brokers.values():
-        for name, st in broker.localData.lastStats.items():
-            if not name.startswith(prefix):
-                continue
-            try:
-                other = Bundle.parse(name)
-            except InputError:
-                continue
+        for other, st in _by_namespace(broker.localData.lastStats, brokers).get(me.namespace, ()):
             v = model.of_stats(st)
             if other.lower <= me.lower and me.upper <= other.upper and other != me:
                 share = (me.upper - me.lower) / (other.upper - other.lower)
