@@ -56,6 +56,25 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.timing)
 
 
+LOG_TAIL = 40  # lines of each process log shown under a failed live test (at most LOGS_SHOWN logs)
+LOGS_SHOWN = 6
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    """A failed live test shows the tail of every process log it left under its ``tmp_path`` (brokers, ``live
+    up``): a failure in CI is read from its output alone, after the temporary folders are gone."""
+    outcome = yield
+    report = outcome.get_result()  # type: ignore[attr-defined]
+    tmp = getattr(item, "funcargs", {}).get("tmp_path")
+    if report.when != "call" or not report.failed or tmp is None:
+        return
+    for log in sorted(Path(tmp).rglob("*.log"))[:LOGS_SHOWN]:
+        lines = log.read_text(errors="replace").splitlines()[-LOG_TAIL:]
+        title = f"log {log.relative_to(tmp)} (last {len(lines)} lines)"
+        report.sections.append((title, "\n".join(line[:300] for line in lines)))
+
+
 @pytest.fixture(scope="session")
 def zk_server() -> Iterator[ZooKeeperServer]:
     server = ZooKeeperServer()
