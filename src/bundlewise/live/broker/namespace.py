@@ -10,7 +10,8 @@ Each load manager builds its own implementation: ``live.broker.modular.namespace
   lookups share it (Pulsar's ``findingBundlesAuthoritative`` / ``findingBundlesNotAuthoritative`` maps); an
   answer the broker already knows is returned without a task;
 * ``bundle_of_topic``: the bundle whose range holds the topic's hash;
-* ``require_bundle``: 404 unless the namespace exists and the bundle is one of its current bundles;
+* ``require_bundle``: 404 unless the namespace exists and the bundle is one of its current bundles (a namespace
+  whose local policies the store lost while this broker knew them is re-published first, ``BundlesCache``);
 * ``check_algorithm`` and ``split_children``: the split algorithm must be supported (412), and the children an
   algorithm computes over the bundle's topics (412 on a bad request, None when there is nothing to split).
 """
@@ -127,7 +128,8 @@ async def committed_bundles(bundles: BundlesCache, namespace: str) -> set[Bundle
 
 async def require_bundle(bundles: BundlesCache, bundle: Bundle) -> None:
     """404 unless the bundle is one of its namespace's current bundles."""
-    if not await bundles.store.exists(layout.local_policies(bundle.namespace)):
+    path = layout.local_policies(bundle.namespace)
+    if not await bundles.store.exists(path) and not await bundles.republish_lost(bundle.namespace):
         raise RestError(404, "Namespace does not exist")
     known = await bundles.get(bundle.namespace)
     if bundle not in known.bundles.bundles:

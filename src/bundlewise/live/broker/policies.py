@@ -13,12 +13,17 @@
   at the version the bundles were read at (``LocalPoliciesResources#setLocalPoliciesWithVersion``);
   ``BadVersionError`` tells the caller another split won.
 * ``known(namespace)`` is the cached value only (no store read), for hot paths that may miss.
+* ``republish_lost(namespace)``: when the store lost the namespace's local policies (a store restarted empty)
+  while this broker still knows its boundaries, they are written back (create-only: the first broker to do so
+  wins, the others read its boundaries and drop what they no longer contain), so the namespace's lookups and
+  admin calls go on instead of answering "Namespace does not exist" until every cache happens to be dropped.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -27,6 +32,8 @@ from bundlewise.live.store import JSON, MetadataStore, Notification, layout
 from bundlewise.live.store.errors import BadVersionError
 from bundlewise.model.bundles import NamespaceBundles
 from bundlewise.model.names import pinned_broker
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,6 +103,22 @@ class BundlesCache:
                 return given
         count = 1 if pinned_broker(namespace) is not None else self.default_bundles
         return list(NamespaceBundles.initial(namespace, count).boundaries)
+
+    async def republish_lost(self, namespace: str) -> bool:
+        """Write the cached boundaries of ``namespace`` back when its local policies are gone from the store
+        (module docstring); True when the namespace exists again (written here or by another broker)."""
+        cached = self._cache.get(namespace)
+        if cached is None:
+            return False
+        path = layout.local_policies(namespace)
+        boundaries = list(cached.bundles.boundaries)
+        try:
+            await self.store.put(path, JSON.encode(values.local_policies(boundaries)), -1)
+            log.warning("re-published the lost boundaries of %s (%d bundles)", namespace, len(boundaries) - 1)
+        except BadVersionError:
+            pass  # another broker re-published first: its boundaries stand
+        self.invalidate(namespace)
+        return True
 
     async def write_split(self, namespace: str, version: int, new: NamespaceBundles) -> None:
         """CAS of P9 at ``version`` (``BadVersionError`` when it moved on); the cache is dropped."""
