@@ -30,8 +30,14 @@ def pytest_configure(config: pytest.Config) -> None:
 
     Under pytest-xdist each worker picks its servers' ports in its own slice of the harness's port range
     (``BUNDLEWISE_PORT_RANGE``, inherited by the brokers and ``live up`` runs it starts): two workers never
-    choose the same free port and race to bind it."""
+    choose the same free port and race to bind it.
+
+    Ctrl-C reaches the processes the tests start even when the run itself was started with SIGINT ignored (a
+    background job of a non-interactive shell, ``make test &``): an ignored signal is inherited through
+    ``exec``, a handled one is reset to its default, so the tests that interrupt a command see it stop."""
     signal.signal(signal.SIGTERM, _terminated)
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     worker = os.environ.get("PYTEST_XDIST_WORKER", "")
     count = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1") or 1)
     if worker.startswith("gw") and worker[2:].isdigit() and count > 1:
