@@ -17,7 +17,7 @@
   version 1 is Created, a later PUT Modified, a DELETE Deleted; creations and deletions also
   notify ChildrenChanged on the parent.  A broken stream is resumed from the next revision, so no
   event is lost while the server keeps its history; a server whose revision went back (restarted
-  without its data) is watched from its current revision.
+  without its data) is watched from the start of its new history.
 """
 
 from __future__ import annotations
@@ -283,15 +283,18 @@ class EtcdStore(BaseStore):
 
     async def _rewind_if_history_lost(self) -> None:
         """A server restarted without its data counts revisions from 1 again: a watch resumed from our
-        next revision would stay silent until the new history caught up, so it resumes from the server's
-        current revision instead (what was lost is re-read on the SessionReestablished that follows,
-        since the lease went with the data)."""
+        next revision would stay silent until the new history caught up, so it resumes from the START of the
+        new history: every write since the restart -- the brokers' own re-published records among them, made
+        before this watch noticed -- is notified again (resuming from the server's current revision missed
+        them: a re-created channel record its owner's mirror never saw, so the owner did not serve it)."""
         current = as_int(((await self._range(self._key("/"), count_only=True)).get("header") or {}).get("revision"))
         if 0 < current < self._revision:
             log.warning(
-                "etcd's revision went back from %d to %d: its data was lost; watching from now", self._revision, current
+                "etcd's revision went back from %d to %d: its data was lost; watching its new history from the start",
+                self._revision,
+                current,
             )
-            self._revision = current
+            self._revision = 0
 
     def _on_event(self, event: dict[str, Any]) -> None:
         kv = event.get("kv") or {}
