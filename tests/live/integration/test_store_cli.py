@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -10,6 +11,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from live_support import SESSION_TIMEOUT, run
@@ -17,6 +19,17 @@ from live_support import SESSION_TIMEOUT, run
 from bundlewise.cli.main import main
 from bundlewise.live.harness.servers import EtcdServer, free_port
 from bundlewise.live.store import connect
+
+
+def _stop(proc: subprocess.Popen[str], server_pid: int | None) -> None:
+    """Stop a ``store start`` the test could not stop by Ctrl-C, and the server it started, by PID: a killed
+    command cannot stop its server itself."""
+    if proc.poll() is None:
+        proc.kill()
+        proc.wait()
+    if server_pid is not None:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(server_pid, signal.SIGKILL)
 
 
 @pytest.mark.parametrize("flags", [[], ["--zookeeper"]], ids=["etcd", "zookeeper"])
@@ -27,6 +40,7 @@ def test_store_start_prints_its_url_serves_it_and_stops_on_ctrl_c(flags: list[st
         stderr=subprocess.PIPE,
         text=True,
     )
+    line: dict[str, Any] = {}
     try:
         assert proc.stdout is not None
         line = json.loads(proc.stdout.readline())
@@ -47,9 +61,7 @@ def test_store_start_prints_its_url_serves_it_and_stops_on_ctrl_c(flags: list[st
         with pytest.raises(ProcessLookupError):
             os.kill(line["pid"], 0)  # the server went with it
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+        _stop(proc, line.get("pid"))
 
 
 def test_store_start_rejects_bad_auth_with_one_line() -> None:
@@ -95,9 +107,10 @@ def test_store_start_on_a_data_directory_in_use_says_so_at_once(etcd_server: Etc
         stderr=subprocess.PIPE,
         text=True,
     )
+    running: dict[str, Any] = {}
     try:
         assert first.stdout is not None
-        json.loads(first.stdout.readline())  # running
+        running = json.loads(first.stdout.readline())
         started = time.monotonic()
         result = _bundlewise("store", "start", "--data", str(data))
         assert time.monotonic() - started < 20  # the interpreter's start-up; the check itself is immediate
@@ -115,7 +128,10 @@ def test_store_start_on_a_data_directory_in_use_says_so_at_once(etcd_server: Etc
         )
     finally:
         first.send_signal(signal.SIGINT)
-        first.communicate(timeout=30)
+        try:
+            first.communicate(timeout=30)
+        finally:
+            _stop(first, None if first.returncode == 130 else running.get("pid"))
 
 
 @pytest.mark.parametrize("scheme", ["zk", "etcd"])
