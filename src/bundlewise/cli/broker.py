@@ -18,12 +18,14 @@ import logging
 import re
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from bundlewise.cli.common import TIME_SCALE, add_config_options, check_range, config_from_args, needs_extra
-from bundlewise.cli.traces import load_local_workload
 from bundlewise.model.errors import InputError
 from bundlewise.traffic.cost import BROKER_BOUNDS
-from bundlewise.traffic.trace import TraceWorkload
+
+if TYPE_CHECKING:
+    from bundlewise.traffic.trace import TraceWorkload
 
 _HOSTPORT = re.compile(r"^([A-Za-z0-9._-]+):([0-9]{1,5})$")
 
@@ -80,9 +82,44 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 def read_trace(path: str) -> TraceWorkload:
     """The trace at ``path``, read and checked as ``simulate`` reads a local trace (the trace rules, timestamps
     in ms, a byte-order mark removed; rejected rows summed up on stderr)."""
+    from bundlewise.cli.traces import load_local_workload  # Arrow: only when there is a trace to read
+
     workload = load_local_workload(path)
     workload.report(path)
-    return workload.trace
+    trace = workload.trace
+    del workload
+    release_arrow_memory()
+    return trace
+
+
+def release_arrow_memory() -> None:
+    """Give back to the OS what Arrow's allocator keeps after a read (the trace's tables are gone once its
+    arrays are built; mimalloc would otherwise hold ~80 MB of freed pages for every broker)."""
+    import pyarrow as pa
+
+    pa.default_memory_pool().release_unused()
+
+
+# Libraries a broker never uses that others would load for it: pyarrow imports pandas (~45 MB resident) the
+# first time it is handed a Python value, only to ask whether it is a DataFrame; when the import fails it
+# takes pandas as not installed and goes on.
+NOT_IN_A_BROKER = ("pandas",)
+
+
+class _Absent:
+    """An import finder under which the ``NOT_IN_A_BROKER`` packages are not installed."""
+
+    def find_spec(self, name: str, path: object = None, target: object = None) -> None:
+        if name.split(".")[0] in NOT_IN_A_BROKER:
+            raise ModuleNotFoundError(f"not loaded in a broker process: {name}", name=name)
+        return None
+
+
+def start_process() -> None:
+    """Called first in a process started to run ``bundlewise broker`` (``cli.main.run``), never in one that runs
+    commands in-process (tests): make the ``NOT_IN_A_BROKER`` packages unimportable, unless loaded already."""
+    if not any(isinstance(f, _Absent) for f in sys.meta_path) and not any(n in sys.modules for n in NOT_IN_A_BROKER):
+        sys.meta_path.insert(0, _Absent())
 
 
 def run(args: argparse.Namespace) -> int:

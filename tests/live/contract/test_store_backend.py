@@ -188,6 +188,10 @@ def test_notifications_reach_a_second_client_with_children_changed_on_the_parent
             await eventually(lambda: len(seen) >= len(expected), 10, "five notifications")
             assert seen == expected
             assert elsewhere == []
+            # each client's counters (the broker's /metrics): the writer's 3 writes (2 bytes of values) and 1
+            # deletion; the reader heard Created /watched and ChildrenChanged / besides the five
+            assert (writer.ops.puts, writer.ops.put_bytes, writer.ops.deletes) == (3, 2, 1)
+            assert (reader.ops.puts, reader.ops.deletes, reader.ops.notifications) == (0, 0, 7)
 
     run(body())
 

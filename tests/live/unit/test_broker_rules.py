@@ -16,6 +16,7 @@ from bundlewise.live.broker.http.render import error_page, redirect_location, se
 from bundlewise.live.broker.manager import Sample, usage_gauges
 from bundlewise.live.broker.outcomes import Redirect
 from bundlewise.live.broker.traffic import EmulatedTraffic
+from bundlewise.live.store.api import StoreOps
 from bundlewise.model.bundles import NamespaceBundles
 from bundlewise.model.hashing import crc32_hash
 from bundlewise.model.load import BundleData, LocalBrokerData, NamespaceBundleStats
@@ -95,6 +96,25 @@ def test_metrics_text_as_pulsar_writes_it() -> None:
         'pulsar_lb_unload_bundle_total{cluster="standalone", metric="bundleUnloading"} 3\n'
         "# TYPE pulsar_broker_lookup_answers counter\n"
         'pulsar_broker_lookup_answers{cluster="standalone"} 7\n'
+    )
+
+
+def test_a_brokers_store_traffic_is_counted_on_its_metrics() -> None:
+    ops = StoreOps()
+    ops.put(b"abc")
+    ops.put(b"")
+    ops.delete()
+    ops.notifications += 5
+    text = metrics.render("c1", [], metrics.store_counters(ops))
+    assert text == (
+        "# TYPE bundlewise_metadata_store_puts counter\n"
+        'bundlewise_metadata_store_puts{cluster="c1"} 2\n'
+        "# TYPE bundlewise_metadata_store_put_bytes counter\n"
+        'bundlewise_metadata_store_put_bytes{cluster="c1"} 3\n'
+        "# TYPE bundlewise_metadata_store_deletes counter\n"
+        'bundlewise_metadata_store_deletes{cluster="c1"} 1\n'
+        "# TYPE bundlewise_metadata_store_notifications counter\n"
+        'bundlewise_metadata_store_notifications{cluster="c1"} 5\n'
     )
 
 

@@ -5,7 +5,10 @@ Each name gets one ``# TYPE <name> gauge`` line before its first sample (Pulsar 
 sample's own labels, joined by comma and space; integers print without a decimal point, floats as
 Java prints doubles.  Besides the load-balancer metrics (``ModularLoadManagerImpl#getLoadBalancingMetrics``:
 ``pulsar_lb_*``), the lookup counters ``pulsar_broker_lookup_answers``, ``…_redirects`` and ``…_failures``
-(``NamespaceService``) are written as counters with their own names.
+(``NamespaceService``) are written as counters with their own names, and so are this broker's metadata-store
+traffic since it connected (``store_counters``: bundlewise's own names; Pulsar's ``MetadataStoreStats`` times each
+operation instead of counting it): ``bundlewise_metadata_store_puts``, ``…_put_bytes``, ``…_deletes`` and
+``…_notifications``.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ import math
 from collections.abc import Iterable
 
 from bundlewise.live.broker.manager import Sample
+from bundlewise.live.store.api import StoreOps
 
 CONTENT_TYPE = "text/plain;charset=utf-8"
 
@@ -32,6 +36,16 @@ def _number(value: float | int) -> str:
 
 def _escape(text: str) -> str:
     return text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+
+
+def store_counters(ops: StoreOps) -> list[tuple[str, int]]:
+    """The metadata-store counters (module docstring) of one client."""
+    return [
+        ("bundlewise_metadata_store_puts", ops.puts),
+        ("bundlewise_metadata_store_put_bytes", ops.put_bytes),
+        ("bundlewise_metadata_store_deletes", ops.deletes),
+        ("bundlewise_metadata_store_notifications", ops.notifications),
+    ]
 
 
 def render(cluster: str, samples: Iterable[Sample], counters: Iterable[tuple[str, float | int]] = ()) -> str:

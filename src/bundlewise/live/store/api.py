@@ -84,12 +84,34 @@ class Notification:
     path: str
 
 
+@dataclass
+class StoreOps:
+    """What one client asked of its store and heard from it since it connected (the figures Pulsar's design
+    documents weigh when they move load data off the metadata store): writes (``put``), their value bytes,
+    deletions, and notifications dispatched to this client's listeners (ChildrenChanged included).  Each
+    write is counted when asked, whatever its outcome."""
+
+    puts: int = 0
+    put_bytes: int = 0
+    deletes: int = 0
+    notifications: int = 0
+
+    def put(self, value: bytes) -> None:
+        self.puts += 1
+        self.put_bytes += len(value)
+
+    def delete(self) -> None:
+        self.deletes += 1
+
+
 NotificationListener = Callable[[Notification], None]
 SessionListener = Callable[[SessionEvent], None]
 
 
 class MetadataStore(abc.ABC):
     """One client of a metadata store, with one session.  Use as ``async with await connect(url)``."""
+
+    ops: StoreOps  # what this client wrote and heard (``StoreOps``)
 
     @abc.abstractmethod
     async def get(self, path: str) -> GetResult | None:

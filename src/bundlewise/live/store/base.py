@@ -23,6 +23,7 @@ from bundlewise.live.store.api import (
     NotificationType,
     SessionEvent,
     SessionListener,
+    StoreOps,
 )
 from bundlewise.live.store.errors import AlreadyClosedError, InvalidPathError
 from bundlewise.live.store.session import FencingAssumption, FencingClock, Probe, ProbeStatus, SessionStateMachine
@@ -77,6 +78,7 @@ class BaseStore(MetadataStore):
         self._watcher: asyncio.Task[None] | None = None
         self._event_lock = asyncio.Lock()
         self._closed = False
+        self.ops = StoreOps()  # this client's writes and notifications (``StoreOps``; the broker's /metrics)
 
     # -- listeners -------------------------------------------------------------------------
     def register_listener(self, listener: NotificationListener, prefix: str = "/") -> Callable[[], None]:
@@ -90,6 +92,7 @@ class BaseStore(MetadataStore):
 
     def _notify(self, type_: NotificationType, path: str) -> None:
         n = Notification(type_, path)
+        self.ops.notifications += 1
         for prefix, listener in list(self._listeners):
             if under(path, prefix):
                 try:

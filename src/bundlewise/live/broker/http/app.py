@@ -301,6 +301,7 @@ def create_app(broker: Broker) -> FastAPI:
                 ("pulsar_broker_lookup_answers", c.answers),
                 ("pulsar_broker_lookup_redirects", c.redirects),
                 ("pulsar_broker_lookup_failures", c.failures),
+                *metrics.store_counters(broker.store.ops),
             ],
         )
         return Response(text, media_type=metrics.CONTENT_TYPE)

@@ -149,6 +149,7 @@ class EtcdStore(BaseStore):
     async def put(
         self, path: str, value: bytes, expected_version: int | None = None, *, ephemeral: bool = False
     ) -> Stat:
+        self.ops.put(value)
         key = self._key(path)
         k = b64(key)
         if expected_version is not None and expected_version < -1:
@@ -188,6 +189,7 @@ class EtcdStore(BaseStore):
         return Stat(path, new_version, lease != 0, lease != 0 and lease == self._lease, created)
 
     async def delete(self, path: str, expected_version: int | None = None, *, created: int | None = None) -> None:
+        self.ops.delete()
         key = self._key(path)
         k = b64(key)
         prefix = self._children_prefix(path)

@@ -303,6 +303,7 @@ class MemoryStore(BaseStore):
     async def put(
         self, path: str, value: bytes, expected_version: int | None = None, *, ephemeral: bool = False
     ) -> Stat:
+        self.ops.put(value)
         full = self._full(path)
         self._request()
         if expected_version is not None and expected_version < -1:
@@ -323,6 +324,7 @@ class MemoryStore(BaseStore):
         return self._stat(path, node)
 
     async def delete(self, path: str, expected_version: int | None = None, *, created: int | None = None) -> None:
+        self.ops.delete()
         full = self._full(path)
         self._request()
         node = self.server.nodes.get(full)

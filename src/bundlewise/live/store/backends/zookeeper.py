@@ -217,6 +217,7 @@ class ZooKeeperStore(BaseStore):
     async def put(
         self, path: str, value: bytes, expected_version: int | None = None, *, ephemeral: bool = False
     ) -> Stat:
+        self.ops.put(value)
         zk_path = self._abs(path)
         if expected_version is not None and expected_version < -1:
             raise errors.BadVersionError(f"expected version {expected_version} < -1")
@@ -245,6 +246,7 @@ class ZooKeeperStore(BaseStore):
         return int(zstat.czxid)
 
     async def delete(self, path: str, expected_version: int | None = None, *, created: int | None = None) -> None:
+        self.ops.delete()
         zk_path = self._abs(path)
         if created is not None:
             res = await self.get(path)
