@@ -39,6 +39,16 @@ class Sample:
     value: float | int
 
 
+def decision_samples(cycles: int, last_ms: float) -> list[Sample]:
+    """The leader's shedding cycles so far and the wall time of the last one's decision (the strategy and the
+    snapshot it reads, not the unloads it then requests): bundlewise's own gauges."""
+    labels = (("metric", "bundleUnloading"),)
+    return [
+        Sample("bundlewise_lb_shedding_cycles", labels, cycles),
+        Sample("bundlewise_lb_shedding_decision_ms", labels, round(last_ms, 3)),
+    ]
+
+
 def usage_gauges(host: str, r: SystemResources) -> list[Sample]:
     """The broker's resource-usage gauges (``LocalBrokerData#toMetrics``, ``BrokerLoadData#toMetrics``)."""
     labels = (("broker", host), ("metric", "loadBalancing"))

@@ -28,13 +28,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 from bundlewise.algorithms.families import ExtensibleFamily
 from bundlewise.config.views import LeaderSettings
 from bundlewise.live.broker.extensible.cleanup import OrphanCleanup
-from bundlewise.live.broker.manager import BrokerContext, Sample
+from bundlewise.live.broker.manager import BrokerContext, Sample, decision_samples
 from bundlewise.live.broker.tasks import Tasks
 from bundlewise.model.decisions import Label, Logged, Unload, UnloadReason, counter_key
 from bundlewise.model.extensible import ExtensibleSnapshot
@@ -71,6 +72,7 @@ class LeaderWork:
         self.is_leader = is_leader
         self.monitor_interval_s = monitor_interval_s
         self.cycles = 0
+        self.decision_ms = 0.0  # the last cycle's decision, wall ms (``decision_samples``)
         self.shed_ran = False
         self.unload_bundle_total = 0
         self.unload_broker_total = 0
@@ -102,12 +104,14 @@ class LeaderWork:
         if not self.is_leader():
             return
         now = self.ctx.clock.now_ms()
+        started = time.perf_counter()
         scheduler = self.family.scheduler
         snap, doc = self.snapshot(now)
         doc["recentlyUnloadedBundles"] = dict(scheduler.recently_unloaded_bundles)
         doc["recentlyUnloadedBrokers"] = dict(scheduler.recently_unloaded_brokers)
         before = (dict(scheduler.recently_unloaded_bundles), dict(scheduler.recently_unloaded_brokers))
         result = self.family.shed(snap, self.ctx.config, now)
+        self.decision_ms = (time.perf_counter() - started) * 1000
         self.cycles += 1
         self.shed_ran = True
         line: dict[str, Any] = {"cycle": self.cycles, "leader": self.ctx.identity.broker_id, **doc}
@@ -167,6 +171,7 @@ class LeaderWork:
         out = [
             Sample("pulsar_lb_unload_broker_total", base, self.unload_broker_total),
             Sample("pulsar_lb_unload_bundle_total", base, self.unload_bundle_total),
+            *decision_samples(self.cycles, self.decision_ms),
         ]
         for key, n in sorted(self.breakdown.items()):
             result, reason = key.split(".", 1)

@@ -35,12 +35,13 @@ import asyncio
 import contextlib
 import logging
 import random
+import time
 from typing import Any
 
 from bundlewise.algorithms.families import ModularFamily
 from bundlewise.algorithms.leader import top_k_bundles
 from bundlewise.config.views import LeaderSettings
-from bundlewise.live.broker.manager import BrokerContext, Sample
+from bundlewise.live.broker.manager import BrokerContext, Sample, decision_samples
 from bundlewise.live.broker.modular.aggregate import LoadDataAggregator
 from bundlewise.live.broker.tasks import Tasks
 from bundlewise.live.store import JSON, layout
@@ -82,6 +83,7 @@ class LeaderWork:
         self.is_leader = is_leader
         self.rng = random.Random(0)  # destinations' tie-breaks, as ``bundlewise shed --seed 0``
         self.cycles = 0
+        self.decision_ms = 0.0  # the last cycle's decision, wall ms (``decision_samples``)
         self.unload_bundle_total = 0
         self.unload_broker_total = 0
         self.split_total = 0
@@ -121,9 +123,11 @@ class LeaderWork:
         now = self.ctx.clock.now_ms()
         cycle = self.family.cycle
         async with self.data.lock:
+            started = time.perf_counter()
             before = dict(cycle.recently_unloaded)
             snapshot = snapshot_of(self.data.load, now, before)
             result = self.family.shed(self.data.load, self.ctx.config, now, self.rng)
+            self.decision_ms = (time.perf_counter() - started) * 1000
         self.cycles += 1
         self.shed_ran = True
         if result.note is None:
@@ -216,6 +220,7 @@ class LeaderWork:
             out += [
                 Sample("pulsar_lb_unload_broker_total", labels, self.unload_broker_total),
                 Sample("pulsar_lb_unload_bundle_total", labels, self.unload_bundle_total),
+                *decision_samples(self.cycles, self.decision_ms),
             ]
         if self.split_ran:
             out.append(Sample("pulsar_lb_bundles_split_total", (("metric", "bundlesSplit"),), self.split_total))
