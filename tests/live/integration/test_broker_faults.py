@@ -10,6 +10,7 @@ every broker's served set at 20+ Hz: no bundle may ever be served by two brokers
 from __future__ import annotations
 
 import contextlib
+import re
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -99,6 +100,9 @@ def test_sigkill_the_leader_a_new_leader_sheds_within_the_session_timeout_plus_o
         assert new != first and leader_of(c) == new
         # metrics polling and HTTP add up to a few tens of milliseconds on top of the target
         assert elapsed <= SESSION + cycle + 0.5, f"first cycle {elapsed:.2f} s after the kill"
+        text = get(f"{c.broker(new).web_url}/metrics", timeout=5).text  # the cycles it ran and the last one's time
+        assert re.search(r"^bundlewise_lb_shedding_cycles\{[^}]*\} [1-9]", text, re.M), text
+        assert re.search(r"^bundlewise_lb_shedding_decision_ms\{[^}]*\} [0-9.]+$", text, re.M), text
 
 
 def test_sigstop_past_the_session_timeout_then_sigcont_never_double_serves(

@@ -13,7 +13,7 @@ from bundlewise.config import Config
 from bundlewise.live.broker import metrics, values
 from bundlewise.live.broker.clock import PulsarClock
 from bundlewise.live.broker.http.render import error_page, redirect_location, server_error
-from bundlewise.live.broker.manager import Sample, usage_gauges
+from bundlewise.live.broker.manager import Sample, decision_samples, usage_gauges
 from bundlewise.live.broker.outcomes import Redirect
 from bundlewise.live.broker.traffic import EmulatedTraffic
 from bundlewise.live.store.api import StoreOps
@@ -115,6 +115,16 @@ def test_a_brokers_store_traffic_is_counted_on_its_metrics() -> None:
         'bundlewise_metadata_store_deletes{cluster="c1"} 1\n'
         "# TYPE bundlewise_metadata_store_notifications counter\n"
         'bundlewise_metadata_store_notifications{cluster="c1"} 5\n'
+    )
+
+
+def test_the_leaders_decision_time_is_a_gauge_with_its_cycle_count() -> None:
+    text = metrics.render("c1", decision_samples(7, 12.34567))
+    assert text == (
+        "# TYPE bundlewise_lb_shedding_cycles gauge\n"
+        'bundlewise_lb_shedding_cycles{cluster="c1", metric="bundleUnloading"} 7\n'
+        "# TYPE bundlewise_lb_shedding_decision_ms gauge\n"
+        'bundlewise_lb_shedding_decision_ms{cluster="c1", metric="bundleUnloading"} 12.346\n'
     )
 
 
