@@ -10,7 +10,8 @@ operation timeout (Pulsar's ``operationTimeoutMs``, 30 s) runs out; a 4xx other 
 
 ``LookupDriver`` plays the clients of a cluster: every round (one scenario step of Pulsar time) it picks,
 for each bundle of each namespace, one topic of the workload that is active now and lies in that bundle,
-and looks them all up, at most ``concurrency`` at a time.  So every bundle with traffic is looked up once
+and looks them all up, at most ``concurrency`` at a time; rounds start on schedule and never wait for the
+slowest lookup of the previous round (``LookupDriver.run``).  So every bundle with traffic is looked up once
 a step -- the reconnection of a real client after an unload or a broker loss -- and an orphaned bundle is
 assigned again within a step.  Every lookup becomes a ``LookupRecord`` (``lookups.parquet``).
 """
@@ -173,7 +174,31 @@ class LookupDriver:
         await asyncio.gather(*(self._one(t, at) for t in self.sample()))
 
     async def run(self) -> None:
-        while True:
-            started = time.monotonic()
-            await self.round()
-            await asyncio.sleep(max(0.0, self.interval - (time.monotonic() - started)))
+        """A round every ``interval`` seconds on a fixed schedule.  A round starts on time even while lookups of
+        an earlier one are still out (a slow or retried lookup never delays the next round's); a start missed
+        by more than an interval (the event loop was busy) is skipped, not made up in a burst.  A round that
+        fails ends the driver with its error; rounds still out are cancelled with it."""
+        loop = asyncio.get_running_loop()
+        rounds: set[asyncio.Task[None]] = set()
+        failed: list[BaseException] = []
+
+        def finished(task: asyncio.Task[None]) -> None:
+            rounds.discard(task)
+            if not task.cancelled() and task.exception() is not None:
+                failed.append(task.exception())  # type: ignore[arg-type]
+
+        next_at = loop.time()
+        try:
+            while not failed:
+                task = loop.create_task(self.round())
+                rounds.add(task)
+                task.add_done_callback(finished)
+                next_at += self.interval
+                if loop.time() - next_at > self.interval:
+                    next_at = loop.time()
+                await asyncio.sleep(max(0.0, next_at - loop.time()))
+            raise failed[0]
+        finally:
+            for t in list(rounds):
+                t.cancel()
+            await asyncio.gather(*rounds, return_exceptions=True)
