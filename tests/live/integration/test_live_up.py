@@ -99,6 +99,10 @@ def test_live_up_plays_a_restart_and_writes_the_simulators_files(tmp_path: Path,
     assert all(0 <= r["hops"] <= 20 for r in lookups)
     ok = sorted(r["latency_ms"] for r in lookups if r["result"] == "ok")
     assert m["lookup_latency_ms_p50"] == pytest.approx(ok[(len(ok) - 1) // 2], rel=0.5)
+    owned = sorted(r["latency_ms"] for r in lookups if r["result"] == "ok" and r["hops"] == 0 and r["attempts"] == 1)
+    assert owned and m["owned_lookup_latency_ms_p50"] == pytest.approx(owned[(len(owned) - 1) // 2], rel=0.5)
+    assert m["owned_lookup_latency_ms_p99"] >= m["owned_lookup_latency_ms_p50"]
+    assert m["lookup_calibration_ms"] is not None and 0 < m["lookup_calibration_ms"] < 1000
 
     timeline = pq.read_table(out / "timeline.parquet").to_pylist()
     ticks = 20  # 0..19 minutes: the tick at the duration is not run, as in simulate

@@ -48,6 +48,11 @@ class LookupRecord:
     result: str  # "ok" or why it failed
     broker: str | None  # the answer's brokerUrl
 
+    @property
+    def owned(self) -> bool:
+        """Answered by the first broker asked, from its own bundles: no redirect, no retry."""
+        return self.result == "ok" and self.hops == 0 and self.attempts == 1
+
 
 def lookup_path(topic: str) -> str:
     """``persistent://t/ns/x`` -> ``/lookup/v2/topic/persistent/t/ns/x``."""
@@ -117,6 +122,21 @@ class LookupClient:
         topic: str, at_ms: int, hops: int, attempts: int, start: float, result: str, broker: str | None
     ) -> LookupRecord:
         return LookupRecord(at_ms, topic, hops, attempts, (time.monotonic() - start) * 1000.0, result, broker)
+
+
+async def calibrate(client: LookupClient, topic: str, owned: int = 20, limit: int = 200) -> float | None:
+    """The median latency of ``owned`` owned-bundle lookups of ``topic`` (``LookupRecord.owned``) made one at a
+    time on the idle cluster, before the run: what a lookup costs the client and an unloaded broker, the
+    floor under the run's figures.  The first lookups assign the topic's bundle; lookups that reached a
+    broker not owning it are not counted; None when fewer than ``owned`` were seen in ``limit`` lookups."""
+    times: list[float] = []
+    for _ in range(limit):
+        record = await client.lookup(topic, 0)
+        if record.owned:
+            times.append(record.latency_ms)
+            if len(times) == owned:
+                return float(np.median(times))
+    return None
 
 
 class LookupDriver:

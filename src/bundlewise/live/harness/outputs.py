@@ -61,6 +61,7 @@ def _percentile(values: Sequence[float], q: float) -> float | None:
 def live_metrics(run: LiveRun) -> dict[str, Any]:
     """The metrics only a live run has (docs/live/)."""
     ok = [r.latency_ms for r in run.lookups if r.result == "ok"]
+    owned = [r.latency_ms for r in run.lookups if r.owned]
     reassign = [loss.reassign_seconds for loss in run.player.losses if loss.bundles]
     failover = [loss.failover_seconds for loss in run.player.losses if loss.was_leader]
     obs = run.observations
@@ -73,6 +74,9 @@ def live_metrics(run: LiveRun) -> dict[str, Any]:
     return {
         "lookup_latency_ms_p50": _percentile(ok, 50),
         "lookup_latency_ms_p99": _percentile(ok, 99),
+        "owned_lookup_latency_ms_p50": _percentile(owned, 50),
+        "owned_lookup_latency_ms_p99": _percentile(owned, 99),
+        "lookup_calibration_ms": None if run.calibration_ms is None else round(run.calibration_ms, 3),
         "lookups": len(run.lookups),
         "lookups_failed": sum(1 for r in run.lookups if r.result != "ok"),
         "reassign_seconds_max": worst(reassign),

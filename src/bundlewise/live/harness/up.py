@@ -47,7 +47,7 @@ from bundlewise.live.broker.clock import PulsarClock
 from bundlewise.live.harness.clients import ClientRecords, RealClients
 from bundlewise.live.harness.cluster import BrokerProcess, LocalCluster
 from bundlewise.live.harness.events import EventPlayer, LiveEvent
-from bundlewise.live.harness.lookups import LookupClient, LookupDriver, LookupRecord
+from bundlewise.live.harness.lookups import LookupClient, LookupDriver, LookupRecord, calibrate
 from bundlewise.live.harness.observer import Observations, OwnershipObserver
 from bundlewise.live.harness.sampler import TimelineSampler
 from bundlewise.live.store import JSON, MetadataStore, connect, layout
@@ -98,6 +98,7 @@ class LiveRun:
     decision_files: list[Path]
     wall_seconds: float
     clients: ClientRecords | None = None  # what the real clients saw (None: the run had none)
+    calibration_ms: float | None = None  # an owned-bundle lookup on the idle cluster (``lookups.calibrate``)
 
 
 @dataclass(frozen=True)
@@ -226,6 +227,8 @@ async def _play(
     async with (
         httpx.AsyncClient(headers=_bearer(creds.client), limits=httpx.Limits(max_connections=64)) as http,
     ):
+        names = plan.workload.topics.names
+        calibration = await calibrate(LookupClient(player.up_urls, http), names[0]) if len(names) else None
         driver = LookupDriver(
             LookupClient(player.up_urls, http),
             plan.workload,
@@ -261,7 +264,7 @@ async def _play(
     files = sorted(cluster.dir.glob("decisions-*.jsonl"))
     return LiveRun(
         plan, cluster.origin_ms, creds.admin, sampler, driver.records, observations, player, files,
-        time.monotonic() - started, records,
+        time.monotonic() - started, records, calibration,
     )  # fmt: skip
 
 
