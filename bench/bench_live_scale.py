@@ -64,6 +64,12 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--window", type=float, default=60.0, help="measured wall seconds per cell (60)")
     p.add_argument("--time-scale", type=float, default=60.0, help="the brokers' --time-scale (60)")
     p.add_argument(
+        "--start-budget",
+        type=float,
+        default=600.0,
+        help="wall seconds to start a cell's brokers; a cell past it is a row saying how far it got (600)",
+    )
+    p.add_argument(
         "--append", action="store_true", help="keep the rows already in bench/results/live_scale.json (one more run)"
     )
     return p.parse_args(argv)
@@ -159,15 +165,24 @@ def _quantiles(values: list[float]) -> dict[str, float | None]:
 
 
 def cell(
-    brokers: int, store: str, manager: str, window: float, time_scale: float, trace: str, topics: list[str]
+    brokers: int,
+    store: str,
+    manager: str,
+    window: float,
+    time_scale: float,
+    trace: str,
+    topics: list[str],
+    start_budget: float = 600.0,
 ) -> dict[str, Any]:
     settings = {"loadManagerClassName": MANAGERS[manager], "metadataStoreSessionTimeoutMillis": 10_000}
     cluster = LocalCluster(0, backend=store, settings=settings, time_scale=time_scale, workload=trace)
-    row: dict[str, Any] = {"brokers": brokers, "store": store, "manager": manager}
+    row: dict[str, Any] = {"brokers": brokers, "store": store, "manager": manager, "time_scale": time_scale}
     try:
         cluster.start()
         t0 = time.perf_counter()
         for i in range(brokers):
+            if time.perf_counter() - t0 > start_budget:
+                raise TimeoutError(f"only {i} of {brokers} brokers up after {time.perf_counter() - t0:.0f} s")
             cluster.add_broker(timeout=120)
             if (i + 1) % 10 == 0:
                 print(f"   {i + 1}/{brokers} brokers up ({time.perf_counter() - t0:.0f} s)", flush=True)
@@ -231,30 +246,34 @@ def cell(
 
 def markdown(payload: dict[str, Any]) -> str:
     head = (
-        "| brokers | store | manager | start s | RSS / PSS / USS MB (median) | all brokers PSS GB | puts/s | put KB/s "
-        "| deletes/s | notifications/s | brokers CPU % | store CPU % | leader decision ms | lookup p50 / p99 ms "
-        "(calibration) |"
+        "| brokers | store | manager | time scale | start s | RSS / PSS / USS MB (median) | all brokers PSS GB "
+        "| puts/s | put KB/s | deletes/s | notifications/s | brokers CPU % | store CPU % | leader decision ms "
+        "| lookup p50 / p99 ms (n; calibration p50 / p99, n) |"
     )
     lines = [
         payload["note"],
         "",
-        "Per-broker rates are per wall second and per broker, at the run's time scale "
-        f"({payload['time_scale']}x): Pulsar's intervals ran that much faster.",
+        "Per-broker rates are per wall second and per broker, at the row's time scale: Pulsar's intervals ran "
+        "that much faster.",
         "",
         head,
         "|" + "---|" * (head.count("|") - 1),
     ]
     for r in payload["rows"]:
         if "error" in r:
-            lines.append(f"| {r['brokers']} | {r['store']} | {r['manager']} | failed: {r['error']} |")
+            lines.append(
+                f"| {r['brokers']} | {r['store']} | {r['manager']} | {r.get('time_scale', '')} | failed: {r['error']} |"
+            )
             continue
         lk, cal = r["lookup_ms"], r["calibration_ms"]
         lines.append(
-            f"| {r['brokers']} | {r['store']} | {r['manager']} | {r['start_seconds']} "
+            f"| {r['brokers']} | {r['store']} | {r['manager']} | {r.get('time_scale', payload['time_scale'])} "
+            f"| {r['start_seconds']} "
             f"| {r['rss_mb_median']} / {r['pss_mb_median']} / {r['uss_mb_median']} | {r['brokers_pss_gb']} "
             f"| {r['puts_per_s_per_broker']} | {r['put_kb_per_s_per_broker']} | {r['deletes_per_s_per_broker']} "
             f"| {r['notifications_per_s_per_broker']} | {r['brokers_cpu_percent']} | {r['store_cpu_percent']} "
-            f"| {r['leader_decision_ms']} | {lk['p50']} / {lk['p99']} ({cal['p50']} / {cal['p99']}) |"
+            f"| {r['leader_decision_ms']} | {lk['p50']} / {lk['p99']} (n {lk['n']}; {cal['p50']} / {cal['p99']}, "
+            f"n {cal['n']}) |"
         )
     return "\n".join(lines) + "\n"
 
@@ -282,7 +301,7 @@ def _cells(args: argparse.Namespace, trace: str, topics: list[str], rows: list[d
             for manager in args.managers.split(","):
                 print(f"== {brokers} brokers, {store}, {manager}", flush=True)
                 try:
-                    row = cell(brokers, store, manager, args.window, args.time_scale, trace, topics)
+                    row = cell(brokers, store, manager, args.window, args.time_scale, trace, topics, args.start_budget)
                 except Exception as e:  # a cell that cannot run is a figure too
                     row = {"brokers": brokers, "store": store, "manager": manager, "error": f"{type(e).__name__}: {e}"}
                 print("   " + " ".join(f"{k}={v}" for k, v in row.items()), flush=True)
@@ -294,7 +313,7 @@ def _write(args: argparse.Namespace, rows: list[dict[str, Any]]) -> None:
     payload = {
         "note": (
             f"{os.cpu_count()} CPUs; the default scenario's workload (first {WORKLOAD_MINUTES} min) at "
-            f"--time-scale {args.time_scale}; {args.window:.0f} s measured per cell after the brokers started and "
+            f"each row's --time-scale; {args.window:.0f} s measured per cell after the brokers started and "
             f"every workload bundle was assigned; lookups {LOOKUP_RATE:.0f}/s from the benchmark's process"
         ),
         "time_scale": args.time_scale,
