@@ -13,6 +13,7 @@ import bench.bench_faults
 import bench.bench_fleet
 import bench.bench_ledgers
 import bench.bench_live
+import bench.bench_live_scale
 import bench.bench_loss
 import bench.bench_modular
 import bench.bench_node_client
