@@ -9,7 +9,8 @@ commands print (a modular strategy's figures, or the enum's name for TransferShe
   ``Skip`` unload is one the leader planned and did not carry out (``reason`` says why).
 * ``SplitDecision``: split ``bundle`` of ``broker``; ``reasons`` are the conditions met, in Pulsar's
   order (the modular leader reports all, the extensible strategy the first).  Once carried out it
-  also names the ``algorithm`` and the ``children``.
+  also names the ``algorithm`` and the ``children``, and -- when the owner had its topics' rates -- each
+  child's ``measured`` load (the sum of its topics' stats), so placement need not guess a child's share.
 * ``MergeDecision``: merge adjacent ``parts`` of a namespace into ``bundle``, owned afterwards by
   ``broker`` (None when no part had an owner), to make room under the namespace's bundle cap for the
   split of ``unblocks``.  Pulsar has no merge: only bundlewise's own strategy decides one
@@ -31,6 +32,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
+
+from bundlewise.model.load import NamespaceBundleStats
 
 
 class Label(StrEnum):
@@ -128,17 +131,26 @@ class SplitDecision:
     label: Label = Label.SUCCESS
     algorithm: str | None = None
     children: tuple[str, ...] = ()
+    measured: tuple[NamespaceBundleStats, ...] = ()  # each child's load from its topics, in ``children`` order
 
     @property
     def reason(self) -> SplitReason:
         """The first condition met (the extensible strategy's ``SplitDecision.reason``)."""
         return self.reasons[0]
 
-    def done(self, algorithm: str, children: Sequence[str]) -> SplitDecision:
-        """The split carried out with ``algorithm`` into ``children``."""
+    def done(
+        self, algorithm: str, children: Sequence[str], measured: Sequence[NamespaceBundleStats] = ()
+    ) -> SplitDecision:
+        """The split carried out with ``algorithm`` into ``children``, with their ``measured`` loads if known."""
+        if measured and len(measured) != len(children):
+            raise ValueError(f"split of {self.bundle}: {len(measured)} measured loads for {len(children)} children")
         return SplitDecision(
-            self.bundle, self.broker, self.reasons, self.detail, self.label, algorithm, tuple(children)
+            self.bundle, self.broker, self.reasons, self.detail, self.label, algorithm, tuple(children), tuple(measured)
         )
+
+    def measured_children(self) -> dict[str, NamespaceBundleStats]:
+        """Child -> its measured load (empty when the split carried none)."""
+        return dict(zip(self.children, self.measured, strict=True)) if self.measured else {}
 
     def to_json(self) -> dict[str, Any]:
         return {"bundle": self.bundle, "broker": self.broker, "reasons": [str(r) for r in self.reasons]}

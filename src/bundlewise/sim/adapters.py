@@ -20,7 +20,7 @@ import random
 
 from bundlewise.algorithms.families import ExtensibleFamily, Family, ModularFamily
 from bundlewise.config import Config
-from bundlewise.model.decisions import Assignment, SplitStep, Unload
+from bundlewise.model.decisions import Assignment, SplitDecision, SplitStep, Unload
 from bundlewise.sim.extensible import ExtensibleManager
 from bundlewise.sim.leader import LeaderView
 from bundlewise.sim.view import Manager, TickView
@@ -50,6 +50,10 @@ class ModularManager:
 
     def moved(self, source: str, destination: str) -> None:
         """Nothing to do: the modular leader learns of moves from the next reports."""
+
+    def split_done(self, done: SplitDecision) -> None:
+        """The owner's split, with each child's measured load, reaches the leader's strategy."""
+        self.family.split_done(done)
 
     def split_step(self, config: Config, counts: dict[str, int], reports_changed: bool, now: int) -> SplitStep:
         """After each ``updateAll`` (a tick where some broker wrote its report): the leader's split check, with

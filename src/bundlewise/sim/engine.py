@@ -49,7 +49,13 @@ from typing import Any
 import numpy as np
 
 from bundlewise.algorithms.registry import SheddingEntry, make_family
-from bundlewise.algorithms.splitting.algorithms import SplitRequest, TopicLoad, resolve_algorithm_name, split_bundle
+from bundlewise.algorithms.splitting.algorithms import (
+    SplitRequest,
+    TopicLoad,
+    measured_children,
+    resolve_algorithm_name,
+    split_bundle,
+)
 from bundlewise.config import Config
 from bundlewise.config.views import LeaderSettings, PlacementSettings, SimSettings
 from bundlewise.model.decisions import Decision, Logged, MergeDecision, SplitDecision, Unload
@@ -367,7 +373,8 @@ class Engine:
             result = split_bundle(algorithm, SplitRequest(cl.bundle_objs[bid], topics), self.config)
             if result is None:
                 continue
-            boundaries, _ = result
+            boundaries, child_ranges = result
+            measured = measured_children(child_ranges, topics)
             owner = cl.names[int(cl.owner[bid])]
             children = cl.split(bid, boundaries)
             self._hand_down(bid, children)
@@ -380,7 +387,9 @@ class Engine:
                 self.counters.topic_unavailable_seconds += float(m.topics[bid]) * self.blip
                 for kid in kids:
                     self.counters.moved(kid, now)
-            done = SplitDecision(d.bundle, owner, d.reasons, d.detail, d.label, algorithm, kids)  # split by its owner
+            # split by its owner, which measured each child's topics
+            done = SplitDecision(d.bundle, owner, d.reasons, d.detail, d.label).done(algorithm, kids, measured)
+            self.manager.split_done(done)
             self._log(done, note="; children unloaded" if auto_unload else "")
 
     def _merge(self, d: MergeDecision, m: Measured) -> None:

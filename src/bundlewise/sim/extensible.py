@@ -161,6 +161,9 @@ class ExtensibleManager:
             moves.append(d.to(dest))
         return moves
 
+    def split_done(self, done: SplitDecision) -> None:
+        """Nothing reads it: the extensible strategies place a split child by the reports that follow."""
+
     def split_step(self, config: Config, counts: dict[str, int], reports_changed: bool, now: int) -> SplitStep:
         """The extensible manager never merges: its split step is ``splits``."""
         return SplitStep((), tuple(self.splits(config, counts, reports_changed, now)))

@@ -13,7 +13,7 @@ from typing import Protocol
 import numpy as np
 
 from bundlewise.config import Config
-from bundlewise.model.decisions import Assignment, SplitStep, Unload
+from bundlewise.model.decisions import Assignment, SplitDecision, SplitStep, Unload
 from bundlewise.model.load import NamespaceBundleStats
 from bundlewise.model.resources import SystemResources
 
@@ -61,3 +61,5 @@ class Manager(Protocol):
     def split_step(
         self, config: Config, counts: dict[str, int], reports_changed: bool, now: int
     ) -> SplitStep: ...  # merges (applied first), then the splits
+
+    def split_done(self, done: SplitDecision) -> None: ...  # a split carried out, with its children's loads

@@ -10,7 +10,9 @@ so a restart's orphaned bundles can all land on the one broker that looked empti
   which the modular assignment flow, ``ModularLoadManagerImpl#selectBroker``, fills after every choice)
   plus the moves in flight (``estimate.broker_usage``): a burst of lookups in one cycle sees every earlier
   assignment of that burst;
-* the bundle's usage comes from its short-term ``BundleData``; a bundle the leader has no sample of (a split
+* the bundle's usage comes from its short-term ``BundleData``; a split child the leader has no sample of yet
+  weighs what its topics carried when its owner split it (``SplitDecision.measured``: one child of a hot
+  partitioned topic may carry nearly all of the parent); any other bundle without samples (a split
   child, whose data Pulsar's leader starts from the 50 msg/s prior) is estimated from the bundle of its
   namespace that a report still lists and whose range contains it (its parent), in proportion to the
   range, else as the mean bundle of its namespace -- otherwise every child of a burst of splits looks
@@ -96,13 +98,18 @@ def least_loaded_after(
     in_flight: Iterable[InFlight],
     weights: ResourceWeights,
     assumed: dict[str, Vector],
+    measured: NamespaceBundleStats | None = None,
 ) -> tuple[str | None, float]:
     """The candidate with the lowest load once it holds the bundle, and that load; the bundle's estimated
-    usage is recorded in ``assumed`` (the caller's memory of what each placed bundle weighs)."""
+    usage is recorded in ``assumed`` (the caller's memory of what each placed bundle weighs).  ``measured``:
+    the bundle's load at its split, used while the leader has no sample of it."""
     usage = broker_usage(load, model, in_flight, assumed)
-    vector = (
-        model.of_data(bundle_data) if bundle_data.shortTermData.numSamples > 0 else unknown_bundle(bundle, load, model)
-    )
+    if bundle_data.shortTermData.numSamples > 0:
+        vector = model.of_data(bundle_data)
+    elif measured is not None:
+        vector = model.of_stats(measured)
+    else:
+        vector = unknown_bundle(bundle, load, model)
     assumed[bundle] = vector
     best: tuple[str | None, float] = (None, 0.0)
     limits = fleet_limits(load.brokers)

@@ -77,9 +77,9 @@ from bundlewise.algorithms.placement.base import Selection
 from bundlewise.config import Config
 from bundlewise.config.views import BalancedSettings, LeaderSettings, PlacementSettings
 from bundlewise.model.bundles import Bundle
-from bundlewise.model.decisions import Label, Unload, UnloadReason
+from bundlewise.model.decisions import Label, SplitDecision, Unload, UnloadReason
 from bundlewise.model.errors import InputError
-from bundlewise.model.load import BundleData, LoadData
+from bundlewise.model.load import BundleData, LoadData, NamespaceBundleStats
 from bundlewise.model.policies import NO_POLICIES, PlacementPolicies
 from bundlewise.model.resources import ResourceWeights
 
@@ -124,6 +124,7 @@ class BalancedPlanShedder:
         self.placed_at: dict[str, int] = {}  # bundle -> when this strategy placed it (ms, its cycle's clock)
         self.clock = 0  # the last cycle's ``now``
         self.policies: PlacementPolicies = NO_POLICIES  # placement constraints every destination honours
+        self.measured: dict[str, tuple[NamespaceBundleStats, int]] = {}  # split child -> its load at the split, when
 
     # -- shedding ------------------------------------------------------------------------------
 
@@ -335,6 +336,7 @@ class BalancedPlanShedder:
         keep = s.cooldown_ms + s.repeat_guard_ms
         self.moved_at = {b: t for b, t in self.moved_at.items() if now - t < keep}
         self.moved_ranges = [(b, t) for b, t in self.moved_ranges if now - t < keep]
+        self.measured = {b: (st, t) for b, (st, t) in self.measured.items() if now - t < s.cooldown_ms}
 
     def _moved_within(self, now: int, window_ms: int) -> Cooling:
         """Whether a bundle, or any part of its hash range, moved within the last ``window_ms``."""
@@ -353,6 +355,12 @@ class BalancedPlanShedder:
             return b is not None and any(b.overlaps(m) for m in ranges[b.namespace])
 
         return within
+
+    def note_split(self, done: SplitDecision) -> None:
+        """A split carried out with its children's measured loads: placement uses them until the children's own
+        samples reach the leader (or the cool-down ends)."""
+        for child, stats in done.measured_children().items():
+            self.measured[child] = (stats, self.clock)
 
     def on_unload_attempt_completed(self, planned: Sequence[Unload]) -> None:
         """The cycle has chosen its destinations: plans do not outlive it."""
@@ -378,8 +386,17 @@ class BalancedPlanShedder:
         if not pool:
             return Selection.none()
         model = fit_cost_model(load.brokers.values())
+        known = self.measured.get(bundle)
         chosen, _ = least_loaded_after(
-            sorted(pool), bundle, bundle_data, load, model, self.in_flight, config.weights(), self.assumed
+            sorted(pool),
+            bundle,
+            bundle_data,
+            load,
+            model,
+            self.in_flight,
+            config.weights(),
+            self.assumed,
+            measured=None if known is None else known[0],
         )
         self.placed_at[bundle] = self.clock
         if chosen is None:

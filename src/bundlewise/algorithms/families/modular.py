@@ -125,6 +125,13 @@ class ModularFamily:
     def _destination(self, bundle: str, load: LoadData, config: Config) -> str | None:
         return self.placement.select_broker(bundle, load, config, self._rng, preallocate=False).selected
 
+    def split_done(self, done: SplitDecision) -> None:
+        """A split its owner carried out: a strategy that places by load (``BalancedPlanShedder``) learns each
+        child's measured load, so it need not estimate the child as its range's share of the parent."""
+        for strategy in (self.shedder, None if self._placement is None else self._placement.strategy):
+            if isinstance(strategy, BalancedPlanShedder):
+                strategy.note_split(done)
+
     def find_bundles_to_split(
         self, load: LoadData, config: Config, counts: Mapping[str, int] | None = None
     ) -> list[SplitDecision]:

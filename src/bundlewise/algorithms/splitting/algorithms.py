@@ -11,10 +11,15 @@ Each returns the split boundaries (sorted, inside the bundle) or ``None`` when i
   no split below ``max * (1 + d)`` on both rate and throughput; otherwise walk the hashes in order,
   accumulating, and cut at ``h[i-1] + (h[i] - h[i-1]) // 2 + 1`` each time the next topic would push
   the accumulated rate above ``maxRate`` or throughput above ``maxBytes`` -- possibly several cuts.
+
+``measured_children`` sums the topics' rates into the children the boundaries make: what each child
+carries at the split, from the owner's per-topic stats (the data ``flow_or_qps_equally_divide`` cuts on),
+so that placing a child need not assume it carries its range's share of the parent.
 """
 
 from __future__ import annotations
 
+import bisect
 import itertools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -25,6 +30,7 @@ from bundlewise.config.views import SplitSettings
 from bundlewise.model.bundles import Bundle
 from bundlewise.model.errors import InputError
 from bundlewise.model.hashing import crc32_hash
+from bundlewise.model.load import NamespaceBundleStats
 from bundlewise.model.names import full_topic_name
 
 
@@ -149,3 +155,27 @@ def split_bundle(algorithm: str, req: SplitRequest, config: Config) -> tuple[lis
     if not boundaries:
         return None
     return sorted(boundaries), req.bundle.split_at(boundaries)
+
+
+def measured_children(children: Sequence[Bundle], topics: Sequence[TopicLoad]) -> tuple[NamespaceBundleStats, ...]:
+    """Each child's load at the split: the sum of the rates of the topics whose hash it holds, and their count
+    (children as ``Bundle.split_at`` makes them: adjacent, sorted; a topic outside them all is ignored)."""
+    lowers = [c.lower for c in children]
+    sums = [[0.0, 0.0, 0.0, 0.0, 0] for _ in children]
+    for t in topics:
+        h = t.hash
+        i = bisect.bisect_right(lowers, h) - 1
+        if i < 0 or not children[i].includes_hash(h):
+            continue
+        acc = sums[i]
+        acc[0] += t.msgRateIn
+        acc[1] += t.msgThroughputIn
+        acc[2] += t.msgRateOut
+        acc[3] += t.msgThroughputOut
+        acc[4] += 1
+    return tuple(
+        NamespaceBundleStats(
+            msgRateIn=a[0], msgThroughputIn=a[1], msgRateOut=a[2], msgThroughputOut=a[3], topics=int(a[4])
+        )
+        for a in sums
+    )
