@@ -328,10 +328,17 @@ class ExtensibleLoadManager:
 
     # -- unload, transfer and split through the channel --------------------------------------
     async def unload(self, bundle: str, source: str, destination: str | None, *, force: bool) -> str | None:
-        """Publish ``Releasing`` and wait for the unload or transfer to complete; an error text or None."""
-        record = unload_record(
-            self.channel.get(bundle), UnloadCommand(source, bundle, destination, force=force), wall_ms()
-        )
+        """Publish ``Releasing`` and wait for the unload or transfer to complete; an error text or None.
+
+        Never over a ``Splitting`` record: a forced ``Releasing`` would pass the resolver (the version follows,
+        and a forced record skips the transition check), the parent would be freed and assigned anew while its
+        source goes on claiming the children and writing the new boundaries -- the parent served beside its
+        children.  The split ends the record (the parent's tombstone, or the leader's override of a stuck
+        split); an unload of the parent is refused until then, as the modular owner refuses it."""
+        current = self.channel.get(bundle)
+        if current is not None and current.state is ServiceUnitState.Splitting:
+            return f"{bundle} is being split by {current.source_broker}; unload it after the split"
+        record = unload_record(current, UnloadCommand(source, bundle, destination, force=force), wall_ms())
         return await self._publish_and_wait(bundle, record, self.unload_waits)
 
     async def carry_out(self, d: Unload) -> str | None:
