@@ -21,7 +21,13 @@ from the brokers' admin answers) and store overlaps (the same in the ownership l
 bundles answered with two brokers in one burst); stale answers (naming a broker that was down: Pulsar's
 behaviour until the session expires, not a violation); failed lookups; **max time to served** (seconds from the
 fault, or from the store's return after an outage, until every topic is served; "never" when a run gave up);
-**unrecovered** bundles (with topics, unserved when the run gave up, summed over runs).  Targets (issue 23):
+**unrecovered** bundles (with topics, unserved when the run gave up, summed over runs).  The overlaps and
+double answers are checked against the brokers' serving journals (``bundlewise.live.broker.journal``): a sampled
+overlap whose two claims lie in journal intervals that never meet is a handover between the two answers of one
+round (**handovers**, not counted as overlaps); journal intervals of two brokers that intersect where no round saw
+both are listed as candidates (**journal overlaps**, not counted: an interval may outlast the serving); an answer
+naming a broker whose journal shows it serving within the window is confirmed (**short ownerships**, not counted
+as double answers).  Targets (issue 23):
 0 overlaps, 0 double answers; served within session timeout + 2 s after a broker or leader kill and within
 session timeout + 10 s after a store outage.
 """
@@ -76,6 +82,9 @@ def summarise(fault: str, store: str, manager: str, runs: list[RunResult]) -> di
         "overlaps": sum(r.overlaps for r in runs),
         "store_overlaps": sum(r.store_overlaps for r in runs),
         "double_answers": sum(r.double_answers for r in runs),
+        "handovers": sum(r.handovers for r in runs),
+        "short_ownerships": sum(r.short_ownerships for r in runs),
+        "journal_overlaps": sum(r.journal_overlaps for r in runs),
         "stale_answers": sum(r.stale_answers for r in runs),
         "failed_lookups": sum(r.failed_lookups for r in runs),
         "max_time_to_served_s": round(max(served), 2) if served else None,
@@ -123,8 +132,9 @@ def markdown(payload: dict[str, Any]) -> str:
         "within session timeout + 2 s after a broker or leader kill, + 10 s after a store outage.",
         "",
         "| fault | store | manager | runs | overlaps | double answers | max time to served (s) | unrecovered "
-        "| store overlaps | stale answers | failed lookups | over target |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| store overlaps | stale answers | failed lookups | over target | handovers | short ownerships "
+        "| journal overlaps |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in payload["cells"]:
         t = r["max_time_to_served_s"]
@@ -135,7 +145,8 @@ def markdown(payload: dict[str, Any]) -> str:
         lines.append(
             f"| {r['fault']} | {r['store']} | {r['manager']} | {r['runs']} | {r['overlaps']} | {r['double_answers']} "
             f"| {served} | {r['unrecovered']} | {r['store_overlaps']} | {r['stale_answers']} | {r['failed_lookups']} "
-            f"| {over} |"
+            f"| {over} | {r.get('handovers', '-')} | {r.get('short_ownerships', '-')} "
+            f"| {r.get('journal_overlaps', '-')} |"
         )
     calls = [r for r in payload["cells"] if r["actions"]]
     if calls:

@@ -18,8 +18,11 @@ from pathlib import Path
 import pytest
 
 from bundlewise.live.harness.fault_observer import FaultObserver
-from bundlewise.live.harness.faults import SESSION_S, Cell, RunResult
+from bundlewise.live.harness.faults import SESSION_S, TOPICS, Cell, RunResult, _admin
+from bundlewise.live.harness.overlap import journal_intervals
 from bundlewise.live.store import connect
+from bundlewise.model.bundles import Bundle
+from bundlewise.model.hashing import crc32_hash
 from bundlewise.model.ranges import Overlap
 
 CELLS = [
@@ -62,6 +65,37 @@ def test_one_run_no_overlap_no_double_answer_and_served_in_time(
         assert r.time_to_served <= SESSION_S + 2, r
     if fault == "store-wiped":
         assert r.time_to_served <= SESSION_S + 10, r  # from the store answering again
+
+
+@pytest.mark.parametrize(("store", "manager"), [("etcd", "modular"), ("zookeeper", "extensible")])
+def test_the_serving_journals_record_a_move_as_two_intervals_that_never_meet(
+    cell_of: Callable[[str, str], Cell], store: str, manager: str
+) -> None:
+    """An admin unload with a destination: the old owner's journal closes its interval, the destination's opens
+    after it, and every claim the observer saw from either lies inside that broker's interval."""
+    cell = cell_of(store, manager)
+    assert cell.observer is not None
+    bundle, owner = cell.served_bundle()
+    target = next(b for b in cell.live() if b.broker_id != owner)
+    moved_at = time.monotonic()
+    move = _admin(cell, cell.c.broker(owner), bundle, "unload", f"?destinationBroker={target.broker_id}")
+    assert move() == 204
+    topics = [t for t in TOPICS if Bundle.parse(bundle).includes_hash(crc32_hash(t))]
+    assert cell.wait_served(topics, 30, after=moved_at + 0.5)
+    snapshots = cell.observer.journals()
+    assert bundle not in snapshots[owner]["open"]
+    closed = [(s, u) for b, s, u in snapshots[owner]["closed"] if b == bundle and u >= moved_at]
+    assert len(closed) == 1, snapshots[owner]
+    since = snapshots[target.broker_id]["open"][bundle]
+    assert closed[0][1] <= since, (closed, since)  # the old owner let go before the destination took over
+    journals = {b: journal_intervals(j) for b, j in snapshots.items()}
+    taken = min(float(j["now"]) for j in snapshots.values())
+    for at, claims in cell.observer.result.history:
+        for broker in (owner, target.broker_id):
+            # rounds whose answers (at most round_wait = 0.2 s after the round starts) came before the snapshots
+            if moved_at - 1 <= at < taken - 0.3 and bundle in claims.get(broker, []):
+                # the round starts before the broker answers, and its answer comes before the next round
+                assert any(s - 0.25 <= at <= u for s, u in journals[broker][bundle]), (broker, at, journals[broker])
 
 
 def test_the_observer_reads_the_stores_locks_and_records_and_finds_range_overlaps(store_url: str) -> None:

@@ -27,6 +27,7 @@ from typing import Protocol
 from bundlewise.algorithms.splitting.algorithms import ALGORITHMS, SplitRequest, TopicLoad, split_bundle
 from bundlewise.config import Config
 from bundlewise.config.views import BrokerSettings, SplitSettings
+from bundlewise.live.broker.journal import ServingJournal
 from bundlewise.live.broker.outcomes import Connect, Redirect, RestError
 from bundlewise.live.broker.policies import BundlesCache
 from bundlewise.live.store import layout
@@ -55,6 +56,9 @@ class NamespaceService(Protocol):
 
     def serving(self, bundle: str) -> bool:
         """This broker serves ``bundle`` right now (fencing applied)."""
+
+    def serving_journal(self) -> ServingJournal:
+        """When this broker served each bundle (``live.broker.journal``)."""
 
     def moving_to(self, bundle: str) -> tuple[str, bool] | None:
         """A transfer of ``bundle`` away from this broker: (destination, whether the destination owns it now);

@@ -47,6 +47,9 @@ class FaultObservations:
     store_rounds: int = 0
     started_at: float = 0.0
     overlaps: dict[Overlap, list[float]] = field(default_factory=dict)  # pair -> [first seen, last seen]
+    # pair -> for each round that saw it, the instants (each broker's own clock reading, ``X-Bundlewise-Monotonic``)
+    # at which its two brokers claimed the two bundles
+    overlap_instants: dict[Overlap, list[tuple[float, float]]] = field(default_factory=dict)
     store_overlaps: dict[Overlap, list[float]] = field(default_factory=dict)
     history: list[tuple[float, Claims]] = field(default_factory=list)  # (time, claims) of every broker round
 
@@ -120,13 +123,28 @@ class FaultObserver:
         return done
 
     # -- brokers ---------------------------------------------------------------------------
-    def _ask(self, client: httpx.Client, url: str) -> tuple[str, list[str] | None]:
+    def _ask(self, client: httpx.Client, url: str) -> tuple[str, list[str] | None, float]:
+        """(broker id, the bundles it serves or None, the instant it computed the answer)."""
         broker_id = _host_port(url)
         try:
             r = client.get(f"{url}/admin/v2/brokers/{self.cluster}/{broker_id}/ownedNamespaces", timeout=self.timeout)
         except httpx.HTTPError:
-            return broker_id, None
-        return broker_id, (list(r.json()) if r.status_code == 200 else None)
+            return broker_id, None, time.monotonic()
+        instant = float(r.headers.get("X-Bundlewise-Monotonic") or time.monotonic())
+        return broker_id, (list(r.json()) if r.status_code == 200 else None), instant
+
+    def journals(self) -> dict[str, dict[str, Any]]:
+        """Every answering broker's serving journal (``live.broker.journal``), by broker id."""
+        out: dict[str, dict[str, Any]] = {}
+        with httpx.Client() as client:
+            for url in self.brokers():
+                try:
+                    r = client.get(f"{url}/admin/v2/bundlewise/serving-journal", timeout=2.0)
+                except httpx.HTTPError:
+                    continue
+                if r.status_code == 200:
+                    out[_host_port(url)] = r.json()
+        return out
 
     def _brokers_loop(self) -> None:
         with httpx.Client() as client, ThreadPoolExecutor(max_workers=16) as pool:
@@ -135,12 +153,18 @@ class FaultObserver:
                 at = time.monotonic()
                 futures = [pool.submit(self._ask, client, u) for u in self.brokers()]
                 done, _ = wait(futures, timeout=self.round_wait)
-                claims = {b: served for b, served in (f.result() for f in futures if f in done) if served is not None}
+                answers = [f.result() for f in futures if f in done]
+                claims = {b: served for b, served, _ in answers if served is not None}
+                instants = {b: t for b, served, t in answers if served is not None}
                 with self._lock:
                     self._latest = claims
                     self.result.rounds += 1
                     self.result.history.append((at, claims))
-                    _note(self.result.overlaps, range_overlaps(claims), at)
+                    pairs = range_overlaps(claims)
+                    _note(self.result.overlaps, pairs, at)
+                    for pair in pairs:
+                        seen = self.result.overlap_instants.setdefault(pair, [])
+                        seen.append((instants[pair.a_broker], instants[pair.b_broker]))
                 next_at += self.interval
                 self._stop.wait(max(0.0, next_at - time.monotonic()))
                 next_at = max(next_at, time.monotonic() - self.interval)

@@ -83,6 +83,9 @@ class RunResult:
     time_to_served: float | None = None
     unrecovered: int = 0
     observer_hz: float = 0.0
+    handovers: int = 0  # sampled overlaps the journals show were a handover between the two answers of a round
+    short_ownerships: int = 0  # answers only the journals confirm: an ownership shorter than a round
+    journal_overlaps: int = 0  # candidates: journal intervals that intersect where no round saw both (not counted)
     actions: list[str] = field(default_factory=list)
     examples: list[str] = field(default_factory=list)
 
@@ -353,16 +356,29 @@ class Cell:
             with contextlib.suppress(Exception):
                 b.start(60)
         obs = self.observer.result
+        journals = {b: overlap.journal_intervals(j) for b, j in self.observer.journals().items()}
+        handovers = [p for p in obs.overlaps if overlap.handover_in_a_round(p, obs.overlap_instants[p], journals)]
+        overlaps = set(obs.overlaps) - set(handovers)
+        candidates = set(overlap.journal_overlaps(journals, obs.started_at)) - set(obs.overlaps)
         answers, history = self.answers[first_answer:], list(obs.history)
-        conflicts, stale = answer_conflicts(answers, history)
+        sampled_conflicts, stale = answer_conflicts(answers, history)
+        conflicts = [
+            a
+            for a in sampled_conflicts
+            if not overlap.served_per_journal(journals, a.broker, a.topic, a.at - 1, a.at + 2)
+        ]
+        named = len({(a.topic, a.broker) for a in conflicts})
         burst = burst_conflicts(fired.burst, fired.burst_bundles)
         result = RunResult(
             fault,
             self.store,
             self.manager,
-            overlaps=len(obs.overlaps),
+            overlaps=len(overlaps),
+            handovers=len(handovers),
+            short_ownerships=len({(a.topic, a.broker) for a in sampled_conflicts}) - named,
+            journal_overlaps=len(candidates),
             store_overlaps=len(obs.store_overlaps),
-            double_answers=len({(a.topic, a.broker) for a in conflicts}) + len(burst),
+            double_answers=named + len(burst),
             stale_answers=len({(a.topic, a.broker) for a in stale}),
             failed_lookups=self.failed - failed_before + fired.failed,
             time_to_served=None if served_in is None else round(served_in, 3),
@@ -370,8 +386,12 @@ class Cell:
             observer_hz=round(obs.rate, 1),
             actions=list(fired.actions),
         )
-        result.examples = [f"overlap {o.a_broker} {o.a_bundle} / {o.b_broker} {o.b_bundle}" for o in obs.overlaps][:3]
+        shown = sorted(overlaps)[:3]
+        result.examples = [f"overlap {o.a_broker} {o.a_bundle} / {o.b_broker} {o.b_bundle}" for o in shown]
         result.examples += [f"store overlap {o.a_bundle} / {o.b_bundle}" for o in obs.store_overlaps][:2]
+        result.examples += [
+            f"journal overlap {o.a_broker} {o.a_bundle} / {o.b_broker} {o.b_bundle}" for o in sorted(candidates)
+        ][:2]
         result.examples += [f"answer {a.topic} -> {a.broker}" for a in conflicts][:2]
         result.examples += [f"burst {b} -> {sorted(v)}" for b, v in burst.items()][:2]
         if left or self.leader() is None or len(self.live()) < BROKERS:

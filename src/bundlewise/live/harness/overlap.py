@@ -14,16 +14,25 @@ lookup answers that named a broker not serving the topic.
   at the last round.
 * ``burst_conflicts(answers)``: answers of one burst of first lookups, by bundle; a bundle answered with two
   different brokers is a double answer (no ownership change is expected within a burst).
+* The brokers' serving journals (``live.broker.journal``: intervals, never shorter than the serving they
+  record): ``handover_in_a_round`` tells a sampled overlap that is only a handover between the two answers of
+  one round (disjoint intervals) from a candidate overlap; ``journal_overlaps`` lists candidates no round saw
+  (intervals that intersect: a real overlap shorter than a round, or a paused broker whose journal stayed
+  open past its fencing deadline -- only the sampler's claims decide); ``served_per_journal`` confirms an
+  answer naming a broker whose ownership was shorter than a round.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from bundlewise.model.hashing import crc32_hash
 from bundlewise.model.names import TopicName
+from bundlewise.model.ranges import Overlap
 from bundlewise.model.ranges import claimed as _claims
+from bundlewise.model.ranges import overlaps as range_overlaps
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,3 +121,74 @@ def time_to_served(
     if last_gap == len(rounds) - 1:
         return None, left
     return rounds[last_gap + 1][0] - since, []
+
+
+# -- the brokers' serving journals (``live.broker.journal``) --------------------------------------------------
+
+Intervals = dict[str, list[tuple[float, float]]]  # bundle -> (since, until) on the machine's monotonic clock
+
+
+def journal_intervals(snapshot: Mapping[str, Any]) -> Intervals:
+    """A broker's ``GET /admin/v2/bundlewise/serving-journal`` answer as intervals; an open one ends at the
+    snapshot's ``now``."""
+    now = float(snapshot["now"])
+    out: Intervals = {}
+    for bundle, since, until in snapshot.get("closed", []):
+        out.setdefault(str(bundle), []).append((float(since), float(until)))
+    for bundle, since in dict(snapshot.get("open", {})).items():
+        out.setdefault(str(bundle), []).append((float(since), now))
+    return out
+
+
+def _holding(intervals: Intervals, bundle: str, instant: float) -> tuple[float, float] | None:
+    return next(((s, u) for s, u in intervals.get(bundle, ()) if s <= instant <= u), None)
+
+
+def handover_in_a_round(
+    pair: Overlap, instants: Sequence[tuple[float, float]], journals: Mapping[str, Intervals]
+) -> bool:
+    """Whether a served overlap seen by the sampler is a handover between the two answers of one round: both
+    brokers have journals, every observation's two claim instants each lie in an interval of their broker's
+    journal for that bundle (the journal agrees with the claims), and those two intervals never intersect.  A
+    journal interval is never shorter than the serving it records, so disjoint intervals prove the brokers
+    never served at once; anything else (no journal, a claim outside its journal) is not refuted."""
+    ja, jb = journals.get(pair.a_broker), journals.get(pair.b_broker)
+    if ja is None or jb is None or not instants:
+        return False
+    for ta, tb in instants:
+        ia, ib = _holding(ja, pair.a_bundle, ta), _holding(jb, pair.b_bundle, tb)
+        if ia is None or ib is None or max(ia[0], ib[0]) < min(ia[1], ib[1]):
+            return False
+    return True
+
+
+def journal_overlaps(journals: Mapping[str, Intervals], since: float) -> list[Overlap]:
+    """Pairs of intersecting ranges that two brokers' journals show served at intersecting times, counting only
+    time after ``since`` (the run's start): candidate overlaps, since a journal interval may outlast the serving
+    (a broker paused past its fencing deadline stops serving while its interval stays open)."""
+    entries = [
+        (bundle, broker, s, u)
+        for broker, intervals in journals.items()
+        for bundle, spans in intervals.items()
+        for s, u in spans
+        if u > since
+    ]
+    found: set[Overlap] = set()
+    for i, (bundle, broker, s, u) in enumerate(entries):
+        for bundle2, broker2, s2, u2 in entries[i + 1 :]:
+            if broker2 == broker or max(s, s2, since) >= min(u, u2):
+                continue
+            for pair in range_overlaps({broker: [bundle], broker2: [bundle2]}):
+                found.add(pair)
+    return sorted(found)
+
+
+def served_per_journal(journals: Mapping[str, Intervals], broker: str, topic: str, lo: float, hi: float) -> bool:
+    """Whether ``broker``'s journal shows it serving a bundle that contains ``topic`` at some time in [lo, hi]."""
+    ns, h = _topic_key(topic)
+    for bundle, spans in journals.get(broker, {}).items():
+        parsed = _claims({broker: [bundle]})
+        holds = bool(parsed) and parsed[0][0].namespace == ns and parsed[0][0].includes_hash(h)
+        if holds and any(s <= hi and u >= lo for s, u in spans):
+            return True
+    return False

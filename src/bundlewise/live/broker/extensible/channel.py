@@ -57,6 +57,7 @@ from bundlewise.algorithms.extensible.channel import (
 )
 from bundlewise.live.broker.extensible.records import RECORDS
 from bundlewise.live.broker.extensible.registry import BrokerRegistry
+from bundlewise.live.broker.journal import ServingJournal
 from bundlewise.live.broker.manager import Sample
 from bundlewise.live.broker.tasks import Tasks
 from bundlewise.live.store import MetadataStore, MetadataStoreTableView, layout
@@ -120,6 +121,7 @@ class ServiceUnitStateChannel:
         }
         self._waiters: dict[str, asyncio.Future[LookupCompletion]] = {}
         self._confirmed: dict[str, int] = {}  # key -> session id in which this broker's ownership is confirmed
+        self.journal = ServingJournal()  # when this broker served each key (``live.broker.journal``)
         self._held: dict[str, ServiceUnitStateData] = {}  # key -> the last record seen owned by this broker
         self._owner_seen: dict[str, str] = {}  # key -> the owner of its last record, while that was Owned
         self._vanished: dict[str, tuple[str, int]] = {}  # key -> (owner, when) of an Owned record the store lost
@@ -141,6 +143,7 @@ class ServiceUnitStateChannel:
 
     async def close(self) -> None:
         self._closed = True
+        self.journal.stop_all()
         if self._unregister is not None:
             self._unregister()
         self.scope.cancel()
@@ -286,10 +289,12 @@ class ServiceUnitStateChannel:
         if owns(self.me, record):
             if sid != 0 and self._synced == sid:
                 self._confirmed[key] = sid
+                self.journal.start(key)
             if record is not None and record.state is ServiceUnitState.Owned:
                 self._held[key] = record
         else:
             self._confirmed.pop(key, None)
+            self.journal.stop(key)
             if record is not None:  # handed on; a record that vanished (None) is kept: the store may have lost it
                 self._held.pop(key, None)
         if r.close is not None:
@@ -400,6 +405,7 @@ class ServiceUnitStateChannel:
         await self.publish(key, mine)
         if self.table.get(key) == mine and self.store.session_id == sid:
             self._confirmed[key] = sid
+            self.journal.start(key)
             self.counters["reasserted"] += 1
             log.info("re-asserted %s after a session change", key)
         elif not owns(self.me, self.table.get(key)):

@@ -40,6 +40,7 @@ from bundlewise.live.broker.extensible.assign import OwnerResolver
 from bundlewise.live.broker.extensible.channel import ServiceUnitStateChannel
 from bundlewise.live.broker.extensible.registry import BrokerRegistry
 from bundlewise.live.broker.extensible.split_scheduler import SplitScheduler
+from bundlewise.live.broker.journal import ServingJournal
 from bundlewise.live.broker.manager import BrokerContext
 from bundlewise.live.broker.namespace import LookupAnswer, Lookups
 from bundlewise.live.broker.outcomes import Connect, Redirect, RedirectError, RestError, ServerError
@@ -85,6 +86,9 @@ class ExtensibleNamespaceService:
 
     def served(self) -> list[str]:
         return self.ext.channel.served()
+
+    def serving_journal(self) -> ServingJournal:
+        return self.ext.channel.journal
 
     # -- boundaries committed elsewhere --------------------------------------------------------
     def _boundaries_changed(self, namespace: str) -> None:

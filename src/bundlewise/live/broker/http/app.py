@@ -283,6 +283,11 @@ def create_app(broker: Broker) -> FastAPI:
         served = ns.served()
         return JSONResponse({b: OWNED_STATUS for b in served}, headers={"X-Bundlewise-Monotonic": repr(now)})
 
+    @app.get("/admin/v2/bundlewise/serving-journal", summary="When this broker served each bundle (bundlewise's own)")
+    async def serving_journal(request: Request) -> Response:
+        auth.require_super_user(role(request))
+        return JSONResponse(ns.serving_journal().to_json())
+
     @app.get("/admin/v2/broker-stats/load-report", summary="This broker's LocalBrokerData, freshly sampled")
     async def load_report(request: Request) -> Response:
         auth.require_super_user(role(request))

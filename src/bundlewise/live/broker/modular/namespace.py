@@ -45,6 +45,7 @@ from typing import Any
 from bundlewise.config import Config
 from bundlewise.live.broker import namespace as shared
 from bundlewise.live.broker.bootstrap import is_bootstrap_bundle
+from bundlewise.live.broker.journal import ServingJournal
 from bundlewise.live.broker.manager import BrokerContext, LoadManager
 from bundlewise.live.broker.modular.ownership import OwnershipCache
 from bundlewise.live.broker.namespace import LookupAnswer, Lookups
@@ -81,6 +82,9 @@ class ModularNamespaceService:
 
     def serving(self, bundle: str) -> bool:
         return self.ownership.serving(bundle)
+
+    def serving_journal(self) -> ServingJournal:
+        return self.ownership.journal
 
     def moving_to(self, bundle: str) -> tuple[str, bool] | None:
         """Never named here: an unload's destination is the leader's affinity, found by the client's lookup."""

@@ -30,6 +30,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from bundlewise.live.broker.journal import ServingJournal
 from bundlewise.live.store import LockManager, MetadataStore, Notification, ResourceLock, SessionEvent, layout
 from bundlewise.live.store.codec import JSON
 
@@ -55,6 +56,7 @@ class OwnershipCache:
         self._owned: dict[str, OwnedBundle] = {}
         self._pending: dict[str, asyncio.Future[OwnedBundle]] = {}
         self._remote: dict[str, dict[str, Any]] = {}
+        self.journal = ServingJournal()  # when this broker served each bundle (``live.broker.journal``)
         self._events = 0  # notifications seen: a read overlapping one is not cached
         self.on_lost: Callable[[str], None] | None = None
         self._unregister = store.register_listener(self._on_notification, layout.OWNERSHIP_ROOT)
@@ -124,6 +126,7 @@ class OwnershipCache:
         lock = await self._locks.acquire(layout.ownership(bundle), dict(self.self_data))
         ob = OwnedBundle(bundle, lock)
         self._owned[bundle] = ob
+        self.journal.start(bundle, ob.acquired_at)
         lock.expired.add_done_callback(lambda _: self._expired(bundle, ob))
         log.info("acquired ownership of %s", bundle)
         return ob
@@ -132,6 +135,7 @@ class OwnershipCache:
         if self._owned.get(bundle) is ob:
             ob.active = False
             del self._owned[bundle]
+            self.journal.stop(bundle)
             log.warning("lost ownership of %s (lock expired): unloaded locally", bundle)
             if self.on_lost is not None:
                 self.on_lost(bundle)
@@ -142,6 +146,7 @@ class OwnershipCache:
         if ob is None or not ob.active:
             return False
         ob.active = False
+        self.journal.stop(bundle)
         return True
 
     async def release(self, bundle: str) -> None:
@@ -150,6 +155,7 @@ class OwnershipCache:
         if ob is None:
             return
         ob.active = False
+        self.journal.stop(bundle)
         await ob.lock.release()
         log.info("released ownership of %s", bundle)
 
@@ -159,4 +165,5 @@ class OwnershipCache:
         for ob in self._owned.values():
             ob.active = False
         self._owned.clear()
+        self.journal.stop_all()
         await self._locks.close()
