@@ -12,13 +12,16 @@ import asyncio
 import json
 from pathlib import Path
 
+import pytest
 from inproc import EXTENSIBLE, Cluster, cluster, create_namespace, read
 from live_support import eventually, run
 
+from bundlewise.algorithms.balanced.shedder import BalancedPlanShedder
 from bundlewise.live.broker.extensible.manager import ExtensibleLoadManager
 from bundlewise.live.broker.modular.manager import ModularLoadManager
 from bundlewise.live.broker.service import Broker
 from bundlewise.live.store import layout
+from bundlewise.model.bundles import Bundle
 from bundlewise.traffic.workload import GeneratedWorkload, NamespaceSpec, WorkloadSpec
 
 NS = "public/default"
@@ -119,6 +122,42 @@ def test_modular_bundle_data_step_writes_the_top_bundles_and_every_brokers_time_
 
 
 # -- extensible ------------------------------------------------------------------------------------
+
+
+def test_modular_split_step_hands_each_childs_measured_load_to_a_strategy_that_places_by_load(
+    tmp_path: Path,
+) -> None:
+    """``#checkNamespaceBundleSplit`` with BalancedPlanShedder: the owner's split answer carries each child's load
+    summed from its topics (``X-Bundlewise-Split-Children``) and the leader hands it to the strategy, which
+    places the children by it.  Every child's measure adds up to its parent's reported stats."""
+
+    async def body() -> None:
+        settings = {
+            "loadBalancerAutoBundleSplitEnabled": "true",
+            "loadBalancerNamespaceBundleMaxTopics": 5,
+            "loadBalancerLoadSheddingStrategy": "BalancedPlanShedder",
+        }
+        async with cluster(tmp_path, settings) as c:
+            hot, idle = await one_broker_holding_everything(c)
+            leader = await aggregated(hot, idle)
+            parents = dict(leader.data.load.brokers["127.0.0.1:8081"].localData.lastStats)
+            strategy = leader.leader_work.family.shedder
+            assert isinstance(strategy, BalancedPlanShedder)
+            await leader.leader_work.check_split()
+            assert leader.leader_work.split_total == 4
+            measured = {child: stats for child, (stats, _) in strategy.measured.items()}
+            assert len(measured) == 8
+            for parent in BUNDLES:
+                kids = [m for child, m in measured.items() if Bundle.parse(child).overlaps(Bundle.parse(parent))]
+                assert len(kids) == 2
+                assert sum(k.topics for k in kids) == parents[parent].topics  # 9 or 11 of the 40 topics
+                assert all(k.topics > 0 for k in kids)
+                rate = sum(k.msgRateIn for k in kids)
+                assert rate == pytest.approx(parents[parent].msgRateIn, rel=1e-9)
+                tput = sum(k.msgThroughputOut for k in kids)
+                assert tput == pytest.approx(parents[parent].msgThroughputOut, rel=1e-9)
+
+    run(body())
 
 
 def test_extensible_unload_step_transfers_from_the_overloaded_broker_after_the_hit_count(tmp_path: Path) -> None:

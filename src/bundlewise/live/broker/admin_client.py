@@ -13,11 +13,15 @@ through their ASGI apps, ``httpx.ASGITransport``).  Each answers whether the req
 
 from __future__ import annotations
 
+import json
 import logging
 
 import httpx
 
+from bundlewise.live.broker.namespace import SPLIT_HEADER, Measured
 from bundlewise.model.bundles import Bundle
+from bundlewise.model.errors import InputError
+from bundlewise.model.load import NamespaceBundleStats
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +43,10 @@ class AdminClient:
         return f"/admin/v2/namespaces/{b.namespace}/{b.range_name}/{action}"
 
     async def _put(self, path: str, params: dict[str, str], what: str) -> bool:
+        return await self._answer(path, params, what) is not None
+
+    async def _answer(self, path: str, params: dict[str, str], what: str) -> httpx.Response | None:
+        """The successful answer, redirects followed; None (logged) on failure."""
         url = str(httpx.URL(self.base_url + path, params=params))
         try:
             for _ in range(MAX_REDIRECTS + 1):
@@ -48,21 +56,31 @@ class AdminClient:
                 url = resp.headers["location"]
         except httpx.HTTPError as e:
             log.warning("%s failed: %r", what, e)
-            return False
+            return None
         if resp.is_success:
-            return True
+            return resp
         log.warning("%s failed: HTTP %d %s", what, resp.status_code, resp.text[:300])
-        return False
+        return None
 
     async def unload(self, bundle: str, destination: str | None) -> bool:
         params = {"destinationBroker": destination} if destination else {}
         return await self._put(self._path(bundle, "unload"), params, f"unload of {bundle}")
 
-    async def split(self, bundle: str, unload: bool, algorithm: str | None = None) -> bool:
+    async def split(self, bundle: str, unload: bool, algorithm: str | None = None) -> Measured | None:
+        """The split done: its children with their measured loads (``SPLIT_HEADER``; empty when the owner named
+        none); None when it failed."""
         params = {"unload": "true" if unload else "false"}
         if algorithm:
             params["splitAlgorithmName"] = algorithm
-        return await self._put(self._path(bundle, "split"), params, f"split of {bundle}")
+        resp = await self._answer(self._path(bundle, "split"), params, f"split of {bundle}")
+        if resp is None:
+            return None
+        try:
+            doc = json.loads(resp.headers.get(SPLIT_HEADER) or "{}")
+            return {str(c): NamespaceBundleStats.from_json(v, f"{SPLIT_HEADER}[{c}]") for c, v in doc.items()}
+        except (ValueError, AttributeError, InputError) as e:
+            log.warning("split of %s: unreadable %s: %r", bundle, SPLIT_HEADER, e)
+            return {}
 
     async def healthcheck(self, broker_id: str, timeout: float) -> bool:
         """``brokers().healthcheckAsync(V2, Optional.of(brokerId))``: ``GET /admin/v2/brokers/health?brokerId=``

@@ -14,6 +14,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from bundlewise.algorithms.splitting.algorithms import TopicLoad
 from bundlewise.config import Config
 from bundlewise.live.broker.clock import PulsarClock
 from bundlewise.live.broker.constraints import ConstraintsCache
@@ -26,7 +27,7 @@ from bundlewise.model.load import LocalBrokerData
 from bundlewise.model.resources import SystemResources
 
 
-def _no_topics(bundle: Bundle) -> list[str]:
+def _no_topics(bundle: Bundle) -> list[TopicLoad]:
     return []
 
 
@@ -74,7 +75,7 @@ class BrokerContext:
     admin: Any  # live.broker.admin_client.AdminClient: the broker's own HTTP client to other brokers
     log_decision: Callable[[dict[str, Any]], None]
     log_load_data: Callable[[dict[str, Any]], None]
-    topic_names: Callable[[Bundle], list[str]] = _no_topics  # the workload's topics in a bundle (split boundaries)
+    topic_loads: Callable[[Bundle], list[TopicLoad]] = _no_topics  # the workload's topics in a bundle, rates now
     constraints: ConstraintsCache | None = None  # the cluster's placement constraints, read from the store
 
 

@@ -24,7 +24,13 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from bundlewise.algorithms.splitting.algorithms import ALGORITHMS, SplitRequest, TopicLoad, split_bundle
+from bundlewise.algorithms.splitting.algorithms import (
+    ALGORITHMS,
+    SplitRequest,
+    TopicLoad,
+    measured_children,
+    split_bundle,
+)
 from bundlewise.config import Config
 from bundlewise.config.views import BrokerSettings, SplitSettings
 from bundlewise.live.broker.journal import ServingJournal
@@ -35,6 +41,7 @@ from bundlewise.live.store.errors import MetadataStoreError
 from bundlewise.model.bundles import Bundle
 from bundlewise.model.errors import InputError
 from bundlewise.model.hashing import crc32_hash
+from bundlewise.model.load import NamespaceBundleStats
 
 log = logging.getLogger(__name__)
 
@@ -74,8 +81,8 @@ class NamespaceService(Protocol):
 
     async def split(
         self, bundle: Bundle, algorithm: str | None, boundaries: Sequence[int] | None, unload: bool, authoritative: bool
-    ) -> None:
-        """``PUT …/{bundle}/split``."""
+    ) -> Measured:
+        """``PUT …/{bundle}/split``: each child's load measured from its topics at the split (empty: no split)."""
 
 
 Search = Callable[[str, bool, bool], Awaitable[LookupAnswer | None]]
@@ -153,12 +160,26 @@ def check_algorithm(config: Config, name: str | None, boundaries: Sequence[int] 
     return algorithm
 
 
+Measured = dict[str, NamespaceBundleStats]
+"""A carried-out split's children by name, each with the load its topics carried at the split."""
+
+SPLIT_HEADER = "X-Bundlewise-Split-Children"
+"""The split answer's header (bundlewise's own; the answer stays Pulsar's 204): the ``Measured`` children as JSON."""
+
+
+def measured(children: Sequence[Bundle] | None, topics: Sequence[TopicLoad]) -> Measured:
+    """Each child's measured load (``splitting.algorithms.measured_children``); empty when nothing split."""
+    if not children:
+        return {}
+    return dict(zip((c.name for c in children), measured_children(children, topics), strict=True))
+
+
 def split_children(
-    config: Config, algorithm: str, bundle: Bundle, topics: list[str], positions: Sequence[int] | None
+    config: Config, algorithm: str, bundle: Bundle, topics: list[TopicLoad], positions: Sequence[int] | None
 ) -> list[Bundle] | None:
     """The children ``algorithm`` cuts ``bundle`` into over its topics (None: nothing to split; 412: bad request)."""
     try:
-        result = split_bundle(algorithm, SplitRequest(bundle, [TopicLoad(t) for t in topics], positions), config)
+        result = split_bundle(algorithm, SplitRequest(bundle, topics, positions), config)
     except InputError as e:
         raise RestError(412, f"Split bundle failed due to invalid request: {e}") from None
     return None if result is None else result[1]

@@ -204,7 +204,7 @@ class Broker:
             admin=self.admin,
             log_decision=self.decisions.write,
             log_load_data=self.load_data_log.write,
-            topic_names=self.traffic.topic_names,
+            topic_loads=self.traffic.topic_loads,
             constraints=constraints,
         )
         self.manager = ExtensibleLoadManager(ctx) if kind == EXTENSIBLE else ModularLoadManager(ctx)

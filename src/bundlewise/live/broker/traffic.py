@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from bundlewise.algorithms.splitting.algorithms import TopicLoad
 from bundlewise.live.broker.clock import PulsarClock
 from bundlewise.model.bundles import Bundle
 from bundlewise.model.hashing import crc32_hash
@@ -62,11 +63,24 @@ class EmulatedTraffic:
         hi = int(np.searchsorted(ns.hashes, bundle.upper, side="right" if bundle.upper_closed else "left"))
         return ns.topics[lo:hi]
 
-    def topic_names(self, bundle: Bundle) -> list[str]:
+    def topic_loads(self, bundle: Bundle) -> list[TopicLoad]:
+        """The workload's topics in ``bundle`` with their rates now: what the owner's per-topic stats give a split
+        (its boundaries under ``flow_or_qps_equally_divide``, each child's measured load)."""
         if self.workload is None:
             return []
         names = self.workload.topics.names
-        return [names[i] for i in self.topics_of(bundle)]
+        idx = self.topics_of(bundle)
+        rates = self.workload.rates(self.clock.elapsed_ms())
+        return [
+            TopicLoad(
+                names[i],
+                msgRateIn=float(rates[0][i]),
+                msgRateOut=float(rates[1][i]),
+                msgThroughputIn=float(rates[2][i]),
+                msgThroughputOut=float(rates[3][i]),
+            )
+            for i in idx
+        ]
 
     def bundle_stats(self, served: Iterable[str]) -> dict[str, NamespaceBundleStats]:
         """``NamespaceBundleStats`` of every served bundle at Pulsar time now (module docstring)."""

@@ -207,19 +207,22 @@ class ExtensibleNamespaceService:
     # -- admin: split ------------------------------------------------------------------------
     async def split(
         self, bundle: Bundle, algorithm: str | None, boundaries: Sequence[int] | None, unload: bool, authoritative: bool
-    ) -> None:
+    ) -> shared.Measured:
         name = shared.check_algorithm(self.config, algorithm, boundaries)
         await shared.require_bundle(self.bundles, bundle)
         owner = await self.ext.resolver.get_or_select_owner(bundle.name)
         if owner != self.identity.broker_id:
             raise await self._redirect_to(owner)
-        children = shared.split_children(self.config, name, bundle, self.ext.ctx.topic_names(bundle), boundaries)
+        topics = self.ext.ctx.topic_loads(bundle)
+        children = shared.split_children(self.config, name, bundle, topics, boundaries)
         if children is None:
-            return
+            return {}
         # a channel ``Split`` names exactly two children: several boundaries split at the first one only
         children = bundle.split_at([children[0].upper])
         error = await self.ext.split(bundle, children)
         if error is not None:
             raise ServerError(f"Failed to split {bundle.name}: {error}")
+        measures = shared.measured(children, topics)
         decision = SplitDecision(bundle.name, self.identity.broker_id, (SplitReason.ADMIN,), "admin request")
-        self.ext.split_scheduler.log(decision.done(name, [c.name for c in children]), 0)
+        self.ext.split_scheduler.log(decision.done(name, list(measures), list(measures.values())), 0)
+        return measures

@@ -17,7 +17,12 @@ import logging
 from collections.abc import Awaitable, Callable
 
 from bundlewise.algorithms.families import ExtensibleFamily
-from bundlewise.algorithms.splitting.algorithms import SplitRequest, TopicLoad, resolve_algorithm_name, split_bundle
+from bundlewise.algorithms.splitting.algorithms import (
+    SplitRequest,
+    measured_children,
+    resolve_algorithm_name,
+    split_bundle,
+)
 from bundlewise.config.views import LeaderSettings
 from bundlewise.live.broker.extensible.channel import ServiceUnitStateChannel
 from bundlewise.live.broker.manager import BrokerContext, Sample
@@ -78,7 +83,7 @@ class SplitScheduler:
         algorithm = resolve_algorithm_name(None, config)
         for d in decisions:
             bundle = Bundle.parse(d.bundle)
-            topics = [TopicLoad(t) for t in self.ctx.topic_names(bundle)]
+            topics = self.ctx.topic_loads(bundle)
             result = split_bundle(algorithm, SplitRequest(bundle, topics), config)
             if result is None or len(result[0]) != 1:
                 self._count(Label.FAILURE, "Unknown")
@@ -91,7 +96,7 @@ class SplitScheduler:
                 continue
             self.split_total += 1
             self._count(Label.SUCCESS, str(d.reason))
-            done = d.done(algorithm, [c.name for c in children])
+            done = d.done(algorithm, [c.name for c in children], measured_children(children, topics))
             self.log(done, self.cycles)
 
     def _count(self, label: Label, reason: str) -> None:

@@ -32,7 +32,7 @@ from bundlewise.live.broker import metrics, values
 from bundlewise.live.broker.auth import AuthenticationError, Authority, AuthorizationError
 from bundlewise.live.broker.http import render, topics
 from bundlewise.live.broker.manager import LoadManager
-from bundlewise.live.broker.namespace import NamespaceService
+from bundlewise.live.broker.namespace import SPLIT_HEADER, NamespaceService
 from bundlewise.live.broker.outcomes import Connect, Redirect, RedirectError, RestError, ServerError, Unavailable
 from bundlewise.live.broker.policies import BundlesCache
 from bundlewise.live.store import JSON, MetadataStore, layout
@@ -222,14 +222,15 @@ def create_app(broker: Broker) -> FastAPI:
             if not isinstance(parsed, list) or not all(isinstance(x, int) for x in parsed):
                 raise RestError(400, "the body must be a JSON array of split boundaries")
             boundaries = parsed
-        await ns.split(
+        measures = await ns.split(
             bundle_of(tenant, namespace, bundle),
             q.get("splitAlgorithmName"),
             boundaries,
             flag(q.get("unload")),
             flag(q.get("authoritative")),
         )
-        return Response(status_code=204)
+        body = json.dumps({child: stats.to_json() for child, stats in measures.items()}, separators=(",", ":"))
+        return Response(status_code=204, headers={SPLIT_HEADER: body} if measures else None)
 
     # -- brokers -----------------------------------------------------------------------------
     @app.get("/admin/v2/brokers/leaderBroker", summary="The leader (LeaderBroker)")

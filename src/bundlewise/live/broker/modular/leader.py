@@ -40,6 +40,7 @@ from typing import Any
 
 from bundlewise.algorithms.families import ModularFamily
 from bundlewise.algorithms.leader import top_k_bundles
+from bundlewise.algorithms.splitting.algorithms import resolve_algorithm_name
 from bundlewise.config.views import LeaderSettings
 from bundlewise.live.broker.manager import BrokerContext, Sample, decision_samples
 from bundlewise.live.broker.modular.aggregate import LoadDataAggregator
@@ -208,9 +209,13 @@ class LeaderWork:
             with contextlib.suppress(MetadataStoreError):
                 await self.ctx.store.delete(layout.bundle_data(d.bundle))
             unload = settings.unload_split_children and len(self.data.known) > 1
-            ok = await self.ctx.admin.split(d.bundle, unload)
-            if ok:
+            measures = await self.ctx.admin.split(d.bundle, unload)
+            if measures is not None:
                 self.split_total += 1
+                if measures:  # the owner's measure of each child: a strategy that places by load uses it
+                    algorithm = resolve_algorithm_name(None, self.ctx.config)
+                    async with self.data.lock:
+                        self.family.split_done(d.done(algorithm, list(measures), list(measures.values())))
                 self._log(d, now, note=" (children unloaded)" if unload else "")
 
     def metrics(self) -> list[Sample]:

@@ -66,7 +66,7 @@ class ModularNamespaceService:
         self.identity = ctx.identity
         self.config: Config = ctx.config
         self.bundles = ctx.bundles
-        self.topic_names = ctx.topic_names
+        self.topic_loads = ctx.topic_loads
         self.ownership = ownership
         self.manager = manager
         self.tasks = tasks
@@ -193,7 +193,7 @@ class ModularNamespaceService:
     # -- admin: split ------------------------------------------------------------------------
     async def split(
         self, bundle: Bundle, algorithm: str | None, boundaries: Sequence[int] | None, unload: bool, authoritative: bool
-    ) -> None:
+    ) -> shared.Measured:
         name = shared.check_algorithm(self.config, algorithm, boundaries)
         await shared.require_bundle(self.bundles, bundle)
         answer = await self.find(bundle.name, authoritative=authoritative)
@@ -203,7 +203,8 @@ class ModularNamespaceService:
             raise RedirectError(Redirect(answer.http_url, self.manager.is_leader()))
         if self.ownership.get(bundle.name) is None:
             raise ServerError(f"Bundle {bundle.name} is not owned by this broker")
-        await self.split_and_own(bundle, name, boundaries, unload)
+        children = await self.split_and_own(bundle, name, boundaries, unload)
+        return shared.measured(children, self.topic_loads(bundle))
 
     async def split_and_own(
         self, bundle: Bundle, algorithm: str, positions: Sequence[int] | None, unload: bool
@@ -234,7 +235,7 @@ class ModularNamespaceService:
             self._require_parent(bundle)
             if bundle not in known.bundles.bundles:
                 raise RestError(412, f"Split bundle failed due to invalid request: bundle {bundle.name} not found")
-            children = shared.split_children(self.config, algorithm, bundle, self.topic_names(bundle), positions)
+            children = shared.split_children(self.config, algorithm, bundle, self.topic_loads(bundle), positions)
             if children is None:
                 return None
             new, _ = known.bundles.split(bundle, [c.lower for c in children[1:]])
