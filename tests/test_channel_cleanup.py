@@ -421,3 +421,40 @@ def test_constructor_check_tombstone_delay_covers_the_in_flight_wait():
         "loadBalancerServiceUnitStateTombstoneDelayTimeInSeconds: "
         "expected a tombstone delay of at least the in-flight wait (30001 ms), got 30 s"
     )
+
+
+def test_the_children_a_dead_splitter_claimed_follow_its_parents_new_source():
+    """A broker died mid-split, after claiming the children ``Owned`` by itself: the parent's new source serves
+    the parent's range until its own split completes, so the children go to it, never to another broker (a
+    deviation from Pulsar's per-orphan selection; the fault campaign's owner-kill-during-split).  Other orphans
+    are selected as before, and the selector is not asked for the children."""
+    ns = "t/ns"
+    parent, low, high, other = (
+        f"{ns}/0x00000000_0x80000000",
+        f"{ns}/0x00000000_0x40000000",
+        f"{ns}/0x40000000_0x80000000",
+        f"{ns}/0x80000000_0xffffffff",
+    )
+    view = {
+        low: rec(Owned, INACTIVE, version=1),
+        parent: rec(Splitting, None, INACTIVE, version=3, children={"0x00000000_0x40000000": None}),
+        high: rec(Owned, INACTIVE, version=1),
+        other: rec(Owned, INACTIVE, version=2),
+    }
+    asked = []
+    brokers = iter([B1, B2, B3])
+
+    def cycle(key, excluded):
+        asked.append(key)
+        return next(brokers)
+
+    plan = plan_cleanup(INACTIVE, view, cycle, NOW)
+    got = {o.service_unit: (o.record.state, o.record.dst_broker, o.record.source_broker) for o in plan.overrides}
+    assert got == {
+        parent: (Splitting, None, B1),
+        low: (Owned, B1, INACTIVE),
+        high: (Owned, B1, INACTIVE),
+        other: (Owned, B2, INACTIVE),
+    }
+    assert asked == [parent, other]
+    assert [o.service_unit for o in plan.overrides] == [low, parent, high, other]  # published in view order

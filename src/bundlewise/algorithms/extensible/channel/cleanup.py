@@ -24,6 +24,12 @@ new broker chosen by ``select(key, excluded={broker})``:
 | Releasing, ``dst == broker``, another src | ``Releasing(dst = new, src = old src, force)`` (**) |
 | no candidate | ``Free(src = old dst if Owned else old src, force)`` |
 
+A **split in progress** keeps its children with it (a deviation from Pulsar, which selects a broker for each
+orphan alone): when the dead broker was splitting a bundle, it may already have claimed the children
+``Owned`` by itself.  The new source of the ``Splitting`` parent serves the parent's range until its own split
+completes, so a child handed to any other broker would be served beside it; each orphan whose range lies inside
+a ``Splitting`` orphan's goes to that parent's new source instead (``select`` is not asked for it).
+
 (*) A graceful self-cleanup (a broker shutting down) hands each bundle it owns over with a forced
 ``Releasing`` when the new owner differs.  The old broker named as source closes its topics if it is
 in fact alive.  Non-system orphans go first; after them the owner waits up to 5 s for them to leave
@@ -42,7 +48,7 @@ the bundle on.  ``Assigning`` needs no such care: the source writes it only afte
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -54,6 +60,7 @@ from bundlewise.algorithms.extensible.channel.settings import (
     MIN_CLEAN_UP_DELAY_S,
     OWNERSHIP_CLEAN_UP_MAX_WAIT_MS,
 )
+from bundlewise.model.bundles import Bundle
 from bundlewise.model.channel import (
     ServiceUnitState,
     ServiceUnitStateData,
@@ -62,6 +69,7 @@ from bundlewise.model.channel import (
     is_in_flight_state,
     next_version_id,
 )
+from bundlewise.model.errors import InputError
 
 S = ServiceUnitState
 Selector = Callable[[str, frozenset[str]], "str | None"]
@@ -220,6 +228,31 @@ def _override(
     return Override(key, orphan, record, f"{orphan.state} orphan of {broker} -> {record.state} {who}")
 
 
+def _fixed(broker: str | None) -> Selector:
+    """A selector that always names ``broker``."""
+    return lambda key, excluded: broker
+
+
+def _splitting_parent(key: str, splitting: Collection[str]) -> str | None:
+    """The ``Splitting`` orphan whose range holds ``key``'s (another key), if any."""
+    if not splitting:
+        return None
+    try:
+        child = Bundle.parse(key)
+    except InputError:
+        return None
+    for parent in splitting:
+        if parent == key:
+            continue
+        try:
+            p = Bundle.parse(parent)
+        except InputError:
+            continue
+        if p.namespace == child.namespace and p.lower <= child.lower and child.upper <= p.upper:
+            return parent
+    return None
+
+
 def plan_cleanup(
     broker: str,
     view: Mapping[str, ServiceUnitStateData | None],
@@ -236,8 +269,19 @@ def plan_cleanup(
     if not graceful and broker_healthy:
         return CleanupPlan(broker, graceful, skipped=f"{broker} passed the health check: skip the cleanup")
     orphans = [(k, v) for k, v in view.items() if v is not None and is_orphan(broker, v)]
-    regular = tuple(_override(k, v, broker, select, graceful, now) for k, v in orphans if not is_system_service_unit(k))
-    system = tuple(_override(k, v, broker, select, graceful, now) for k, v in orphans if is_system_service_unit(k))
+    # the children a dead splitter claimed follow the parent's new source (module docstring); every other orphan
+    # is selected in view order, as before
+    parents = {k for k, v in orphans if v.state is S.Splitting}
+    parent_of = {k: p for k, _ in orphans if (p := _splitting_parent(k, parents)) is not None}
+    selected = {k: _override(k, v, broker, select, graceful, now) for k, v in orphans if k not in parent_of}
+    sources = {k: o.record.source_broker if o.record.state is S.Splitting else None for k, o in selected.items()}
+    overrides = dict(selected)
+    for k, v in orphans:
+        if k in parent_of:
+            source = sources.get(parent_of[k])
+            overrides[k] = _override(k, v, broker, _fixed(source), graceful, now)
+    regular = tuple(overrides[k] for k, _ in orphans if not is_system_service_unit(k))
+    system = tuple(overrides[k] for k, _ in orphans if is_system_service_unit(k))
     return CleanupPlan(
         broker,
         graceful,
