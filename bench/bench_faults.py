@@ -3,7 +3,8 @@ broker AND the store and checks hash-range overlap (``bundlewise.live.harness.fa
 How it is tested).
 
 ``python -m bench faults`` (runs per cell from ``BENCH_FAULTS_RUNS``, default 20) or
-``python -m bench.bench_faults --runs N [--faults a,b] [--stores etcd] [--managers modular]``.  One cluster per
+``python -m bench.bench_faults --runs N [--faults a,b] [--stores etcd] [--managers modular] [--append]``
+(``--append``: the committed cells of other faults, stores or managers are kept beside the new ones).  One cluster per
 store x manager (3 brokers, session timeout 4 s, shedding and automatic splits off), clients looking up every
 topic through every live broker throughout; each run fires one fault and waits until every topic is served again
 (at most ``RECOVERY_S``), then checks the observations.  The cluster is rebuilt after a run it did not recover
@@ -11,9 +12,11 @@ from.  Faults: an admin unload racing an admin split of one bundle (``unload=fal
 splits of one bundle through two brokers; an unload racing a transfer (extensible only); the store SIGSTOPped for
 the session timeout + 2 s; the store SIGKILLed and restarted on its data after the session timeout + 1 s; the
 store restarted with its data deleted; a burst of first lookups of a fresh namespace by 2 clients of every
-broker; SIGKILL of a non-leader broker; SIGKILL of the leader; and the loss campaign's faults aimed at the owner
+broker; SIGKILL of a non-leader broker; SIGKILL of the leader; the loss campaign's faults aimed at the owner
 of the first topic (``bench/bench_loss.py``: its SIGKILL, its SIGSTOP past the session, the leader's SIGKILL during
-an unload, the owner's SIGKILL during a split).
+an unload, the owner's SIGKILL during a split); and that owner restarted with its clock at half rate (libfaketime),
+given the first topic's bundle, then SIGSTOPped past the session (``skewed-owner-pause``: a clock-rate error
+beyond the fencing margin's bound, which only etcd's clock check catches).
 
 Per fault x store x manager: runs; **overlaps** (pairs of intersecting hash ranges served by two brokers at once,
 from the brokers' admin answers) and store overlaps (the same in the ownership locks / channel records);
@@ -35,6 +38,7 @@ session timeout + 10 s after a store outage.
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import sys
 import tempfile
@@ -43,7 +47,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from bench.common import campaign_args, write_result
+from bench.common import RESULTS, campaign_args, write_result
 from bundlewise.live.harness.faults import (
     BROKERS,
     FAULTS,
@@ -162,6 +166,16 @@ def markdown(payload: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def kept_cells(new: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The committed result's cells that ``new`` does not replace (``--append``), in their order."""
+    path = RESULTS / f"{RESULT}.json"
+    if not path.exists():
+        return []
+    replaced = {(r["fault"], r["store"], r["manager"]) for r in new}
+    old = json.loads(path.read_text())["cells"]
+    return [r for r in old if (r["fault"], r["store"], r["manager"]) not in replaced]
+
+
 def main(argv: list[str] | None = None) -> None:
     runs, lists = campaign_args(
         argv, "python -m bench.bench_faults", __doc__.split("\n\n")[0], "BENCH_FAULTS_RUNS", 20, FAULTS
@@ -169,6 +183,8 @@ def main(argv: list[str] | None = None) -> None:
     logging.getLogger("kazoo").setLevel(logging.CRITICAL)  # the observer's reconnects during store outages
     started = time.monotonic()
     rows = campaign(runs, lists["faults"], lists["stores"], lists["managers"])
+    if lists.get("append"):
+        rows = kept_cells(rows) + rows
     payload = {
         "runs_per_cell": runs,
         "brokers": BROKERS,

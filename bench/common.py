@@ -182,8 +182,9 @@ def _cpus() -> int:
 def campaign_args(
     argv: list[str] | None, prog: str, description: str, runs_env: str, default_runs: int, faults: Collection[str]
 ) -> tuple[int, dict[str, list[str]]]:
-    """The fault campaigns' command line: ``--runs N --faults a,b --stores s --managers m`` (each list checked
-    against the campaign's own names; a bad value is a one-line error, exit 2).  (runs, lists)."""
+    """The fault campaigns' command line: ``--runs N --faults a,b --stores s --managers m [--append]`` (each list
+    checked against the campaign's own names; a bad value is a one-line error, exit 2).  (runs, lists); with
+    ``--append`` the lists also hold ``"append": ["yes"]``."""
     from bundlewise.live.harness.faults import MANAGERS, STORES
 
     parser = argparse.ArgumentParser(prog=prog, description=description)
@@ -191,6 +192,9 @@ def campaign_args(
     parser.add_argument("--faults", default=",".join(faults))
     parser.add_argument("--stores", default=",".join(STORES))
     parser.add_argument("--managers", default=",".join(MANAGERS))
+    parser.add_argument(
+        "--append", action="store_true", help="keep the committed result's other cells (these cells are replaced)"
+    )
     args = parser.parse_args(argv or [])
     lists = {k: [x for x in getattr(args, k).split(",") if x] for k in ("faults", "stores", "managers")}
     known: dict[str, Collection[str]] = {"faults": faults, "stores": STORES, "managers": MANAGERS}
@@ -202,4 +206,6 @@ def campaign_args(
     if args.runs < 1:
         sys.stderr.write(f"error: --runs: expected at least 1, got {args.runs}\n")
         raise SystemExit(2)
+    if args.append:
+        lists["append"] = ["yes"]
     return args.runs, lists

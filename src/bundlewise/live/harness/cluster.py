@@ -70,6 +70,7 @@ class BrokerProcess(ServerProcess):
         self.store_url = store_url
         self.settings = dict(settings or {})
         self.args = args
+        self.wrapper: list[str] = []  # a command the broker runs under (``env LD_PRELOAD=… FAKETIME=…``, which execs)
 
     @property
     def broker_id(self) -> str:
@@ -108,7 +109,7 @@ class BrokerProcess(ServerProcess):
                 else str(value)
             )
             cmd += ["--set", f"{key}={text}"]
-        return cmd + list(self.args)
+        return [*self.wrapper, *cmd, *self.args]
 
     def _answers(self) -> bool:
         try:

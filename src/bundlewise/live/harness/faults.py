@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import glob
 import shutil
 import threading
 import time
@@ -102,6 +103,7 @@ class Fired:
     burst_bundles: dict[str, str] = field(default_factory=dict)
     failed: int = 0
     restart: tuple[BrokerProcess, ...] = ()
+    replace: tuple[BrokerProcess, ...] = ()  # brokers to run again without their wrapper (SIGKILL, then start)
     actions: tuple[str, ...] = ()  # the admin calls' outcomes, e.g. "split 204", "unload 500" (0: no answer)
 
 
@@ -352,11 +354,15 @@ class Cell:
         self.wait_served(topics, RECOVERY_S, after=fired.since)
         time.sleep(1.0)  # the answers of the last moments, and gaps or overlaps that come after recovery
         served_in, left = overlap.time_to_served(self.rounds(fired.since), topics, fired.since)
-        for b in fired.restart:
+        journals = {b: overlap.journal_intervals(j) for b, j in self.observer.journals().items()}
+        for b in fired.replace:
+            with contextlib.suppress(Exception):
+                b.kill()
+            b.wrapper = []
+        for b in (*fired.restart, *fired.replace):
             with contextlib.suppress(Exception):
                 b.start(60)
         obs = self.observer.result
-        journals = {b: overlap.journal_intervals(j) for b, j in self.observer.journals().items()}
         handovers = [p for p in obs.overlaps if overlap.handover_in_a_round(p, obs.overlap_instants[p], journals)]
         overlaps = set(obs.overlaps) - set(handovers)
         candidates = set(overlap.journal_overlaps(journals, obs.started_at)) - set(obs.overlaps)
@@ -550,6 +556,37 @@ def owner_kill_during_split(cell: Cell, index: int) -> Fired:
     return Fired(killed_at[0], restart=(victim,), actions=(f"split {codes[0]}",))
 
 
+def skewed_owner_pause(cell: Cell, index: int) -> Fired:
+    """The owner of the first topic restarted with its clocks at half rate (libfaketime, ``FAKETIME="+0 x0.5"``),
+    the first topic's bundle moved to it (an admin unload naming it), then SIGSTOP for the session timeout + 2 s
+    and SIGCONT: on its slow clock the pause looks half as long.  On etcd its clock check fences it first (it
+    never serves); on ZooKeeper nothing checks the rate (docs/live/guarantees.md §17.2).  It runs normally again
+    after the run."""
+    _, owner = cell.owner_of(TOPICS[0])
+    victim = cell.c.broker(owner)
+    victim.kill()
+    victim.wrapper = ["env", f"LD_PRELOAD={libfaketime()}", "FAKETIME=+0 x0.5", "FAKETIME_NO_CACHE=1"]
+    victim.start(60)
+    bundle, holder = cell.owner_of(TOPICS[0]) if cell.wait_served([TOPICS[0]], RECOVERY_S) else ("", "")
+    moved = 0
+    if bundle and holder != victim.broker_id:
+        moved = _admin(cell, cell.c.broker(holder), bundle, "unload", f"?destinationBroker={victim.broker_id}")()
+    cell.wait_served([TOPICS[0]], RECOVERY_S, after=time.monotonic() + 0.5)
+    since = time.monotonic()
+    victim.pause()
+    time.sleep(SESSION_S + 2)
+    victim.resume()
+    return Fired(since, replace=(victim,), actions=(f"move to the skewed broker {moved}",))
+
+
+def libfaketime() -> str:
+    """Debian's libfaketime (the ``faketime`` package, which ``make test`` installs)."""
+    found = sorted(glob.glob("/usr/lib/*/faketime/libfaketime.so.1"))
+    if not found:
+        raise RuntimeError("libfaketime is not installed (Debian package faketime)")
+    return found[0]
+
+
 def _killer(victim: BrokerProcess) -> tuple[Callable[[], int], list[float]]:
     """A call for ``_together`` that SIGKILLs ``victim``, and the list its moment goes into: a run measures
     from the kill (rounds seen between the race's start and the kill would pass for recovery)."""
@@ -577,6 +614,7 @@ FAULTS: dict[str, Callable[[Cell, int], Fired]] = {
     "owner-pause": owner_pause,
     "leader-kill-during-unload": leader_kill_during_unload,
     "owner-kill-during-split": owner_kill_during_split,
+    "skewed-owner-pause": skewed_owner_pause,
 }
 MANAGERS_OF = {"unload-racing-transfer": ("extensible",)}  # a transfer is the extensible manager's
 
