@@ -92,3 +92,10 @@ def test_an_answer_is_confirmed_by_an_ownership_shorter_than_a_round() -> None:
     assert not served_per_journal(journals, "A", topic, 9.0, 12.0)
     other = HIGH if inside == LOW else LOW
     assert not served_per_journal({"B": {other: [(9.0, 12.0)]}}, "B", topic, 9.0, 12.0)
+
+
+def test_a_claim_whose_instant_is_unknown_refutes_nothing() -> None:
+    # a broker under libfaketime: its clock is not the machine's, the observer drops its instants and journal
+    journals = {"A": {LOW: [(1.0, 10.02)]}, "B": {LOW: [(10.04, 20.0)]}}
+    assert not handover_in_a_round(PAIR, [(None, 10.05)], journals)
+    assert not handover_in_a_round(PAIR, [(10.00, None)], journals)

@@ -39,6 +39,7 @@ from bundlewise.model.ranges import Overlap
 from bundlewise.model.ranges import overlaps as range_overlaps
 
 Claims = dict[str, list[str]]
+CLOCK_SLACK = 0.05  # s: a broker's monotonic reading may differ from the observer's by this much and still count
 
 
 @dataclass(slots=True)
@@ -49,7 +50,7 @@ class FaultObservations:
     overlaps: dict[Overlap, list[float]] = field(default_factory=dict)  # pair -> [first seen, last seen]
     # pair -> for each round that saw it, the instants (each broker's own clock reading, ``X-Bundlewise-Monotonic``)
     # at which its two brokers claimed the two bundles
-    overlap_instants: dict[Overlap, list[tuple[float, float]]] = field(default_factory=dict)
+    overlap_instants: dict[Overlap, list[tuple[float | None, float | None]]] = field(default_factory=dict)
     store_overlaps: dict[Overlap, list[float]] = field(default_factory=dict)
     history: list[tuple[float, Claims]] = field(default_factory=list)  # (time, claims) of every broker round
 
@@ -123,14 +124,19 @@ class FaultObserver:
         return done
 
     # -- brokers ---------------------------------------------------------------------------
-    def _ask(self, client: httpx.Client, url: str) -> tuple[str, list[str] | None, float]:
-        """(broker id, the bundles it serves or None, the instant it computed the answer)."""
+    def _ask(self, client: httpx.Client, url: str) -> tuple[str, list[str] | None, float | None]:
+        """(broker id, the bundles it serves or None, the instant it computed the answer -- None when the broker's
+        clock is not this machine's: an instant outside the request's own span, e.g. under libfaketime)."""
         broker_id = _host_port(url)
+        sent = time.monotonic()
         try:
             r = client.get(f"{url}/admin/v2/brokers/{self.cluster}/{broker_id}/ownedNamespaces", timeout=self.timeout)
         except httpx.HTTPError:
-            return broker_id, None, time.monotonic()
-        instant = float(r.headers.get("X-Bundlewise-Monotonic") or time.monotonic())
+            return broker_id, None, None
+        received = time.monotonic()
+        instant: float | None = float(r.headers.get("X-Bundlewise-Monotonic") or "nan")
+        if not (instant is not None and sent - CLOCK_SLACK <= instant <= received + CLOCK_SLACK):
+            instant = None
         return broker_id, (list(r.json()) if r.status_code == 200 else None), instant
 
     def journals(self) -> dict[str, dict[str, Any]]:
@@ -138,12 +144,18 @@ class FaultObserver:
         out: dict[str, dict[str, Any]] = {}
         with httpx.Client() as client:
             for url in self.brokers():
+                sent = time.monotonic()
                 try:
                     r = client.get(f"{url}/admin/v2/bundlewise/serving-journal", timeout=2.0)
                 except httpx.HTTPError:
                     continue
-                if r.status_code == 200:
-                    out[_host_port(url)] = r.json()
+                received = time.monotonic()
+                if r.status_code != 200:
+                    continue
+                doc = r.json()
+                # a broker whose clock is not this machine's (libfaketime) has no comparable journal
+                if sent - CLOCK_SLACK <= float(doc.get("now", "nan")) <= received + CLOCK_SLACK:
+                    out[_host_port(url)] = doc
         return out
 
     def _brokers_loop(self) -> None:

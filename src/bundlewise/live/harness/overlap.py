@@ -145,17 +145,20 @@ def _holding(intervals: Intervals, bundle: str, instant: float) -> tuple[float, 
 
 
 def handover_in_a_round(
-    pair: Overlap, instants: Sequence[tuple[float, float]], journals: Mapping[str, Intervals]
+    pair: Overlap, instants: Sequence[tuple[float | None, float | None]], journals: Mapping[str, Intervals]
 ) -> bool:
     """Whether a served overlap seen by the sampler is a handover between the two answers of one round: both
     brokers have journals, every observation's two claim instants each lie in an interval of their broker's
     journal for that bundle (the journal agrees with the claims), and those two intervals never intersect.  A
     journal interval is never shorter than the serving it records, so disjoint intervals prove the brokers
-    never served at once; anything else (no journal, a claim outside its journal) is not refuted."""
+    never served at once; anything else (no journal, a claim outside its journal, a claim instant unknown because
+    the broker's clock is not the machine's) is not refuted."""
     ja, jb = journals.get(pair.a_broker), journals.get(pair.b_broker)
     if ja is None or jb is None or not instants:
         return False
     for ta, tb in instants:
+        if ta is None or tb is None:
+            return False
         ia, ib = _holding(ja, pair.a_bundle, ta), _holding(jb, pair.b_bundle, tb)
         if ia is None or ib is None or max(ia[0], ib[0]) < min(ia[1], ib[1]):
             return False
