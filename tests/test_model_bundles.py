@@ -177,3 +177,12 @@ def test_overlaps_is_a_shared_hash_range_in_one_namespace() -> None:
     assert not left.overlaps(right)  # adjacent ranges share no hash: [lower, upper)
     assert not parent.overlaps(Bundle.parse("t/ns/0x80000000_0xffffffff"))
     assert not parent.overlaps(Bundle.parse("t/other/0x00000000_0x80000000"))
+
+
+def test_a_bundle_covers_itself_and_its_children_not_a_neighbour_or_another_namespace() -> None:
+    parent = Bundle.parse("t/ns/0x00000000_0x80000000")
+    low, high = parent.split_at([0x40000000])
+    assert parent.covers(parent) and parent.covers(low) and parent.covers(high)
+    assert not low.covers(parent)
+    assert not parent.covers(Bundle.parse("t/ns/0x40000000_0xc0000000"))
+    assert not parent.covers(Bundle.parse("t/other/0x00000000_0x40000000"))

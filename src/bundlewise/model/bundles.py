@@ -91,6 +91,10 @@ class Bundle:
         """Same namespace and intersecting hash ranges (a bundle and its split children or merged parent)."""
         return self.namespace == other.namespace and self.lower < other.upper and other.lower < self.upper
 
+    def covers(self, other: Bundle) -> bool:
+        """Same namespace and ``other``'s range inside this one's (a bundle covers itself and its split children)."""
+        return self.namespace == other.namespace and self.lower <= other.lower and other.upper <= self.upper
+
     def includes_hash(self, h: int) -> bool:
         return self.lower <= h < self.upper or (self.upper_closed and h == self.upper)
 

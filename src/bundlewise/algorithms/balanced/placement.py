@@ -79,7 +79,7 @@ def unknown_bundle(bundle: str, load: LoadData, model: CostModel) -> Vector:
     for broker in load.brokers.values():
         for other, st in _by_namespace(broker.localData.lastStats, brokers).get(me.namespace, ()):
             v = model.of_stats(st)
-            if other.lower <= me.lower and me.upper <= other.upper and other != me:
+            if other.covers(me) and other != me:
                 share = (me.upper - me.lower) / (other.upper - other.lower)
                 return (v[0] * share, v[1] * share, v[2] * share)
             total = add(total, v)

@@ -78,7 +78,7 @@ def _covered(bundle: str, served: Iterable[str]) -> bool:
             c = Bundle.parse(s)
         except ValueError:
             continue
-        if c.namespace == b.namespace and b.lower <= c.lower and c.upper <= b.upper:
+        if b.covers(c):
             return True
     return False
 

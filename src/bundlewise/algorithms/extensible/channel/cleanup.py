@@ -248,7 +248,7 @@ def _splitting_parent(key: str, splitting: Collection[str]) -> str | None:
             p = Bundle.parse(parent)
         except InputError:
             continue
-        if p.namespace == child.namespace and p.lower <= child.lower and child.upper <= p.upper:
+        if p.covers(child):
             return parent
     return None
 
