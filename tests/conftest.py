@@ -72,29 +72,8 @@ def spark_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
         cluster.stop()
 
 
-# rough cost of one test by its marks: a Spark job takes seconds, a server or a broker process several, the
-# rest (pure functions, hypothesis examples) a fraction of a second
-WEIGHTS = (("spark", 20.0), ("integration", 10.0))
-PLAIN = 0.2
-
-
-def _weight(item: pytest.Item) -> float:
-    """A hypothesis test runs its body many times: three times the weight."""
-    w = next((w for mark, w in WEIGHTS if item.get_closest_marker(mark) is not None), PLAIN)
-    return 3 * w if getattr(getattr(item, "obj", None), "is_hypothesis_test", False) else w
-
-
-@pytest.hookimpl(trylast=True)  # after tests/live/conftest.py has marked the integration tests
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """A test that asks for the session is a Spark test, marked or not.  Then the files run in decreasing order
-    of their tests' weight (each file's own order kept): ``make test`` hands whole files to its two workers in
-    this order (``--dist loadfile``), and a heavy file handed out last would leave one worker idle while the
-    other runs it alone."""
+    """A test that asks for the session is a Spark test, marked or not."""
     for item in items:
         if {"spark", "spark_cluster"} & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.spark)
-    files: dict[str, float] = {}
-    for item in items:
-        files[str(item.path)] = files.get(str(item.path), 0.0) + _weight(item)
-    rank = {path: i for i, path in enumerate(sorted(files, key=lambda f: -files[f]))}
-    items.sort(key=lambda item: rank[str(item.path)])
