@@ -10,7 +10,10 @@ drops records, so Py4J's ``logging.exception`` prints nothing (bundlewise itself
 An error that reaches the end of the block after Ctrl-C -- the job it cancelled failing with
 ``SPARK_JOB_CANCELLED``, or its Python workers (which get the terminal's SIGINT too) dying -- is the
 interrupt too: ``KeyboardInterrupt``, never a ``Py4JJavaError`` and exit 1.  The command's own cleanup
-then runs (``files.atomic`` discards the staging folder) and ``cli.main`` prints one line.
+then runs (``files.atomic`` discards the staging folder) and ``cli.main`` prints one line.  A Ctrl-C whose handler
+runs inside a finalizer (Py4J releases Java objects from weakref callbacks) has its ``KeyboardInterrupt``
+swallowed by Python as "Exception ignored in ..." with a traceback on stderr: within the block that report is
+dropped, and the block raises the interrupt when it ends.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import signal
+import sys
 import threading
 from collections.abc import Iterator
 from types import FrameType
@@ -52,7 +56,14 @@ def quiet_interrupts(spark: Any | None = None) -> Iterator[None]:
             threading.Thread(target=cancel, name="bundlewise-cancel", daemon=True).start()
         raise KeyboardInterrupt
 
+    def unraisable(u: Any) -> None:
+        if isinstance(u.exc_value, KeyboardInterrupt):  # raised inside a finalizer (a Py4J object's): re-raised below
+            return
+        previous_hook(u)
+
     previous = signal.signal(signal.SIGINT, interrupted)
+    previous_hook = sys.unraisablehook
+    sys.unraisablehook = unraisable
     try:
         yield
     except KeyboardInterrupt:
@@ -61,6 +72,10 @@ def quiet_interrupts(spark: Any | None = None) -> Iterator[None]:
         if fired.is_set():  # the job failed because Ctrl-C cancelled it (or killed its workers): an interrupt
             raise KeyboardInterrupt from None
         raise
+    else:
+        if fired.is_set():  # the handler's KeyboardInterrupt was swallowed (it fired inside a finalizer)
+            raise KeyboardInterrupt
     finally:
         signal.signal(signal.SIGINT, previous)
+        sys.unraisablehook = previous_hook
         root.removeHandler(drop)
