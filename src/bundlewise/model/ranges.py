@@ -25,7 +25,8 @@ class Overlap(NamedTuple):
     b_bundle: str
 
 
-def _parsed(item: str | Bundle) -> Bundle | None:
+def parsed(item: str | Bundle) -> Bundle | None:
+    """The bundle ``item`` names, or None when it names none."""
     if isinstance(item, Bundle):
         return item
     try:
@@ -39,7 +40,7 @@ def claimed(owned: Mapping[str, Iterable[str | Bundle]]) -> list[tuple[Bundle, s
     out: list[tuple[Bundle, str]] = []
     for broker, bundles in owned.items():
         for item in bundles:
-            b = _parsed(item)
+            b = parsed(item)
             if b is not None:
                 out.append((b, broker))
     return out

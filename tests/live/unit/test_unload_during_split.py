@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from inproc import EXTENSIBLE, cluster, create_namespace
+from inproc import EXTENSIBLE, Cluster, cluster, create_namespace
 from live_support import run
 
 from bundlewise.live.broker.extensible.manager import ExtensibleLoadManager
@@ -31,40 +31,53 @@ def extensible(b: Broker) -> ExtensibleLoadManager:
     return b.manager
 
 
+KIDS = {"0x00000000_0x40000000": None, "0x40000000_0x80000000": None}
+
+
+async def owner_while_splitting(c: Cluster, source: str | None) -> tuple[Broker, ServiceUnitStateData]:
+    """Broker 8081 owns ``BUNDLE``; its record is then replaced by ``Splitting(src = source)`` (the owner itself when
+    None, its split handler removed so the split is held back) and the owner's mirror has it."""
+    owner = await c.start(8081)
+    await create_namespace(owner.store, NS, HALVES)
+    await owner.namespace.find(BUNDLE, authoritative=True)
+    ext = extensible(owner)
+    ext.channel.split_handler = None
+    path = layout.service_unit_state(BUNDLE)
+    found = await owner.store.get(path)
+    assert found is not None
+    owned = RECORDS.decode(found.value)
+    assert owned is not None and owned.state is ServiceUnitState.Owned
+    splitting = ServiceUnitStateData(
+        ServiceUnitState.Splitting,
+        None,
+        source or owner.identity.broker_id,
+        split_service_unit_to_dest_broker=KIDS,
+        version_id=owned.version_id + 1,
+    )
+    await owner.store.put(path, RECORDS.encode(splitting), found.stat.version)
+    for _ in range(50):  # the owner's mirror hears of it
+        if ext.channel.get(BUNDLE) == splitting:
+            break
+        await asyncio.sleep(0.02)
+    assert ext.channel.get(BUNDLE) == splitting
+    return owner, splitting
+
+
+async def stored(owner: Broker) -> ServiceUnitStateData | None:
+    found = await owner.store.get(layout.service_unit_state(BUNDLE))
+    assert found is not None
+    return RECORDS.decode(found.value)
+
+
 def test_an_unload_of_a_bundle_being_split_is_refused_and_writes_nothing(tmp_path: Path) -> None:
     async def body() -> None:
         async with cluster(tmp_path, {"loadManagerClassName": EXTENSIBLE}) as c:
-            owner = await c.start(8081)
-            await create_namespace(owner.store, NS, HALVES)
-            await owner.namespace.find(BUNDLE, authoritative=True)
-            path = layout.service_unit_state(BUNDLE)
-            store = await c.client()
-            try:
-                found = await store.get(path)
-                assert found is not None
-                owned = RECORDS.decode(found.value)
-                assert owned is not None and owned.state is ServiceUnitState.Owned
-                splitting = ServiceUnitStateData(
-                    ServiceUnitState.Splitting,
-                    None,
-                    ELSEWHERE,
-                    split_service_unit_to_dest_broker={"0x00000000_0x40000000": None, "0x40000000_0x80000000": None},
-                    version_id=owned.version_id + 1,
-                )
-                await store.put(path, RECORDS.encode(splitting), found.stat.version)
-                ext = extensible(owner)
-                for _ in range(50):  # the owner's mirror hears of it
-                    current = ext.channel.get(BUNDLE)
-                    if current is not None and current.state is ServiceUnitState.Splitting:
-                        break
-                    await asyncio.sleep(0.02)
-                error = await ext.unload(BUNDLE, owner.identity.broker_id, None, force=True)
-                assert error is not None and "is being split by 127.0.0.1:9" in error
-                after = await store.get(path)
-                assert after is not None and RECORDS.decode(after.value) == splitting  # nothing was written
-                assert ext.channel.get(BUNDLE) == splitting
-            finally:
-                await store.close()
+            owner, splitting = await owner_while_splitting(c, ELSEWHERE)
+            ext = extensible(owner)
+            error = await ext.unload(BUNDLE, owner.identity.broker_id, None, force=True)
+            assert error is not None and "is being split by 127.0.0.1:9" in error
+            assert await stored(owner) == splitting  # nothing was written
+            assert ext.channel.get(BUNDLE) == splitting
 
     run(body())
 
@@ -72,31 +85,9 @@ def test_an_unload_of_a_bundle_being_split_is_refused_and_writes_nothing(tmp_pat
 def test_the_admin_unload_of_a_bundle_being_split_answers_500(tmp_path: Path) -> None:
     async def body() -> None:
         async with cluster(tmp_path, {"loadManagerClassName": EXTENSIBLE}) as c:
-            owner = await c.start(8081)
-            await create_namespace(owner.store, NS, HALVES)
-            await owner.namespace.find(BUNDLE, authoritative=True)
-            path = layout.service_unit_state(BUNDLE)
-            found = await owner.store.get(path)
-            assert found is not None
-            owned = RECORDS.decode(found.value)
-            assert owned is not None
-            mine = ServiceUnitStateData(  # split by the owner itself, held back: the split handler is removed
-                ServiceUnitState.Splitting,
-                None,
-                owner.identity.broker_id,
-                split_service_unit_to_dest_broker={"0x00000000_0x40000000": None, "0x40000000_0x80000000": None},
-                version_id=owned.version_id + 1,
-            )
-            ext = extensible(owner)
-            ext.channel.split_handler = None
-            await owner.store.put(path, RECORDS.encode(mine), found.stat.version)
-            for _ in range(50):
-                if ext.channel.get(BUNDLE) == mine:
-                    break
-                await asyncio.sleep(0.02)
+            owner, splitting = await owner_while_splitting(c, None)
             r = await c.http.put(f"http://{owner.identity.broker_id}/admin/v2/namespaces/{BUNDLE}/unload")
             assert r.status_code == 500 and "is being split" in r.text, r.text
-            after = await owner.store.get(path)
-            assert after is not None and RECORDS.decode(after.value) == mine
+            assert await stored(owner) == splitting
 
     run(body())

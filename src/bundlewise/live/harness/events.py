@@ -32,7 +32,7 @@ from bundlewise.live.harness.cluster import BrokerProcess, LocalCluster
 from bundlewise.live.harness.observer import OwnershipObserver
 from bundlewise.live.store import JSON, MetadataStore, layout
 from bundlewise.live.store.errors import MetadataStoreError
-from bundlewise.model.bundles import Bundle
+from bundlewise.model.ranges import parsed
 from bundlewise.traffic.cost import BrokerSpec
 
 WATCH_LIMIT = 180.0
@@ -67,20 +67,10 @@ class Loss:
 
 def _covered(bundle: str, served: Iterable[str]) -> bool:
     """``bundle`` or one of its split children is served."""
-    try:
-        b = Bundle.parse(bundle)
-    except ValueError:
+    b = parsed(bundle)
+    if b is None:
         return bundle in served
-    for s in served:
-        if s == bundle:
-            return True
-        try:
-            c = Bundle.parse(s)
-        except ValueError:
-            continue
-        if b.covers(c):
-            return True
-    return False
+    return any(s == bundle or ((c := parsed(s)) is not None and b.covers(c)) for s in served)
 
 
 class EventPlayer:

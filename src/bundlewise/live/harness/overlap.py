@@ -30,7 +30,7 @@ from typing import Any
 
 from bundlewise.model.hashing import crc32_hash
 from bundlewise.model.names import TopicName
-from bundlewise.model.ranges import Overlap
+from bundlewise.model.ranges import Overlap, parsed
 from bundlewise.model.ranges import claimed as _claims
 from bundlewise.model.ranges import overlaps as range_overlaps
 
@@ -190,8 +190,8 @@ def served_per_journal(journals: Mapping[str, Intervals], broker: str, topic: st
     """Whether ``broker``'s journal shows it serving a bundle that contains ``topic`` at some time in [lo, hi]."""
     ns, h = _topic_key(topic)
     for bundle, spans in journals.get(broker, {}).items():
-        parsed = _claims({broker: [bundle]})
-        holds = bool(parsed) and parsed[0][0].namespace == ns and parsed[0][0].includes_hash(h)
+        b = parsed(bundle)
+        holds = b is not None and b.namespace == ns and b.includes_hash(h)
         if holds and any(s <= hi and u >= lo for s, u in spans):
             return True
     return False

@@ -60,7 +60,6 @@ from bundlewise.algorithms.extensible.channel.settings import (
     MIN_CLEAN_UP_DELAY_S,
     OWNERSHIP_CLEAN_UP_MAX_WAIT_MS,
 )
-from bundlewise.model.bundles import Bundle
 from bundlewise.model.channel import (
     ServiceUnitState,
     ServiceUnitStateData,
@@ -69,7 +68,7 @@ from bundlewise.model.channel import (
     is_in_flight_state,
     next_version_id,
 )
-from bundlewise.model.errors import InputError
+from bundlewise.model.ranges import parsed
 
 S = ServiceUnitState
 Selector = Callable[[str, frozenset[str]], "str | None"]
@@ -235,22 +234,10 @@ def _fixed(broker: str | None) -> Selector:
 
 def _splitting_parent(key: str, splitting: Collection[str]) -> str | None:
     """The ``Splitting`` orphan whose range holds ``key``'s (another key), if any."""
-    if not splitting:
+    child = parsed(key)
+    if child is None:
         return None
-    try:
-        child = Bundle.parse(key)
-    except InputError:
-        return None
-    for parent in splitting:
-        if parent == key:
-            continue
-        try:
-            p = Bundle.parse(parent)
-        except InputError:
-            continue
-        if p.covers(child):
-            return parent
-    return None
+    return next((p for p in splitting if p != key and (b := parsed(p)) is not None and b.covers(child)), None)
 
 
 def plan_cleanup(
