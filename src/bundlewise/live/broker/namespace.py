@@ -67,6 +67,10 @@ class NamespaceService(Protocol):
     def serving_journal(self) -> ServingJournal:
         """When this broker served each bundle (``live.broker.journal``)."""
 
+    def arriving(self, bundle: str) -> bool:
+        """The ownership of ``bundle`` is on its way to this broker but not served yet: a client a lookup
+        sent here may wait for it (``binary.service.ARRIVAL_WAIT_S``) instead of being told to look up again."""
+
     def moving_to(self, bundle: str) -> tuple[str, bool] | None:
         """A transfer of ``bundle`` away from this broker: (destination, whether the destination owns it now);
         None when no destination is named (the clients look the topic up again)."""

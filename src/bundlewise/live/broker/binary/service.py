@@ -65,6 +65,12 @@ INVALID_TOPIC_NAME = 17
 AUTHORIZATION_ERROR = 4
 TRANSFER_HOLD_S = 5.0
 CLOSE_LOG_TIMEOUT_S = 5.0
+ARRIVAL_WAIT_S = 5.0
+"""How long a topic's producer, consumer or lookup waits here for a bundle whose ownership is arriving
+(``NamespaceService.arriving``) before it is told to look the topic up again.  The official client retries a
+refused first subscription only after its operation timeout (30 s), so a refusal while the owner reads back
+its own ``Owned`` record costs the client half a minute."""
+ARRIVAL_POLL_S = 0.01
 
 
 class BinaryError(Exception):
@@ -211,6 +217,16 @@ class BinaryService:
         return str(url) if url else None
 
     # -- topics ----------------------------------------------------------------------------
+    async def _served_soon(self, bundle: str) -> bool:
+        """``bundle`` is served here now, or within ``ARRIVAL_WAIT_S`` while its ownership is arriving."""
+        namespace = self.host.namespace
+        deadline = time.monotonic() + ARRIVAL_WAIT_S
+        while not namespace.serving(bundle):
+            if not namespace.arriving(bundle) or time.monotonic() >= deadline:
+                return False
+            await asyncio.sleep(ARRIVAL_POLL_S)
+        return True
+
     async def load(self, name: str) -> Topic:
         """The loaded topic, loading it when its bundle is served here (else ``ServiceNotReady``)."""
         topic_name = parse_topic(name)
@@ -219,7 +235,7 @@ class BinaryService:
         if topic is not None and self.host.namespace.serving(topic.bundle):
             return topic
         bundle = await self.bundle_of(topic_name)
-        if not self.host.namespace.serving(bundle):
+        if not await self._served_soon(bundle):
             raise BinaryError(
                 SERVICE_NOT_READY,
                 f"Namespace bundle for topic ({full}) not served by this instance:{self.host.identity.broker_id}. "

@@ -195,6 +195,18 @@ class ServiceUnitStateChannel:
             return False
         return owns(self.me, self.table.get(key)) and self._confirmed.get(key) == sid
 
+    def arriving(self, key: str) -> bool:
+        """The mirror hands ``key`` to this broker (``Assigning`` to it) or says this broker owns it, but it is
+        not served yet: its own ``Owned`` write is still being read back, or the session is re-syncing.  Other
+        brokers' mirrors can show the ``Owned`` record first, so a lookup there may send a client here before
+        this broker serves the bundle; Pulsar's owner waits for an ownership in flight too."""
+        record = self.table.get(key)
+        if record is None:
+            return False
+        if record.state is ServiceUnitState.Assigning:
+            return record.dst_broker == self.me
+        return owns(self.me, record)
+
     def served(self) -> list[str]:
         now = time.monotonic()
         return [k for k, _ in self.table.items() if self.serving(k, now)]

@@ -90,6 +90,9 @@ class ExtensibleNamespaceService:
     def serving_journal(self) -> ServingJournal:
         return self.ext.channel.journal
 
+    def arriving(self, bundle: str) -> bool:
+        return self.ext.channel.arriving(bundle)
+
     # -- boundaries committed elsewhere --------------------------------------------------------
     def _boundaries_changed(self, namespace: str) -> None:
         if any(bundle_namespace(b) == namespace for b in self.served()):

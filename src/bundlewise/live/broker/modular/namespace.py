@@ -86,6 +86,10 @@ class ModularNamespaceService:
     def serving_journal(self) -> ServingJournal:
         return self.ownership.journal
 
+    def arriving(self, bundle: str) -> bool:
+        """Never: the owner takes its ownership (the ephemeral node) before any lookup names it."""
+        return False
+
     def moving_to(self, bundle: str) -> tuple[str, bool] | None:
         """Never named here: an unload's destination is the leader's affinity, found by the client's lookup."""
         return None
