@@ -27,11 +27,12 @@ SCENARIO = MANAGERS_SCENARIO.replace('name = "tiny-scale-out"', 'name = "schema-
 SCENARIO = SCENARIO.replace('duration = "16m"', 'duration = "45m"').replace('at = "4m"', 'at = "10m"')
 
 
-def _bundlewise(*args: str) -> None:
+def _bundlewise(*args: str) -> str:
     cmd = [sys.executable, "-m", "bundlewise.cli.main", *args, "--no-progress"]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     assert "Traceback" not in proc.stderr
+    return proc.stderr
 
 
 def _files(out: Path) -> tuple[dict[str, Any], Any, list[dict[str, Any]]]:
@@ -47,7 +48,7 @@ def test_a_simulated_and_a_live_run_write_one_schema(tmp_path: Path) -> None:
     sim_out, live_out = tmp_path / "sim", tmp_path / "live"
     common = ("--cluster", str(scenario), "--strategy", "ThresholdShedder")
     _bundlewise("simulate", *common, "--out", str(sim_out))
-    _bundlewise("live", "up", *common, "--time-scale", "60", "--out", str(live_out), "--no-auth",
+    live_log = _bundlewise("live", "up", *common, "--time-scale", "60", "--out", str(live_out), "--no-auth",
                 "--set", "metadataStoreSessionTimeoutMillis=4000")  # fmt: skip
 
     sim, sim_timeline, sim_rows = _files(sim_out)
@@ -62,7 +63,10 @@ def test_a_simulated_and_a_live_run_write_one_schema(tmp_path: Path) -> None:
     assert "delivered_load" in sim_timeline.names
 
     sim_types, live_types = {r["type"] for r in sim_rows}, {r["type"] for r in live_rows}
-    assert {"assignment", "unload"} <= sim_types & live_types
+    counts = {t: sum(r["type"] == t for r in live_rows) for t in sorted(live_types)}
+    deciders = sorted({r["leader"] for r in live_rows if r["type"] == "unload"})
+    why = f"live decisions {counts} by {deciders}; live metrics {live}; live stderr: {live_log[-3000:]}"
+    assert {"assignment", "unload"} <= sim_types & live_types, why
     for r in sim_rows + live_rows:
         assert list(r) == list(FIELDS[r["type"]]), r
     assert all(r["leader"] is None for r in sim_rows)
