@@ -6,13 +6,27 @@ brokers serve every bundle (docs/live/guarantees.md, "Fencing and its clock assu
 from __future__ import annotations
 
 import glob
+import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-from broker_harness import FAST, SESSION_MS, cluster, lookup, one_topic_per_bundle, read_store, served_by, wait_until
+from broker_harness import (
+    FAST,
+    SESSION_MS,
+    cluster,
+    follow,
+    get,
+    lookup,
+    lookup_url,
+    one_topic_per_bundle,
+    read_store,
+    served_by,
+    wait_until,
+)
 
 from bundlewise.live.harness.cluster import BrokerProcess
-from bundlewise.live.harness.servers import EtcdServer
+from bundlewise.live.harness.servers import EtcdServer, ZooKeeperServer
 from bundlewise.model.bundles import NamespaceBundles
 from bundlewise.model.hashing import crc32_hash
 
@@ -54,5 +68,39 @@ def test_a_broker_with_a_half_rate_clock_fences_itself_and_its_bundles_move(
                 answer, _ = lookup(c.brokers[0], topic_in(bundle.name))
                 assert answer["httpUrl"] in {b.web_url for b in c.brokers}
                 assert served_by(slow) == set()
+        finally:
+            slow.stop()
+
+
+@pytest.mark.skipif(not LIBFAKETIME, reason="needs Debian's faketime (make faketime installs it)")
+def test_a_half_rate_broker_resumed_after_a_pause_past_its_session_serves_nothing_queued(
+    zk_server: ZooKeeperServer, tmp_path: Path
+) -> None:
+    """ZooKeeper has no clock check: a broker whose clock runs at half rate, stopped for the session timeout +
+    2 s, saw only half of it pass and its fencing deadline had not passed when it resumed.  The request that
+    queued meanwhile is answered before its session watcher can learn of the loss; the watchdog (docs/live/
+    guarantees.md §17.2) makes that answer empty, and the bundle is served by the other broker."""
+    with cluster(zk_server, 1, tmp_path, FAST) as c:
+        slow = SlowClockBroker(c.store_url, log_dir=tmp_path / "slow", settings=FAST)
+        slow.start()
+        try:
+            bundle = NamespaceBundles.initial(NS, 4).bundles[0].name
+            topic = topic_in(bundle)
+            r, _ = follow(lookup_url(slow, topic, authoritative=True))
+            assert r.status_code == 200 and r.json()["httpUrl"] == slow.web_url, r.text
+            wait_until(lambda: bundle in served_by(slow), 5, "the slow broker to serve its bundle")
+            slow.pause()
+            time.sleep(SESSION_MS / 1000 + 2)
+            with ThreadPoolExecutor(1) as pool:  # asked while it is stopped: answered first thing on resuming
+                owned_url = f"{slow.web_url}/admin/v2/brokers/standalone/{slow.broker_id}/ownedNamespaces"
+                queued = pool.submit(get, owned_url)
+                time.sleep(0.3)
+                slow.resume()
+                answer = queued.result(timeout=15)
+            assert answer.status_code == 200 and bundle not in answer.json(), answer.text
+            found, _ = lookup(c.brokers[0], topic)
+            assert found["httpUrl"] == c.brokers[0].web_url
+            wait_until(lambda: bundle in served_by(c.brokers[0]), 10, "the other broker to serve it")
+            assert bundle not in served_by(slow)
         finally:
             slow.stop()
