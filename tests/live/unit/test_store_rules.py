@@ -139,3 +139,18 @@ def test_a_clock_slower_than_the_store_beyond_the_bound_fences_for_good() -> Non
     f.confirm(8, sent_at=111.0, ttl=4.0)
     assert f.deadline == 0.0
     assert not f.check_clock(local_elapsed=20.0, store_elapsed_at_least=1.0)  # sticky until a restart
+
+
+def test_a_watcher_silent_longer_than_the_watchdog_vouches_for_nothing_until_it_hears_again() -> None:
+    f = FencingClock(margin=0.4, max_clock_rate_ppm=1000.0, watchdog=4.0 / 3)
+    f.confirm(7, sent_at=100.0, ttl=4.0)  # heard at the probe's sending
+    assert f.deadline_at(101.3) == pytest.approx(103.596)
+    # stopped from 101.3 to 102.0 on this clock: a pause of 2.6 s at the store's rate on a clock at half rate
+    assert f.deadline_at(102.0) == 0.0  # the requests queued meanwhile find nothing served
+    assert f.deadline == pytest.approx(103.596)  # the deadline itself stands: only the watcher may drop it
+    f.heard(102.05)  # the watcher's next probe outcome (the loss, after such a pause; here it went through)
+    assert f.deadline_at(102.06) == pytest.approx(103.596)
+    assert FencingClock(margin=0.4).deadline_at(1e9) == 0.0  # never confirmed: nothing to vouch for
+    g = FencingClock(margin=0.4)  # no watchdog: the deadline alone
+    g.confirm(7, sent_at=100.0, ttl=4.0)
+    assert g.deadline_at(103.5) == pytest.approx(103.6)

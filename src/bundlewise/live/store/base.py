@@ -26,7 +26,14 @@ from bundlewise.live.store.api import (
     StoreOps,
 )
 from bundlewise.live.store.errors import AlreadyClosedError, InvalidPathError
-from bundlewise.live.store.session import FencingAssumption, FencingClock, Probe, ProbeStatus, SessionStateMachine
+from bundlewise.live.store.session import (
+    WATCHDOG_FRACTION,
+    FencingAssumption,
+    FencingClock,
+    Probe,
+    ProbeStatus,
+    SessionStateMachine,
+)
 
 log = logging.getLogger(__name__)
 
@@ -71,7 +78,9 @@ class BaseStore(MetadataStore):
         self._timeout = session_timeout
         if not isinstance(fencing_margin, FencingAssumption):
             fencing_margin = FencingAssumption(session_timeout / 10 if fencing_margin is None else fencing_margin)
-        self._fencing = FencingClock(fencing_margin.reaction, fencing_margin.max_clock_rate_ppm)
+        self._fencing = FencingClock(
+            fencing_margin.reaction, fencing_margin.max_clock_rate_ppm, session_timeout * WATCHDOG_FRACTION
+        )
         self._machine = SessionStateMachine(session_timeout)
         self._listeners: list[tuple[str, NotificationListener]] = []
         self._session_listeners: list[SessionListener] = []
@@ -120,7 +129,7 @@ class BaseStore(MetadataStore):
         # Valid while merely disconnected too: the server cannot expire the session before it.
         if self._fencing.session_id == 0 or self._fencing.session_id != self.session_id:
             return 0.0
-        return self._fencing.deadline
+        return self._fencing.deadline_at(self._clock())
 
     def _start_watcher(self) -> None:
         self._watcher = asyncio.get_running_loop().create_task(self._watch_session(), name="store-session-watcher")
@@ -143,6 +152,7 @@ class BaseStore(MetadataStore):
                 if not isinstance(e, TimeoutError):
                     log.debug("session probe failed: %r", e)
                 probe = Probe(ProbeStatus.DISCONNECTED)
+            self._fencing.heard(self._clock())
             await self._observe(probe)
 
     async def _observe(self, probe: Probe) -> None:

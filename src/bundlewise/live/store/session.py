@@ -37,11 +37,22 @@ store elapsed at least)`` pairs; when the local clock saw less than the store's 
 the rate bound (``FencingAssumption.clocks_agree``), the assumption is broken: the fencing clock turns
 *suspect* -- the deadline is 0 from then on, the watcher stops renewing the session so its ephemerals
 expire and other brokers take over, and the reason is logged.  It stays so until the process restarts.
+
+**Watchdog.**  The deadline is vouched for only while the watcher is seen alive: when more than
+``WATCHDOG_FRACTION`` of the session timeout passed on the local clock since the watcher last had a
+probe's outcome (normally every tick or two), the process was stopped or starved, and it serves nothing
+until the watcher has the next outcome -- which, after a pause that outlived the session, is the loss.
+With a correct clock the deadline alone covers such a pause; the watchdog also covers a clock that ran
+slow during it: a pause long enough to lose the session shows as more than a third of a session even on a
+clock running at a third of the store's rate.  Without it a broker whose clock runs at half rate (the
+campaign's ``skewed-owner-pause``) served, on resuming, the requests that had queued during the pause
+before its watcher could learn of the loss.
 """
 
 from __future__ import annotations
 
 import enum
+import math
 from dataclasses import dataclass
 
 from bundlewise.live.store.api import SessionEvent
@@ -106,6 +117,7 @@ class SessionStateMachine:
 PPM = 1e-6
 DEFAULT_MAX_CLOCK_RATE_PPM = 1000.0
 DELAY_WINDOW = 15  # probes (one session timeout) over which the scheduling delay is the maximum
+WATCHDOG_FRACTION = 1 / 3  # of the session timeout: a watcher silent longer was stopped (module docstring)
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,12 +138,24 @@ class FencingAssumption:
 class FencingClock:
     """The deadline until which the current session's ephemerals surely exist.  Pure."""
 
-    def __init__(self, margin: float, max_clock_rate_ppm: float = 0.0) -> None:
+    def __init__(self, margin: float, max_clock_rate_ppm: float = 0.0, watchdog: float = math.inf) -> None:
         self.assumption = FencingAssumption(margin, max_clock_rate_ppm)
+        self.watchdog = watchdog  # seconds without a probe outcome after which nothing is vouched for
         self.session_id = 0
         self.deadline = 0.0
         self.suspect: str | None = None  # why the clock assumption was found broken (sticky)
+        self.heard_at: float | None = None  # when the watcher last had a probe's outcome
         self._delays: list[float] = []
+
+    def heard(self, now: float) -> None:
+        """The watcher had a probe's outcome (answered or not) at ``now``: it is alive."""
+        self.heard_at = now
+
+    def deadline_at(self, now: float) -> float:
+        """The deadline as it stands at ``now``: 0 while the watcher is overdue (module docstring: watchdog)."""
+        if self.heard_at is not None and now - self.heard_at > self.watchdog:
+            return 0.0
+        return self.deadline
 
     @property
     def scheduling_delay(self) -> float:
@@ -143,6 +167,8 @@ class FencingClock:
 
     def confirm(self, session_id: int, sent_at: float, ttl: float) -> None:
         """A probe of ``session_id`` sent at ``sent_at`` was answered; the session lives ``ttl`` s."""
+        if self.heard_at is None or sent_at > self.heard_at:
+            self.heard_at = sent_at
         if session_id != self.session_id:
             self.session_id = session_id
             self.deadline = 0.0
