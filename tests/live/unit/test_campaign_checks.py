@@ -103,10 +103,24 @@ def test_an_answer_naming_a_dead_broker_is_stale_not_double() -> None:
 
 def test_an_answer_for_a_broker_that_owns_it_soon_after_is_no_conflict() -> None:
     t = topic_in(PARENT)
-    seen = [(10.0, {"A": [PARENT], "B": []}), (11.5, {"A": [], "B": [PARENT]}), (13.5, {"A": [], "B": [PARENT]})]
+    seen = [(10.0, {"A": [PARENT], "B": []}), (11.5, {"A": [], "B": [PARENT]}), (12.5, {"A": [], "B": [PARENT]})]
+    seen.append((13.5, {"A": [], "B": [PARENT]}))
     # B took it over 1 s after the answer: no conflict; A answered 1.5 s after it lost the bundle: a conflict
     assert answer_conflicts([Answer(10.6, t, "B")], seen) == ([], [])
     assert answer_conflicts([Answer(13.0, t, "A")], seen) == ([Answer(13.0, t, "A")], [])
+
+
+def test_an_answer_naming_a_fenced_owner_that_another_replaced_after_it_is_stale() -> None:
+    """The recorded owner A (a broker whose clock ran slow, fenced) served nothing; nobody served the topic up to
+    the answer, and B took it over 1.9 s later: one owner at a time, the answer was stale, not double."""
+    t = topic_in(PARENT)
+    seen = [(at / 20, {"A": [], "B": []}) for at in range(180, 239)]  # 9.0 .. 11.9 s, nobody serves
+    seen += [(12.0, {"A": [], "B": [PARENT]})]
+    fenced = Answer(10.1, t, "A")
+    assert answer_conflicts([fenced], seen) == ([], [fenced])
+    # had B served up to the answer, the same answer would name a second owner
+    seen[16] = (seen[16][0], {"A": [], "B": [PARENT]})  # 9.8 s
+    assert answer_conflicts([fenced], seen) == ([fenced], [])
 
 
 def test_a_burst_answered_with_two_brokers_for_one_bundle() -> None:

@@ -148,8 +148,12 @@ def test_a_watcher_silent_longer_than_the_watchdog_vouches_for_nothing_until_it_
     # stopped from 101.3 to 102.0 on this clock: a pause of 2.6 s at the store's rate on a clock at half rate
     assert f.deadline_at(102.0) == 0.0  # the requests queued meanwhile find nothing served
     assert f.deadline == pytest.approx(103.596)  # the deadline itself stands: only the watcher may drop it
-    f.heard(102.05)  # the watcher's next probe outcome (the loss, after such a pause; here it went through)
-    assert f.deadline_at(102.06) == pytest.approx(103.596)
+    f.heard(102.05)  # the watcher's next probe outcome: a failed probe does not lift it ...
+    assert f.tripped and f.deadline_at(102.06) == 0.0
+    f.heard(102.3)
+    assert f.deadline_at(102.31) == 0.0
+    f.confirm(7, sent_at=102.3, ttl=4.0)  # ... a probe sent after the silence and answered does
+    assert not f.tripped and f.deadline_at(102.4) == pytest.approx(105.896)
     assert FencingClock(margin=0.4).deadline_at(1e9) == 0.0  # never confirmed: nothing to vouch for
     g = FencingClock(margin=0.4)  # no watchdog: the deadline alone
     g.confirm(7, sent_at=100.0, ttl=4.0)

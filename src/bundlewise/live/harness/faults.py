@@ -13,7 +13,8 @@ broker kill: the kill; a store outage: when the store is back):
 * **overlaps**: pairs of intersecting hash ranges served by two brokers at once (the brokers' admin answers),
   and ``store_overlaps`` the same in the store's ownership locks and channel records;
 * **double answers**: lookup answers naming a broker that was not seen serving the topic within [-1 s, +2 s]
-  while another was (``overlap.answer_conflicts``), plus, in a burst, bundles answered with two brokers;
+  while another was serving it up to the answer (``overlap.answer_conflicts``), plus, in a burst, bundles
+  answered with two brokers;
 * **time to served**: until every topic is in a bundle some broker serves (None: not within ``RECOVERY_S``);
 * **unrecovered**: bundles with topics that nobody serves when the run gives up waiting.
 

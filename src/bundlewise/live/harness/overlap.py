@@ -6,9 +6,10 @@ lookup answers that named a broker not serving the topic.
 * ``uncovered(claims, topics)``: the topics whose hash no claimed bundle of their namespace contains (nobody
   serves them).
 * ``answer_conflicts(answers, seen)``: lookup answers (topic -> the broker named) that no observation close to
-  the answer confirms, while another broker was seen serving the topic -- a client told to go to a broker that
-  was not, and did not become, the owner (stale answers: the same for a broker that was not live, e.g.
-  killed: Pulsar names a crashed owner until its session expires, and its client retries).
+  the answer confirms, while another broker was seen serving the topic up to the answer -- a client told to go
+  to a broker that was not, and did not become, the owner (stale answers: the same for a broker that was not
+  live, e.g. killed: Pulsar names a crashed owner until its session expires, and its client retries; or for a
+  recorded owner that served nothing, fenced, and that another broker replaced only after the answer).
 * ``time_to_served(rounds, topics, since)``: from observation rounds after a fault, how long until the topics
   were served for good (the round after the last one that left a topic unserved), or the topics still unserved
   at the last round.
@@ -70,21 +71,27 @@ def answer_conflicts(
     before: float = 1.0,
     after: float = 2.0,
     alive_before: float = 0.3,
+    round_slack: float = 0.1,
 ) -> tuple[list[Answer], list[Answer]]:
     """(double answers, stale answers) among ``answers``.  A double answer names a live broker that no observation
-    in ``[at - before, at + after]`` saw serving the topic while another broker was seen serving it there.
-    ``seen``: (time, claims) rounds in time order, each with an entry (maybe empty) for every broker that
-    answered the observer.  A broker that answered no round in ``[at - alive_before, at + after]`` is not live:
-    an answer naming it is stale (Pulsar's lookups name a crashed owner until its session expires; the client's
-    connection fails and it looks up again), not a double answer."""
+    in ``[at - before, at + after]`` saw serving the topic while another broker was seen serving it up to the
+    answer (a round in ``[at - before, at + round_slack]``).  ``seen``: (time, claims) rounds in time order, each
+    with an entry (maybe empty) for every broker that answered the observer.  Stale answers name a broker that
+    never served in that window either, but one that was not live (it answered no round in ``[at -
+    alive_before, at + after]``: Pulsar's lookups name a crashed owner until its session expires; the client's
+    connection fails and it looks up again) or one nobody else served beside up to the answer, and that another
+    broker replaced only after it (a recorded owner that was fenced and gave way: one owner at a time)."""
     double: list[Answer] = []
     stale: list[Answer] = []
     for answer in answers:
         window = [(at, claims) for at, claims in seen if answer.at - before <= at <= answer.at + after]
         owners: set[str] = set().union(*(serving(claims, answer.topic) for _, claims in window))
-        if owners and answer.broker not in owners:
-            live = any(answer.broker in claims for at, claims in window if at >= answer.at - alive_before)
-            (double if live else stale).append(answer)
+        if not owners or answer.broker in owners:
+            continue
+        live = any(answer.broker in claims for at, claims in window if at >= answer.at - alive_before)
+        up_to = [claims for at, claims in window if at <= answer.at + round_slack]
+        beside = set().union(*(serving(claims, answer.topic) for claims in up_to))
+        (double if live and beside else stale).append(answer)
     return double, stale
 
 

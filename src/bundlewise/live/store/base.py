@@ -152,7 +152,10 @@ class BaseStore(MetadataStore):
                 if not isinstance(e, TimeoutError):
                     log.debug("session probe failed: %r", e)
                 probe = Probe(ProbeStatus.DISCONNECTED)
-            self._fencing.heard(self._clock())
+            heard_at = self._clock()
+            if probe.status is ProbeStatus.CONNECTED and heard_at - sent_at > self._fencing.watchdog:
+                probe = Probe(ProbeStatus.DISCONNECTED)  # stopped while it ran: its answer vouches for nothing
+            self._fencing.heard(heard_at)
             await self._observe(probe)
 
     async def _observe(self, probe: Probe) -> None:

@@ -41,7 +41,8 @@ expire and other brokers take over, and the reason is logged.  It stays so until
 **Watchdog.**  The deadline is vouched for only while the watcher is seen alive: when more than
 ``WATCHDOG_FRACTION`` of the session timeout passed on the local clock since the watcher last had a
 probe's outcome (normally every tick or two), the process was stopped or starved, and it serves nothing
-until the watcher has the next outcome -- which, after a pause that outlived the session, is the loss.
+until a probe sent after the silence is answered (a failed one does not lift it: the old deadline was counted
+on the clock in doubt) -- after a pause that outlived the session, that never happens: the session is lost.
 With a correct clock the deadline alone covers such a pause; the watchdog also covers a clock that ran
 slow during it: a pause long enough to lose the session shows as more than a third of a session even on a
 clock running at a third of the store's rate.  Without it a broker whose clock runs at half rate (the
@@ -145,15 +146,21 @@ class FencingClock:
         self.deadline = 0.0
         self.suspect: str | None = None  # why the clock assumption was found broken (sticky)
         self.heard_at: float | None = None  # when the watcher last had a probe's outcome
+        self.tripped = False  # the watcher was silent too long; only an answered probe vouches again
         self._delays: list[float] = []
 
     def heard(self, now: float) -> None:
-        """The watcher had a probe's outcome (answered or not) at ``now``: it is alive."""
+        """The watcher had a probe's outcome (answered or not) at ``now``: it is alive.  After a silence
+        longer than the watchdog only an answered probe (``confirm``) lifts it: the old deadline was counted
+        on a clock that may have run slow through the silence."""
+        if self.heard_at is not None and now - self.heard_at > self.watchdog:
+            self.tripped = True
         self.heard_at = now
 
     def deadline_at(self, now: float) -> float:
-        """The deadline as it stands at ``now``: 0 while the watcher is overdue (module docstring: watchdog)."""
-        if self.heard_at is not None and now - self.heard_at > self.watchdog:
+        """The deadline as it stands at ``now``: 0 while the watcher is overdue or tripped (module docstring:
+        watchdog)."""
+        if self.tripped or (self.heard_at is not None and now - self.heard_at > self.watchdog):
             return 0.0
         return self.deadline
 
@@ -169,6 +176,7 @@ class FencingClock:
         """A probe of ``session_id`` sent at ``sent_at`` was answered; the session lives ``ttl`` s."""
         if self.heard_at is None or sent_at > self.heard_at:
             self.heard_at = sent_at
+        self.tripped = False  # the server had a probe sent after any silence: the new deadline is sound
         if session_id != self.session_id:
             self.session_id = session_id
             self.deadline = 0.0
