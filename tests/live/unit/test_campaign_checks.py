@@ -10,6 +10,7 @@ from bundlewise.live.harness.overlap import (
     Answer,
     answer_conflicts,
     burst_conflicts,
+    released_before,
     serving,
     time_to_served,
     uncovered,
@@ -118,9 +119,15 @@ def test_an_answer_naming_a_fenced_owner_that_another_replaced_after_it_is_stale
     seen += [(12.0, {"A": [], "B": [PARENT]})]
     fenced = Answer(10.1, t, "A")
     assert answer_conflicts([fenced], seen) == ([], [fenced])
-    # had B served up to the answer, the same answer would name a second owner
+    # had B served up to the answer, the same answer would name a second owner ...
     seen[16] = (seen[16][0], {"A": [], "B": [PARENT]})  # 9.8 s
-    assert answer_conflicts([fenced], seen) == ([fenced], [])
+    named = Answer(10.1, t, "A", sent=10.08)
+    assert answer_conflicts([named], seen) == ([named], [])
+    # ... unless B's journal shows it had let go before the lookup was sent (a handover between two rounds)
+    assert released_before({"B": {PARENT: [(5.0, 9.9)]}, "A": {}}, named, seen)
+    assert not released_before({"B": {PARENT: [(5.0, 10.09)]}}, named, seen)  # B served while the lookup ran
+    assert not released_before({}, named, seen)  # B has no journal (killed, or its clock is not ours)
+    assert not released_before({"B": {PARENT: [(5.0, 9.9)]}}, fenced, seen)  # the lookup's start is not known
 
 
 def test_a_burst_answered_with_two_brokers_for_one_bundle() -> None:

@@ -230,11 +230,11 @@ class Cell:
         self.stop()
 
     # -- clients ---------------------------------------------------------------------------
-    def _answer(self, topic: str, broker_url: str | None, at: float) -> Answer | None:
+    def _answer(self, topic: str, broker_url: str | None, at: float, sent: float | None = None) -> Answer | None:
         if broker_url is None:
             return None
         port = int(broker_url.rsplit(":", 1)[-1].rstrip("/"))
-        return Answer(at, topic, self.broker_of_port().get(port, broker_url))
+        return Answer(at, topic, self.broker_of_port().get(port, broker_url), sent)
 
     async def _lookups(self) -> None:
         """Every topic looked up in turn, each time through the next live broker (Pulsar's client retries)."""
@@ -244,8 +244,9 @@ class Cell:
                 for topic in TOPICS:
                     if self._stop.is_set():
                         return
+                    sent = time.monotonic()
                     rec = await client.lookup(topic, 0)
-                    answer = self._answer(topic, rec.broker, time.monotonic())
+                    answer = self._answer(topic, rec.broker, time.monotonic(), sent)
                     if answer is None:
                         self.failed += 1
                     else:
@@ -271,8 +272,9 @@ class Cell:
             clients = [LookupClient(_only(b.web_url), http, timeout=3.0) for b in self.live()]
 
             async def one(client: LookupClient, topic: str) -> None:
+                sent = time.monotonic()
                 rec = await client.lookup(topic, 0)
-                answer = self._answer(topic, rec.broker, time.monotonic())
+                answer = self._answer(topic, rec.broker, time.monotonic(), sent)
                 if answer is not None:
                     self.answers.append(answer)
 
@@ -369,12 +371,14 @@ class Cell:
         candidates = set(overlap.journal_overlaps(journals, obs.started_at)) - set(obs.overlaps)
         answers, history = self.answers[first_answer:], list(obs.history)
         sampled_conflicts, stale = answer_conflicts(answers, history)
-        conflicts = [
+        confirmed = [
             a
             for a in sampled_conflicts
             if not overlap.served_per_journal(journals, a.broker, a.topic, a.at - 1, a.at + 2)
         ]
-        named = len({(a.topic, a.broker) for a in conflicts})
+        conflicts = [a for a in confirmed if not overlap.released_before(journals, a, history)]
+        stale += [a for a in confirmed if a not in conflicts]
+        named = len(_named(conflicts))
         burst = burst_conflicts(fired.burst, fired.burst_bundles)
         result = RunResult(
             fault,
@@ -382,7 +386,7 @@ class Cell:
             self.manager,
             overlaps=len(overlaps),
             handovers=len(handovers),
-            short_ownerships=len({(a.topic, a.broker) for a in sampled_conflicts}) - named,
+            short_ownerships=len(_named(sampled_conflicts) - _named(confirmed)),
             journal_overlaps=len(candidates),
             store_overlaps=len(obs.store_overlaps),
             double_answers=named + len(burst),
@@ -405,6 +409,10 @@ class Cell:
             self.stop(crash=True)
             self.start()
         return result
+
+
+def _named(answers: list[Answer]) -> set[tuple[str, str]]:
+    return {(a.topic, a.broker) for a in answers}
 
 
 def bundle_of(topic: str, bundles: int = BUNDLES) -> str:

@@ -41,6 +41,7 @@ class Answer:
     at: float  # time.monotonic() when the answer arrived
     topic: str
     broker: str  # broker id (host:port of the answer's httpUrl, or mapped from its brokerUrl)
+    sent: float | None = None  # time.monotonic() when the lookup was sent (None: not known)
 
 
 def _topic_key(topic: str) -> tuple[str, int]:
@@ -191,6 +192,28 @@ def journal_overlaps(journals: Mapping[str, Intervals], since: float) -> list[Ov
             for pair in range_overlaps({broker: [bundle], broker2: [bundle2]}):
                 found.add(pair)
     return sorted(found)
+
+
+def released_before(
+    journals: Mapping[str, Intervals],
+    answer: Answer,
+    seen: Sequence[tuple[float, Mapping[str, Iterable[str]]]],
+    before: float = 1.0,
+    round_slack: float = 0.1,
+) -> bool:
+    """Whether every broker the sampler saw serving ``answer``'s topic up to the answer (the rounds
+    ``answer_conflicts`` reads) has a journal, and none of them shows it serving the topic while the lookup ran
+    (``answer.sent`` to ``answer.at``): the former owner had let go before the lookup was sent, so the answer
+    named the next owner -- a handover between two rounds, not a second owner."""
+    if answer.sent is None:
+        return False
+    beside: set[str] = set()
+    for at, claims in seen:
+        if answer.at - before <= at <= answer.at + round_slack:
+            beside |= serving(claims, answer.topic)
+    return bool(beside) and all(
+        b in journals and not served_per_journal(journals, b, answer.topic, answer.sent, answer.at) for b in beside
+    )
 
 
 def served_per_journal(journals: Mapping[str, Intervals], broker: str, topic: str, lo: float, hi: float) -> bool:
