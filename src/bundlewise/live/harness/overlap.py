@@ -90,10 +90,21 @@ def answer_conflicts(
         if not owners or answer.broker in owners:
             continue
         live = any(answer.broker in claims for at, claims in window if at >= answer.at - alive_before)
-        up_to = [claims for at, claims in window if at <= answer.at + round_slack]
-        beside = set().union(*(serving(claims, answer.topic) for claims in up_to))
+        beside = served_up_to(answer, window, before, round_slack)
         (double if live and beside else stale).append(answer)
     return double, stale
+
+
+def served_up_to(
+    answer: Answer,
+    seen: Sequence[tuple[float, Mapping[str, Iterable[str]]]],
+    before: float = 1.0,
+    round_slack: float = 0.1,
+) -> set[str]:
+    """The brokers seen serving ``answer``'s topic up to the answer: in a round of ``[at - before, at +
+    round_slack]``."""
+    lo, hi = answer.at - before, answer.at + round_slack
+    return set().union(*(serving(claims, answer.topic) for at, claims in seen if lo <= at <= hi))
 
 
 def burst_conflicts(answers: Iterable[Answer], bundle_of: Mapping[str, str]) -> dict[str, set[str]]:
@@ -207,10 +218,7 @@ def released_before(
     named the next owner -- a handover between two rounds, not a second owner."""
     if answer.sent is None:
         return False
-    beside: set[str] = set()
-    for at, claims in seen:
-        if answer.at - before <= at <= answer.at + round_slack:
-            beside |= serving(claims, answer.topic)
+    beside = served_up_to(answer, seen, before, round_slack)
     return bool(beside) and all(
         b in journals and not served_per_journal(journals, b, answer.topic, answer.sent, answer.at) for b in beside
     )

@@ -153,7 +153,7 @@ class BaseStore(MetadataStore):
                     log.debug("session probe failed: %r", e)
                 probe = Probe(ProbeStatus.DISCONNECTED)
             heard_at = self._clock()
-            if probe.status is ProbeStatus.CONNECTED and heard_at - sent_at > self._fencing.watchdog:
+            if probe.status is ProbeStatus.CONNECTED and self._fencing.silent(heard_at, since=sent_at):
                 probe = Probe(ProbeStatus.DISCONNECTED)  # stopped while it ran: its answer vouches for nothing
             self._fencing.heard(heard_at)
             await self._observe(probe)

@@ -153,16 +153,18 @@ class FencingClock:
         """The watcher had a probe's outcome (answered or not) at ``now``: it is alive.  After a silence
         longer than the watchdog only an answered probe (``confirm``) lifts it: the old deadline was counted
         on a clock that may have run slow through the silence."""
-        if self.heard_at is not None and now - self.heard_at > self.watchdog:
-            self.tripped = True
+        self.tripped = self.tripped or self.silent(now)
         self.heard_at = now
+
+    def silent(self, now: float, since: float | None = None) -> bool:
+        """More than the watchdog passed from ``since`` (default: the last outcome heard) to ``now``."""
+        since = self.heard_at if since is None else since
+        return since is not None and now - since > self.watchdog
 
     def deadline_at(self, now: float) -> float:
         """The deadline as it stands at ``now``: 0 while the watcher is overdue or tripped (module docstring:
         watchdog)."""
-        if self.tripped or (self.heard_at is not None and now - self.heard_at > self.watchdog):
-            return 0.0
-        return self.deadline
+        return 0.0 if self.tripped or self.silent(now) else self.deadline
 
     @property
     def scheduling_delay(self) -> float:
