@@ -13,7 +13,12 @@ A push is skipped while the metadata session is not connected (the local record 
 its local record (the EMAs restart) on every such event and removes its store entry, and the top-bundles
 reporter removes its entry, each removal at most once per 10 s (``TOMBSTONE_DELAY_IN_MILLIS``, Pulsar time
 here; ``algorithms.extensible.reporting.Tombstoner``) -- so the
-leader sees missing or fresh data right after an ownership change, not a stale EMA.
+leader sees missing or fresh data right after an ownership change, not a stale EMA.  A removal is due
+from the event on: it is carried out before any push that follows the event (the next tick runs the
+removals still pending before it pushes), as Pulsar's removal and later writes go out in order on one
+producer.  Were the push first, the removal would delete the fresh record, and the reporter -- having
+just pushed -- would not push again before the data changed by 10 % or 15 minutes passed: the leader
+saw no load data for a busy broker that kept splitting (``Skip.NoLoadData``) for minutes on end.
 """
 
 from __future__ import annotations
@@ -52,11 +57,13 @@ class LoadReporters:
         self.top = TopBundlesReporter()
         self.stats_interval_ms = ctx.config.view(BrokerSettings).stats_interval_ms
         self.pushes = 0
-        self._lock = asyncio.Lock()
+        self._lock = asyncio.Lock()  # one tick or removal at a time
+        self._removals: list[LoadDataStore[BrokerLoadData] | LoadDataStore[TopBundlesLoadData]] = []
 
     async def report(self, force: bool = False) -> None:
         """One tick of both reporters."""
         async with self._lock:
+            await self._remove_pending()
             sample = self.ctx.sample_load()
             now = self.ctx.clock.now_ms()
             config = self.ctx.config
@@ -94,13 +101,23 @@ class LoadReporters:
         """The channel's event (``#handleEvent`` of both reporters): the broker reporter's local record is
         reset on every event that concerns this broker; each store removal at most once per 10 s."""
         now = self.ctx.clock.now_ms()
+        due: list[LoadDataStore[BrokerLoadData] | LoadDataStore[TopBundlesLoadData]] = []
         if self.broker.handle_event(self.me, record, now):
-            self.scope.spawn(self._remove(self.broker_store), "tombstoning the broker load data")
+            due.append(self.broker_store)
         if self.top.handle_event(self.me, record, now):
-            self.scope.spawn(self._remove(self.top_store), "tombstoning the top load data")
+            due.append(self.top_store)
+        if due:
+            self._removals += [store for store in due if store not in self._removals]
+            self.scope.spawn(self._tombstone(), "tombstoning the load data")
 
-    async def _remove(self, store: LoadDataStore[BrokerLoadData] | LoadDataStore[TopBundlesLoadData]) -> None:
+    async def _tombstone(self) -> None:
         async with self._lock:
+            await self._remove_pending()
+
+    async def _remove_pending(self) -> None:
+        """The removals due so far, in order (under the lock: before any later push)."""
+        while self._removals:
+            store = self._removals.pop(0)
             try:
                 await store.remove(self.me)
             except MetadataStoreError as e:
