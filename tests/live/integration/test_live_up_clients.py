@@ -9,6 +9,7 @@ clients run.  What the clients saw lands in ``summary.json`` (``CLIENT_METRIC_KE
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -66,8 +67,15 @@ def test_live_up_measures_what_real_clients_see_through_a_rolling_restart(tmp_pa
     cmd = [sys.executable, "-m", "bundlewise.cli.main", "live", "up", "--cluster", str(scenario)]
     cmd += ["--set", f"metadataStoreSessionTimeoutMillis={SESSION_S * 1000}", "--no-progress"]
     cmd += ["--time-scale", "30", "--managers", "modular,extensible", "--out", str(out)]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    env = {**os.environ, "BUNDLEWISE_CACHE_DIR": str(tmp_path / "cache")}  # the command's log file: the clients' log
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env)
     assert proc.returncode == 0, proc.stderr[-3000:]
+
+    def client_log() -> str:
+        """What the official client logged beyond the routine (printed when an assertion fails)."""
+        lines = [line for f in sorted((tmp_path / "cache").rglob("*.log")) for line in f.read_text().splitlines()]
+        return "\n".join(line for line in lines if " INFO " not in line or "reconnect" in line.lower())[-6000:]
+
     doc = json.loads((out / "summary.json").read_text())
     assert list(doc["strategies"]) == ["modular/ThresholdShedder", "extensible/TransferShedder"]
     for name, m in doc["strategies"].items():
@@ -78,12 +86,12 @@ def test_live_up_measures_what_real_clients_see_through_a_rolling_restart(tmp_pa
             *CLIENT_METRIC_KEYS,
         ]
         assert m["double_owner_observations"] == 0
-        assert m["publish_failures"] == 0, name  # every send acknowledged, through three owner kills
+        assert m["publish_failures"] == 0, (name, client_log())  # every send acknowledged, through three owner kills
         # 12 Pulsar minutes at 30x is 24 s; the producers start once the brokers answer, a few seconds in
         assert PRODUCERS * RATE * 10 <= m["messages_published"] <= PRODUCERS * RATE * 24
         assert m["messages_received"] > 0
         # file storage (live up's default with real clients): no acknowledged message is lost to a killed owner
-        assert m["messages_lost"] == 0, name
+        assert m["messages_lost"] == 0, (name, client_log())
         assert m["messages_received"] - m["messages_duplicated"] <= m["messages_published"] + m["publish_failures"]
         assert m["client_reconnects"] >= 1  # the first kill takes a client topic's owner at least
         p50, p99, p999 = (m[f"publish_latency_ms_{q}"] for q in ("p50", "p99", "p999"))

@@ -157,12 +157,12 @@ class _Creations(logging.Handler):
 
 
 _CLIENT_LOG = logging.getLogger("bundlewise.live.clients")
-_CLIENT_LOG.propagate = False
 _CLIENT_LOG.setLevel(logging.INFO)
 _COUNTER = _Creations()
 _CLIENT_LOG.addHandler(_COUNTER)
 """One logger for every client: the official client keeps the first logger a process gives it for all later
-clients, so each run counts its creations as a difference of this one counter."""
+clients, so each run counts its creations as a difference of this one counter.  Its records also reach the
+command's log file (stderr with ``--verbose``; ``cli.logs``): what the clients saw when a run went wrong."""
 
 
 START_ATTEMPTS = 4
