@@ -92,6 +92,7 @@ class LeaderWork:
         self.split_ran = False
         self.first_cycle_at: float | None = None
         self._executor = asyncio.Lock()  # Pulsar's pulsar-load-manager thread: shedding and quota never overlap
+        self._split_checks = asyncio.Lock()  # one split check at a time, as on Pulsar's load-manager executor
 
     # -- lifecycle ---------------------------------------------------------------------------
     def start(self) -> None:
@@ -180,7 +181,13 @@ class LeaderWork:
 
     # -- split check -------------------------------------------------------------------------
     async def check_split(self) -> None:
-        """``#checkNamespaceBundleSplit`` (after each ``updateAll``)."""
+        """``#checkNamespaceBundleSplit`` (after each ``updateAll``).  Checks never overlap: Pulsar runs them on
+        its single load-manager executor; two at once asked the owner to split the same bundle twice (the second
+        refused: a split of it already in progress)."""
+        async with self._split_checks:
+            await self._check_split()
+
+    async def _check_split(self) -> None:
         settings = self.ctx.config.view(LeaderSettings)
         if not settings.auto_split or not self.is_leader() or len(self.data.known) <= 1:
             return
