@@ -25,6 +25,8 @@ from bundlewise.results.decisions import FIELDS
 SCENARIO = MANAGERS_SCENARIO.replace('name = "tiny-scale-out"', 'name = "schema-scale-out"')
 # 45 Pulsar minutes: after the joins at 10m, enough shedding cycles for an unload even when the machine is busy
 SCENARIO = SCENARIO.replace('duration = "16m"', 'duration = "45m"').replace('at = "4m"', 'at = "10m"')
+# with splitting: the simulator assigns only the children of splits (its first bundles start owned)
+SCENARIO = SCENARIO.replace("loadBalancerAutoBundleSplitEnabled = false\n", "")
 
 
 def _bundlewise(*args: str) -> str:
