@@ -19,8 +19,8 @@ from hypothesis import strategies as st
 
 from bundlewise.traffic import readers, rules
 
-SPARK_SETTINGS = settings(
-    max_examples=int(os.environ.get("BUNDLEWISE_RULE_EXAMPLES", "60")),
+SPARK_SETTINGS = settings(  # each example is a Spark job; BUNDLEWISE_RULE_EXAMPLES=300 for a deeper search
+    max_examples=int(os.environ.get("BUNDLEWISE_RULE_EXAMPLES", "30")),
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture],
 )

@@ -105,11 +105,12 @@ def shed_replay(snapshots: list[dict[str, Any]], strategy: str, settings: dict[s
 
 
 @pytest.mark.parametrize(
-    ("strategy", "extra"),
-    [
-        ("ThresholdShedder", {}),
-        ("AvgShedder", {"loadBalancerLoadPlacementStrategy": "AvgShedder"}),
+    ("backend", "strategy", "extra"),
+    [  # each strategy on one store (the stores' sessions and elections have tests of their own)
+        ("zk", "ThresholdShedder", {}),
+        ("etcd", "AvgShedder", {"loadBalancerLoadPlacementStrategy": "AvgShedder"}),
     ],
+    indirect=["backend"],
 )
 def test_shedding_moves_load_off_a_skewed_broker_as_bundlewise_shed_decides(
     server: ServerProcess, tmp_path: Path, strategy: str, extra: dict[str, Any]
@@ -184,6 +185,7 @@ def test_shedding_moves_load_off_a_skewed_broker_as_bundlewise_shed_decides(
     assert matched > 0
 
 
+@pytest.mark.parametrize("backend", ["zk"], indirect=True)  # the split check reads no session state
 def test_split_check_splits_a_hot_bundle(server: ServerProcess, tmp_path: Path) -> None:
     trace = steady_trace(tmp_path / "trace.jsonl", "hot/ns", 10, 10.0)
     settings = {

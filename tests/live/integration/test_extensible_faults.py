@@ -6,6 +6,9 @@ clients, which see the owner change once and never a failed lookup.
 An observer samples every broker's served set at 20+ Hz throughout: no bundle may ever be served by
 two brokers at once (``observed``).
 
+The SIGSTOP test and the store outage's run on both stores; every other fault on one of them, the two stores
+taking turns (the whole store x manager grid is the fault campaign's, ``make bench``).
+
 The bounds.  A SIGKILLed broker's registration disappears when its session expires
 (``metadataStoreSessionTimeoutMillis``, ``SESSION``); the leader then cleans up at once (its metadata
 session is Stable), after a health check that fails fast (the port refuses), and overrides every
@@ -26,6 +29,7 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 
+import pytest
 from broker_harness import (
     EXT,
     SESSION_MS,
@@ -115,6 +119,7 @@ def lookups(c: LocalCluster, topics: list[str]) -> Iterator[list[tuple[str, int,
         yield seen
 
 
+@pytest.mark.parametrize("backend", ["zk"], indirect=True)  # one store each (module docstring)
 def test_sigkill_a_broker_its_bundles_are_owned_again_within_the_bound(server: ServerProcess, tmp_path: Path) -> None:
     with cluster(server, 3, tmp_path, EXT) as c, observed(c):
         leader = wait_until(lambda: leader_of(c), 10, "a leader")
@@ -181,6 +186,7 @@ def test_sigstop_past_the_session_timeout_then_sigcont_never_double_serves(
         assert not (served_by(victim) & mine)
 
 
+@pytest.mark.parametrize("backend", ["etcd"], indirect=True)  # one store each (module docstring)
 def test_sigkill_the_leader_in_the_middle_of_a_transfer(server: ServerProcess, tmp_path: Path) -> None:
     with cluster(server, 3, tmp_path, EXT) as c, observed(c):
         leader = c.broker(wait_until(lambda: leader_of(c), 10, "a leader"))
@@ -214,6 +220,7 @@ def test_sigkill_the_leader_in_the_middle_of_a_transfer(server: ServerProcess, t
             assert rec is not None and rec["state"] == "Owned" and rec["dstBroker"] != leader.broker_id
 
 
+@pytest.mark.parametrize("backend", ["zk"], indirect=True)  # one store each (module docstring)
 def test_sigkill_the_owner_during_a_split(server: ServerProcess, tmp_path: Path) -> None:
     with cluster(server, 3, tmp_path, EXT) as c, observed(c):
         leader = c.broker(wait_until(lambda: leader_of(c), 10, "a leader"))
@@ -242,6 +249,7 @@ def test_sigkill_the_owner_during_a_split(server: ServerProcess, tmp_path: Path)
             assert r.status_code == 200 and r.json()["httpUrl"] != owner.web_url
 
 
+@pytest.mark.parametrize("backend", ["etcd"], indirect=True)  # one store each (module docstring)
 def test_a_transfer_changes_the_answer_once_and_fails_no_lookup(server: ServerProcess, tmp_path: Path) -> None:
     with cluster(server, 3, tmp_path, EXT) as c, observed(c):
         owners = spread(c)
@@ -271,6 +279,7 @@ def _write_store(url: str, path: str, value: dict[str, object]) -> None:
     asyncio.run(body())
 
 
+@pytest.mark.parametrize("backend", ["zk"], indirect=True)  # one store each (module docstring)
 def test_a_stalled_assignment_is_repaired_by_the_leaders_monitor(server: ServerProcess, tmp_path: Path) -> None:
     """An ``Assigning`` whose destination does not react (paused, its session still alive) is stuck after
     the in-flight wait; the leader's ownership monitor overrides it (``#monitorOwnerships``)."""
