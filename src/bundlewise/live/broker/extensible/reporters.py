@@ -101,13 +101,12 @@ class LoadReporters:
         """The channel's event (``#handleEvent`` of both reporters): the broker reporter's local record is
         reset on every event that concerns this broker; each store removal at most once per 10 s."""
         now = self.ctx.clock.now_ms()
-        due: list[LoadDataStore[BrokerLoadData] | LoadDataStore[TopBundlesLoadData]] = []
-        if self.broker.handle_event(self.me, record, now):
-            due.append(self.broker_store)
-        if self.top.handle_event(self.me, record, now):
-            due.append(self.top_store)
-        if due:
-            self._removals += [store for store in due if store not in self._removals]
+        broker_due = self.broker.handle_event(self.me, record, now)  # both reporters hear every event
+        top_due = self.top.handle_event(self.me, record, now)
+        for store, due in ((self.broker_store, broker_due), (self.top_store, top_due)):
+            if due and store not in self._removals:
+                self._removals.append(store)
+        if broker_due or top_due:
             self.scope.spawn(self._tombstone(), "tombstoning the load data")
 
     async def _tombstone(self) -> None:
