@@ -44,6 +44,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -101,7 +102,15 @@ def summarise(fault: str, store: str, manager: str, runs: list[RunResult]) -> di
     }
 
 
-def campaign(runs: int, faults: list[str], stores: list[str], managers: list[str]) -> list[dict[str, Any]]:
+def campaign(
+    runs: int,
+    faults: list[str],
+    stores: list[str],
+    managers: list[str],
+    on_cell: Callable[[list[dict[str, Any]]], object] | None = None,
+) -> list[dict[str, Any]]:
+    """The summarised cells; ``on_cell`` is given the rows so far after each cell (a long campaign stopped keeps
+    the cells it finished)."""
     plan = [(f, s, m) for f, s, m in cells(faults) if s in stores and m in managers]
     rows: list[dict[str, Any]] = []
     for store in stores:
@@ -125,6 +134,8 @@ def campaign(runs: int, faults: list[str], stores: list[str], managers: list[str
                         took = time.monotonic() - started
                         print(f"{fault} {store}/{manager} run {i + 1}: {r.as_dict()} ({took:.1f} s)", flush=True)
                     rows.append(summarise(fault, store, manager, results))
+                    if on_cell is not None:
+                        on_cell(rows)
     return rows
 
 
@@ -168,14 +179,17 @@ def markdown(payload: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def kept_cells(new: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The committed result's cells that ``new`` does not replace (``--append``), in their order."""
+def committed_cells() -> list[dict[str, Any]]:
+    """The committed result's cells (none when there is none)."""
     path = RESULTS / f"{RESULT}.json"
-    if not path.exists():
-        return []
-    replaced = {(r["fault"], r["store"], r["manager"]) for r in new}
-    old = json.loads(path.read_text())["cells"]
-    return [r for r in old if (r["fault"], r["store"], r["manager"]) not in replaced]
+    return json.loads(path.read_text())["cells"] if path.exists() else []
+
+
+def merged_cells(old: list[dict[str, Any]], new: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``old`` with the cells ``new`` re-ran replaced in place, then ``new``'s other cells (``--append``)."""
+    fresh = {(r["fault"], r["store"], r["manager"]): r for r in new}
+    merged = [fresh.pop((r["fault"], r["store"], r["manager"]), r) for r in old]
+    return merged + list(fresh.values())
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -184,18 +198,21 @@ def main(argv: list[str] | None = None) -> None:
     )
     logging.getLogger("kazoo").setLevel(logging.CRITICAL)  # the observer's reconnects during store outages
     started = time.monotonic()
-    rows = campaign(runs, lists["faults"], lists["stores"], lists["managers"])
-    if lists.get("append"):
-        rows = kept_cells(rows) + rows
-    payload = {
-        "runs_per_cell": runs,
-        "brokers": BROKERS,
-        "session_timeout_s": SESSION_S,
-        "recovery_s": RECOVERY_S,
-        "wall_seconds": round(time.monotonic() - started, 1),
-        "cells": rows,
-    }
-    write_result(RESULT, payload, TITLE, markdown)
+    old = committed_cells() if lists.get("append") else []
+
+    def write(rows: list[dict[str, Any]]) -> dict[str, Any]:
+        payload = {
+            "runs_per_cell": runs,
+            "brokers": BROKERS,
+            "session_timeout_s": SESSION_S,
+            "recovery_s": RECOVERY_S,
+            "wall_seconds": round(time.monotonic() - started, 1),
+            "cells": merged_cells(old, rows),
+        }
+        write_result(RESULT, payload, TITLE, markdown)
+        return payload
+
+    payload = write(campaign(runs, lists["faults"], lists["stores"], lists["managers"], on_cell=write))
     print(markdown(payload))
 
 

@@ -83,7 +83,7 @@ def write_result(name: str, payload: dict[str, Any], title: str, markdown: Markd
     RESULTS.mkdir(parents=True, exist_ok=True)
     payload = {"machine": {"python": platform.python_version(), "cpus": _cpus()}, **payload}
     path = RESULTS / f"{name}.json"
-    path.write_text(json.dumps(payload, indent=2) + "\n")
+    replace_text(path, json.dumps(payload, indent=2) + "\n")
     print(f"wrote {path}")
     md = write_markdown(name, payload, title, markdown)
     print(f"wrote {md}")
@@ -93,8 +93,16 @@ def write_result(name: str, payload: dict[str, Any], title: str, markdown: Markd
 def write_markdown(name: str, payload: dict[str, Any], title: str, markdown: Markdown | None = None) -> Path:
     """``bench/results/<name>.md`` from the payload ``<name>.json`` holds."""
     path = RESULTS / f"{name}.md"
-    path.write_text(render(name, payload, title, markdown))
+    replace_text(path, render(name, payload, title, markdown))
     return path
+
+
+def replace_text(path: Path, text: str) -> None:
+    """Write ``text`` beside ``path`` and rename it into place: a reader, or a run stopped half-way, never sees
+    half a file."""
+    part = path.with_name(f".{path.name}.part")
+    part.write_text(text)
+    os.replace(part, path)
 
 
 def render(name: str, payload: dict[str, Any], title: str, markdown: Markdown | None = None) -> str:

@@ -38,3 +38,19 @@ def test_options_for_a_benchmark_without_any_are_refused() -> None:
     assert out.stderr == "error: options --runs 3: expected after one benchmark that takes options (faults, loss)\n"
     bad = bench("faults", "--runs", "0")
     assert (bad.returncode, bad.stderr) == (2, "error: --runs: expected at least 1, got 0\n")
+
+
+def test_a_campaign_with_append_replaces_the_cells_it_ran_in_place_and_keeps_the_others() -> None:
+    from bench.bench_faults import merged_cells
+
+    def cell(fault: str, runs: int) -> dict[str, object]:
+        return {"fault": fault, "store": "etcd", "manager": "modular", "runs": runs}
+
+    old = [cell("a", 2), cell("b", 2), cell("c", 2)]
+    assert merged_cells(old, [cell("b", 20), cell("d", 20)]) == [
+        cell("a", 2),
+        cell("b", 20),
+        cell("c", 2),
+        cell("d", 20),
+    ]
+    assert merged_cells(old, []) == old  # a campaign stopped before its first cell keeps the committed table
