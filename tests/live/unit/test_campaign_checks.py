@@ -10,6 +10,7 @@ from bundlewise.live.harness.overlap import (
     Answer,
     answer_conflicts,
     burst_conflicts,
+    describe_answer,
     released_before,
     serving,
     time_to_served,
@@ -93,6 +94,20 @@ def test_an_answer_naming_a_live_non_owner_is_a_double_answer() -> None:
     seen = [(10.0, {"A": [PARENT], "B": []}), (11.0, {"A": [PARENT], "B": []})]
     wrong, right = Answer(10.5, t, "B"), Answer(10.5, t, "A")
     assert answer_conflicts([wrong, right], seen) == ([wrong], [])
+
+
+def test_a_double_answer_is_described_with_its_times_the_owner_seen_and_the_named_brokers_journal() -> None:
+    t = topic_in(PARENT)
+    seen = [(10.0, {"A": [PARENT], "B": []}), (11.0, {"A": [], "B": []}), (13.0, {"A": [], "B": [PARENT]})]
+    answer = Answer(10.5, t, "B", sent=10.4)
+    journals = {"B": {PARENT: [(12.9, 14.0)], CHILD_LO: [(1.0, 2.0)]}}  # the interval long before is left out
+    assert describe_answer(answer, seen, 10.0, journals) == (
+        f"answer {t} -> B (asked +0.40, answered +0.50; seen serving up to it: A; B first seen serving it +3.00; "
+        "journal +2.90..+4.00)"
+    )
+    assert describe_answer(Answer(10.5, t, "C"), seen, 10.0, journals).endswith(
+        "(asked ?, answered +0.50; seen serving up to it: A; C first seen serving it never; no journal)"
+    )
 
 
 def test_an_answer_naming_a_dead_broker_is_stale_not_double() -> None:

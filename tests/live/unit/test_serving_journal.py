@@ -4,7 +4,14 @@ overlaps and ownerships shorter than a round."""
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+import time
+
 from bundlewise.live.broker.journal import ServingJournal
+from bundlewise.live.harness.faults import libfaketime
 from bundlewise.live.harness.overlap import (
     handover_in_a_round,
     journal_intervals,
@@ -95,7 +102,33 @@ def test_an_answer_is_confirmed_by_an_ownership_shorter_than_a_round() -> None:
 
 
 def test_a_claim_whose_instant_is_unknown_refutes_nothing() -> None:
-    # a broker under libfaketime: its clock is not the machine's, the observer drops its instants and journal
+    # a broker whose clock is not the machine's: the observer drops its instants and journal
     journals = {"A": {LOW: [(1.0, 10.02)]}, "B": {LOW: [(10.04, 20.0)]}}
     assert not handover_in_a_round(PAIR, [(None, 10.05)], journals)
     assert not handover_in_a_round(PAIR, [(10.00, None)], journals)
+
+
+SLEEPER = """
+import json, time
+from bundlewise.live.broker.journal import ServingJournal
+j = ServingJournal()
+j.start("x")
+time.sleep(1.0)
+j.stop("x")
+print(json.dumps([j.to_json(), time.monotonic()]))
+"""
+
+
+def test_a_broker_under_libfaketime_stamps_its_journal_on_the_machines_clock() -> None:
+    """The skewed-clock fault's broker (clocks at half rate): its own ``time.monotonic`` is not the machine's, its
+    journal is -- the observer can read it beside the others'."""
+    env = {**os.environ, "LD_PRELOAD": libfaketime(), "FAKETIME": "+0 x0.5", "FAKETIME_NO_CACHE": "1"}
+    before = time.monotonic()
+    out = subprocess.run([sys.executable, "-c", SLEEPER], env=env, capture_output=True, text=True, timeout=60)
+    after = time.monotonic()
+    assert out.returncode == 0, out.stderr
+    snap, its_own = json.loads(out.stdout)
+    ((_, since, until),) = snap["closed"]
+    assert before <= since < until <= snap["now"] <= after
+    assert until - since >= 1.9  # one second of its half-rate clock: two of the machine's
+    assert not before <= its_own <= after  # libfaketime did fake the broker's time.monotonic

@@ -15,16 +15,19 @@ intervals themselves:
   stays inside the same interval.  So two intervals that do not intersect prove the two brokers never served
   at once; two that do are only a candidate overlap.
 
-``time.monotonic()`` is CLOCK_MONOTONIC on Linux, one clock for every process of the machine: the observer
-compares the intervals of brokers in other processes with its own instants.  The journal keeps the last
-``limit`` closed intervals.  ``GET /admin/v2/bundlewise/serving-journal`` returns ``to_json()``.
+The stamps are ``live.broker.clock.machine_monotonic``: CLOCK_MONOTONIC, one clock for every process of the
+machine, read by system call, so the observer compares the intervals of brokers in other processes with its
+own ``time.monotonic()`` instants -- a broker whose clocks libfaketime slows (the skewed-clock fault)
+included.  The journal keeps the last ``limit`` closed intervals.  ``GET /admin/v2/bundlewise/serving-journal``
+returns ``to_json()``.
 """
 
 from __future__ import annotations
 
-import time
 from collections import deque
 from typing import Any
+
+from bundlewise.live.broker.clock import machine_monotonic
 
 LIMIT = 10_000
 
@@ -39,13 +42,13 @@ class ServingJournal:
     def start(self, bundle: str, at: float | None = None) -> None:
         """The broker may serve ``bundle`` from now (an interval already open stays as it is)."""
         if bundle not in self.open:
-            self.open[bundle] = time.monotonic() if at is None else at
+            self.open[bundle] = machine_monotonic() if at is None else at
 
     def stop(self, bundle: str, at: float | None = None) -> None:
         """The broker stopped serving ``bundle`` (nothing when no interval is open)."""
         since = self.open.pop(bundle, None)
         if since is not None:
-            self.closed.append((bundle, since, time.monotonic() if at is None else at))
+            self.closed.append((bundle, since, machine_monotonic() if at is None else at))
 
     def stop_all(self) -> None:
         for bundle in list(self.open):
@@ -54,7 +57,7 @@ class ServingJournal:
     def to_json(self) -> dict[str, Any]:
         """``now`` (when the snapshot was taken), ``open`` {bundle: since}, ``closed`` [[bundle, since, until]]."""
         return {
-            "now": time.monotonic(),
+            "now": machine_monotonic(),
             "open": dict(self.open),
             "closed": [list(entry) for entry in self.closed],
         }

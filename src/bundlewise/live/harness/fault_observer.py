@@ -126,7 +126,7 @@ class FaultObserver:
     # -- brokers ---------------------------------------------------------------------------
     def _ask(self, client: httpx.Client, url: str) -> tuple[str, list[str] | None, float | None]:
         """(broker id, the bundles it serves or None, the instant it computed the answer -- None when the broker's
-        clock is not this machine's: an instant outside the request's own span, e.g. under libfaketime)."""
+        clock is not this machine's: an instant outside the request's own span)."""
         broker_id = _host_port(url)
         sent = time.monotonic()
         try:
@@ -153,7 +153,7 @@ class FaultObserver:
                 if r.status_code != 200:
                     continue
                 doc = r.json()
-                # a broker whose clock is not this machine's (libfaketime) has no comparable journal
+                # a journal not stamped on this machine's clock (a broker elsewhere) compares with nothing here
                 if sent - CLOCK_SLACK <= float(doc.get("now", "nan")) <= received + CLOCK_SLACK:
                     out[_host_port(url)] = doc
         return out

@@ -403,7 +403,12 @@ class Cell:
         result.examples += [
             f"journal overlap {o.a_broker} {o.a_bundle} / {o.b_broker} {o.b_bundle}" for o in sorted(candidates)
         ][:2]
-        result.examples += [f"answer {a.topic} -> {a.broker}" for a in conflicts][:2]
+        skewed = {b.broker_id for b in fired.replace}
+        result.examples += [
+            overlap.describe_answer(a, history, fired.since, journals)
+            + (f" [skewed broker {', '.join(sorted(skewed))}]" if skewed else "")
+            for a in conflicts
+        ][:2]
         result.examples += [f"burst {b} -> {sorted(v)}" for b, v in burst.items()][:2]
         if left or self.leader() is None or len(self.live()) < BROKERS:
             self.stop(crash=True)

@@ -107,6 +107,40 @@ def served_up_to(
     return set().union(*(serving(claims, answer.topic) for at, claims in seen if lo <= at <= hi))
 
 
+def describe_answer(
+    answer: Answer,
+    seen: Sequence[tuple[float, Mapping[str, Iterable[str]]]],
+    since: float,
+    journals: Mapping[str, Intervals],
+) -> str:
+    """One line on a double answer, times in seconds from ``since``: when it was asked and answered, who was seen
+    serving the topic up to it, when the named broker was first seen serving it afterwards, and the named
+    broker's journal intervals of the topic (or that it has none)."""
+
+    def rel(t: float) -> str:
+        return f"{t - since:+.2f}"
+
+    beside = sorted(served_up_to(answer, seen))
+    first = next(
+        (at for at, claims in seen if at >= answer.at and answer.broker in serving(claims, answer.topic)), None
+    )
+    ns, h = _topic_key(answer.topic)
+    spans = [
+        f"{rel(s)}..{rel(u)}"
+        for bundle, intervals in journals.get(answer.broker, {}).items()
+        if (b := parsed(bundle)) is not None and b.namespace == ns and b.includes_hash(h)
+        for s, u in intervals
+        if u >= answer.at - 5
+    ]
+    journal = "no journal" if answer.broker not in journals else f"journal {' '.join(spans) or 'empty'}"
+    asked = "?" if answer.sent is None else rel(answer.sent)
+    return (
+        f"answer {answer.topic} -> {answer.broker} (asked {asked}, answered {rel(answer.at)}; seen serving up to it: "
+        f"{', '.join(beside) or 'none'}; {answer.broker} first seen serving it "
+        f"{'never' if first is None else rel(first)}; {journal})"
+    )
+
+
 def burst_conflicts(answers: Iterable[Answer], bundle_of: Mapping[str, str]) -> dict[str, set[str]]:
     """Bundles answered with more than one broker in one burst: bundle -> the brokers named.  ``bundle_of``
     maps each topic to its bundle."""

@@ -5,8 +5,9 @@ Thin by design: each route authenticates (``live.broker.auth``), parses, calls t
 renders their answers (``render``).  Which routes authenticate: everything under ``/lookup`` and
 ``/admin`` when ``authenticationEnabled``; ``/metrics`` only with ``authenticateMetricsEndpoint``;
 ``/openapi.json`` never.  ``ownedNamespaces`` lists only the bundles the broker serves at the moment
-it answers (fencing applied) and carries that moment as ``X-Bundlewise-Monotonic`` (``time.monotonic``,
-system-wide on Linux), so an observer can compare brokers' answers in time.
+it answers (fencing applied) and carries that moment as ``X-Bundlewise-Monotonic``
+(``live.broker.clock.machine_monotonic``: CLOCK_MONOTONIC, system-wide on Linux, even under libfaketime), so an
+observer can compare brokers' answers in time.
 
 During a store outage nothing escapes as a bare 500: a store error is ``{"reason": …}`` with 503 while
 the store cannot be reached and 500 otherwise (``store_error``), any other unexpected error is Pulsar's
@@ -18,7 +19,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 from typing import Any, Protocol
 from urllib.parse import unquote_plus
 
@@ -30,6 +30,7 @@ from bundlewise.config import Config
 from bundlewise.config.views import BrokerSettings
 from bundlewise.live.broker import metrics, values
 from bundlewise.live.broker.auth import AuthenticationError, Authority, AuthorizationError
+from bundlewise.live.broker.clock import machine_monotonic
 from bundlewise.live.broker.http import render, topics
 from bundlewise.live.broker.manager import LoadManager
 from bundlewise.live.broker.namespace import SPLIT_HEADER, NamespaceService
@@ -280,7 +281,7 @@ def create_app(broker: Broker) -> FastAPI:
         auth.require_broker_operation(role(request), "LIST_OWNED_NAMESPACES", broker.identity.broker_id)
         if broker_id != broker.identity.broker_id:
             await redirect_to_broker(broker_id)
-        now = time.monotonic()
+        now = machine_monotonic()
         served = ns.served()
         return JSONResponse({b: OWNED_STATUS for b in served}, headers={"X-Bundlewise-Monotonic": repr(now)})
 

@@ -27,7 +27,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from bundlewise.live.broker.journal import ServingJournal
@@ -42,7 +42,6 @@ class OwnedBundle:
     bundle: str
     lock: ResourceLock[Any]
     active: bool = True
-    acquired_at: float = field(default_factory=time.monotonic)
 
     def serving(self, now: float) -> bool:
         return self.active and self.lock.is_valid and now < self.lock.fencing_deadline()
@@ -126,7 +125,7 @@ class OwnershipCache:
         lock = await self._locks.acquire(layout.ownership(bundle), dict(self.self_data))
         ob = OwnedBundle(bundle, lock)
         self._owned[bundle] = ob
-        self.journal.start(bundle, ob.acquired_at)
+        self.journal.start(bundle)
         lock.expired.add_done_callback(lambda _: self._expired(bundle, ob))
         log.info("acquired ownership of %s", bundle)
         return ob
