@@ -107,6 +107,7 @@ class FaultObserver:
         self.round_wait = round_wait
         self.result = FaultObservations(started_at=time.monotonic())
         self._latest: Claims = {}
+        self._store_latest: tuple[Claims, Claims] = ({}, {})
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
@@ -116,6 +117,11 @@ class FaultObserver:
         """The claims of the last complete broker round."""
         with self._lock:
             return dict(self._latest)
+
+    def store_latest(self) -> tuple[Claims, Claims]:
+        """The owners the last complete store round read: (ownership locks, channel records)."""
+        with self._lock:
+            return self._store_latest
 
     def reset(self) -> FaultObservations:
         """Start a new run: returns the finished run's observations."""
@@ -202,6 +208,7 @@ class FaultObserver:
         records = await self._bundles(store, layout.SERVICE_UNIT_STATE_ROOT, owner_of_record)
         at = time.monotonic()
         with self._lock:
+            self._store_latest = (locks, records)
             self.result.store_rounds += 1
             for claims in (locks, records):
                 _note(self.result.store_overlaps, range_overlaps(claims), at)

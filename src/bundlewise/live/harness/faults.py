@@ -346,6 +346,18 @@ class Cell:
             raise RuntimeError("no bundle with topics is served")
         return options[0][1], options[0][0]
 
+    def _describe_unserved(self, left: list[str], first_answer: int, shown: int = 2) -> list[str]:
+        """For the first ``shown`` topics nobody served at the end of a run: the owner the store records for it
+        (ownership lock or channel record) and the brokers the run's last lookups of it named."""
+        assert self.observer is not None
+        locks, records = self.observer.store_latest()
+        lines = []
+        for topic in left[:shown]:
+            held = sorted(overlap.serving(locks, topic) | overlap.serving(records, topic))
+            named = [a.broker for a in self.answers[first_answer:] if a.topic == topic][-3:]
+            lines.append(f"unserved {topic}: store owner {', '.join(held) or 'none'}; last answers {named or 'none'}")
+        return lines
+
     def run(self, fault: str, index: int = 0) -> RunResult:
         """One run of ``fault`` (``FAULTS``); rebuilds the cluster afterwards when it did not recover."""
         assert self.observer is not None
@@ -357,6 +369,7 @@ class Cell:
         self.wait_served(topics, RECOVERY_S, after=fired.since)
         time.sleep(1.0)  # the answers of the last moments, and gaps or overlaps that come after recovery
         served_in, left = overlap.time_to_served(self.rounds(fired.since), topics, fired.since)
+        unserved = self._describe_unserved(left, first_answer)
         journals = {b: overlap.journal_intervals(j) for b, j in self.observer.journals().items()}
         for b in fired.replace:
             with contextlib.suppress(Exception):
@@ -410,6 +423,7 @@ class Cell:
             for a in conflicts
         ][:2]
         result.examples += [f"burst {b} -> {sorted(v)}" for b, v in burst.items()][:2]
+        result.examples += unserved
         if left or self.leader() is None or len(self.live()) < BROKERS:
             self.stop(crash=True)
             self.start()
