@@ -13,6 +13,7 @@ import argparse
 import json
 import os
 import platform
+import signal
 import statistics
 import sys
 import time
@@ -216,4 +217,15 @@ def campaign_args(
         raise SystemExit(2)
     if args.append:
         lists["append"] = ["yes"]
+    stop_on_sigterm()
     return args.runs, lists
+
+
+def stop_on_sigterm() -> None:
+    """SIGTERM ends a campaign as Ctrl-C does: the clusters' context managers stop their brokers and store (a
+    campaign started in the background of a script ignores SIGINT, so SIGTERM is how it is stopped)."""
+
+    def stop(signum: int, frame: object) -> None:
+        raise SystemExit(128 + signum)
+
+    signal.signal(signal.SIGTERM, stop)
