@@ -107,6 +107,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     real.add_argument("--subscription-type", choices=SUBSCRIPTION_TYPES, help="the subscription's type (Shared)")
     real.add_argument("--batching", action=argparse.BooleanOptionalAction, default=None, help="producer batching (on)")
     add_out_options(up, "summary.json, timeline.parquet, decisions.jsonl, lookups.parquet and report.html")
+    up.add_argument(
+        "--keep-logs",
+        metavar="DIR",
+        help="copy every broker's and the store's log and the leaders' decision and load-data files (JSON Lines) "
+        "into DIR when the run ends, also when it failed or was interrupted (a new or empty folder)",
+    )
     up.add_argument("--no-auth", action="store_true", help="authenticationEnabled=false (default: tokens)")
     up.add_argument("--no-progress", action="store_true", help="no progress line on stderr")
     add_config_options(up)
@@ -260,6 +266,8 @@ def run_up(args: argparse.Namespace) -> int:
     if duration <= 0:
         raise InputError("expected a positive duration", field="--duration")
     staging = atomic.stage(args.out, args.overwrite) if args.out is not None else None  # refused before any work
+    if args.keep_logs is not None:
+        atomic.check(args.keep_logs, False, flag="--keep-logs")  # refused before any work
     if clients is not None:
         with needs_extra("clients", "bundlewise live up --producers/--consumers"):
             from bundlewise.live.harness.clients import require_client
@@ -273,6 +281,7 @@ def run_up(args: argparse.Namespace) -> int:
         from bundlewise.live.harness.workload import write_trace
         from bundlewise.live.store import layout
 
+        logs = atomic.stage(args.keep_logs, False, flag="--keep-logs") if args.keep_logs is not None else None
         work = Path(tempfile.mkdtemp(prefix="bw-live-"))
         try:
             if args.workload:
@@ -327,10 +336,24 @@ def run_up(args: argparse.Namespace) -> int:
 
                 write_run(staging.path, doc, results, render_report(run_info(scenario), results, doc))
         finally:
+            if logs is not None:
+                _keep_logs(work, logs)
             shutil.rmtree(work, ignore_errors=True)
     sys.stdout.write(summary_json(doc))
     sys.stderr.write(comparison_table(doc))
     return 0
+
+
+def _keep_logs(work: Path, logs: atomic.Staging) -> None:
+    """``--keep-logs``: the ``.log`` and ``.jsonl`` files of the work folder (each cluster's brokers, store and
+    leaders), at their relative paths, published whatever became of the run."""
+    for f in sorted(work.rglob("*")):
+        if f.is_file() and f.suffix in (".log", ".jsonl"):
+            dest = Path(logs.path) / f.relative_to(work)
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(f, dest)
+    logs.publish()
+    sys.stderr.write(f"logs kept in {logs.target}\n")
 
 
 # -- live status / advise ---------------------------------------------------------------------------

@@ -69,10 +69,15 @@ def store_of(stderr: str) -> str:
 def test_live_up_plays_a_restart_and_writes_the_simulators_files(tmp_path: Path, backend: str) -> None:
     out = tmp_path / "out"
     extra = ("--zookeeper",) if backend == "zk" else ()
+    # --keep-logs under tmp_path: a failure here prints the brokers' logs (tests/live/conftest.py)
+    extra += ("--keep-logs", str(tmp_path / "logs"))
     proc = live_up(tmp_path, "--time-scale", "60", "--out", str(out), "--strategy", "ThresholdShedder", *extra)
     stdout, stderr = proc.communicate(timeout=300)
     assert proc.returncode == 0, stderr
     assert "Traceback" not in stderr
+    assert f"logs kept in {tmp_path / 'logs'}\n" in stderr
+    assert len(list((tmp_path / "logs" / "cluster-0").glob("*.log"))) >= 3  # one per broker process, and more
+    assert list((tmp_path / "logs" / "cluster-0").glob("decisions-*.jsonl"))
     assert re.search(r"^admin token \(role admin, a super-user\): \S+\.\S+\.\S+$", stderr, re.M)
     assert leftovers(store_of(stderr)) == []
 
@@ -121,8 +126,8 @@ def test_live_up_plays_a_restart_and_writes_the_simulators_files(tmp_path: Path,
 
 
 def test_ctrl_c_stops_everything_and_writes_nothing(tmp_path: Path) -> None:
-    out = tmp_path / "out"
-    proc = live_up(tmp_path, "--time-scale", "10", "--out", str(out))
+    out, logs = tmp_path / "out", tmp_path / "logs"
+    proc = live_up(tmp_path, "--time-scale", "10", "--out", str(out), "--keep-logs", str(logs))
     assert proc.stderr is not None
     seen = ""
     deadline = time.monotonic() + 120
@@ -136,6 +141,8 @@ def test_ctrl_c_stops_everything_and_writes_nothing(tmp_path: Path) -> None:
     assert "Traceback" not in rest
     assert rest.strip().splitlines()[-1] == f"error: interrupted: {out} was left as it was"
     assert not out.exists()
+    assert len(list((logs / "cluster-0").glob("*.log"))) >= 3  # the logs are kept when the run is interrupted
+    assert not [p for p in os.listdir(tmp_path) if ".bundlewise-" in p]  # no staging folder left
     assert leftovers(store_of(seen)) == []
 
 
@@ -149,3 +156,7 @@ def test_an_existing_out_is_refused_before_anything_starts(tmp_path: Path) -> No
     assert stderr.count("\n") == 1 and stderr.startswith("error: ") and "--overwrite" in stderr
     assert "store:" not in stderr  # nothing was started
     assert [p.name for p in out.iterdir()] == ["keep.txt"]
+    proc = live_up(tmp_path, "--keep-logs", str(out))
+    _, stderr = proc.communicate(timeout=60)
+    assert (proc.returncode, stderr.count("\n")) == (2, 1)
+    assert stderr.startswith(f"error: {out}: --keep-logs: is not empty") and "store:" not in stderr

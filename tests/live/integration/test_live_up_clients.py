@@ -67,6 +67,7 @@ def test_live_up_measures_what_real_clients_see_through_a_rolling_restart(tmp_pa
     cmd = [sys.executable, "-m", "bundlewise.cli.main", "live", "up", "--cluster", str(scenario)]
     cmd += ["--set", f"metadataStoreSessionTimeoutMillis={SESSION_S * 1000}", "--no-progress"]
     cmd += ["--time-scale", "30", "--managers", "modular,extensible", "--out", str(out)]
+    cmd += ["--keep-logs", str(tmp_path / "logs")]  # a failure prints the brokers' logs (tests/live/conftest.py)
     env = {**os.environ, "BUNDLEWISE_CACHE_DIR": str(tmp_path / "cache")}  # the command's log file: the clients' log
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env)
     assert proc.returncode == 0, proc.stderr[-3000:]

@@ -65,6 +65,7 @@ def test_both_managers_play_the_same_scenario_side_by_side(tmp_path: Path) -> No
     out = tmp_path / "out"
     cmd = [sys.executable, "-m", "bundlewise.cli.main", "live", "up", "--cluster", str(scenario)]
     cmd += ["--managers", "modular,extensible", "--time-scale", "60", "--out", str(out), "--no-progress"]
+    cmd += ["--keep-logs", str(tmp_path / "logs")]  # a failure prints the brokers' logs (tests/live/conftest.py)
     cmd += ["--set", "metadataStoreSessionTimeoutMillis=4000"]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=400)
     assert proc.returncode == 0, proc.stderr

@@ -103,6 +103,9 @@ class OwnershipObserver:
         return self
 
     def stop(self) -> Observations:
+        """Stop sampling (a second call changes nothing)."""
+        if self._stop.is_set():
+            return self.result
         self._stop.set()
         if self._thread is not None:
             self._thread.join(10)

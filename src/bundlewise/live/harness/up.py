@@ -210,56 +210,61 @@ async def _play(
     store = await connect(cluster.store_url, session_timeout=30)
     player = EventPlayer(cluster, procs, plan.brokers, clock, store, broker_args, plan.leader_path)
     observer = OwnershipObserver(player.up_urls, token=creds.admin).start()
-    player.observer = observer
-    interval = plan.step / 1000.0 / plan.time_scale
-    sampler = TimelineSampler(
-        [b.name for b in plan.brokers], plan.step, plan.duration, clock, store, player, creds.admin, plan.config,
-        plan.workload if plan.leader_path == layout.EXTENSION_LEADER else None,
-    )  # fmt: skip
-    started = time.monotonic()
-    progress = Progress(plan, clock, show_progress)
-    real: RealClients | None = None
-    if plan.clients is not None and plan.clients.any:
-        hosts = ",".join(f"{p.host}:{p.settings['brokerServicePort']}" for p in procs.values())
-        topics = plan.clients.topic_names(tuple(ns for ns, _ in plan.namespaces))
-        real = RealClients(plan.clients, topics, f"pulsar://{hosts}", creds.client)
-        await asyncio.to_thread(real.start)
-    async with (
-        httpx.AsyncClient(headers=_bearer(creds.client), limits=httpx.Limits(max_connections=64)) as http,
-    ):
-        names = plan.workload.topics.names
-        calibration = await calibrate(LookupClient(player.up_urls, http), names[0]) if len(names) else None
-        driver = LookupDriver(
-            LookupClient(player.up_urls, http),
-            plan.workload,
-            clock,
-            sampler.boundaries,
-            interval=max(interval, 0.25),
-        )
-        tasks = [
-            asyncio.create_task(sampler.run(), name="sampler"),
-            asyncio.create_task(driver.run(), name="lookups"),
-            asyncio.create_task(player.run(plan.events), name="events"),
-        ]
-        try:
-            while clock.elapsed_ms() < plan.duration:
+    try:  # stopped however the run ends (a Ctrl-C during the calibration included)
+        player.observer = observer
+        interval = plan.step / 1000.0 / plan.time_scale
+        sampler = TimelineSampler(
+            [b.name for b in plan.brokers], plan.step, plan.duration, clock, store, player, creds.admin, plan.config,
+            plan.workload if plan.leader_path == layout.EXTENSION_LEADER else None,
+        )  # fmt: skip
+        started = time.monotonic()
+        progress = Progress(plan, clock, show_progress)
+        real: RealClients | None = None
+        if plan.clients is not None and plan.clients.any:
+            hosts = ",".join(f"{p.host}:{p.settings['brokerServicePort']}" for p in procs.values())
+            topics = plan.clients.topic_names(tuple(ns for ns, _ in plan.namespaces))
+            real = RealClients(plan.clients, topics, f"pulsar://{hosts}", creds.client)
+            await asyncio.to_thread(real.start)
+        async with (
+            httpx.AsyncClient(headers=_bearer(creds.client), limits=httpx.Limits(max_connections=64)) as http,
+        ):
+            names = plan.workload.topics.names
+            calibration = await calibrate(LookupClient(player.up_urls, http), names[0]) if len(names) else None
+            driver = LookupDriver(
+                LookupClient(player.up_urls, http),
+                plan.workload,
+                clock,
+                sampler.boundaries,
+                interval=max(interval, 0.25),
+            )
+            tasks = [
+                asyncio.create_task(sampler.run(), name="sampler"),
+                asyncio.create_task(driver.run(), name="lookups"),
+                asyncio.create_task(player.run(plan.events), name="events"),
+            ]
+            try:
+                while clock.elapsed_ms() < plan.duration:
+                    for t in tasks:
+                        if t.done() and t.exception() is not None:
+                            raise t.exception()  # type: ignore[misc]
+                    progress.show(progress.line(len(player.up_urls()), driver.records, observer.result, player.done))
+                    await asyncio.sleep(
+                        min(1.0, max(0.05, (plan.duration - clock.elapsed_ms()) / 1000 / plan.time_scale))
+                    )
+                # the last tick's sample may still be reading the brokers (a loaded machine): let it finish, so the
+                # timeline has every tick; its reads are bounded by their own timeouts
+                await asyncio.wait([tasks[0]], timeout=SAMPLE_GRACE_SECONDS)
+            finally:
                 for t in tasks:
-                    if t.done() and t.exception() is not None:
-                        raise t.exception()  # type: ignore[misc]
-                progress.show(progress.line(len(player.up_urls()), driver.records, observer.result, player.done))
-                await asyncio.sleep(min(1.0, max(0.05, (plan.duration - clock.elapsed_ms()) / 1000 / plan.time_scale)))
-            # the last tick's sample may still be reading the brokers (a loaded machine): let it finish, so the
-            # timeline has every tick; its reads are bounded by their own timeouts
-            await asyncio.wait([tasks[0]], timeout=SAMPLE_GRACE_SECONDS)
-        finally:
-            for t in tasks:
-                t.cancel()
-            for t in tasks:
-                with contextlib.suppress(asyncio.CancelledError, Exception):
-                    await t
-            records = await asyncio.to_thread(real.stop) if real is not None else None
-            observations = observer.stop()
-            await store.close()
+                    t.cancel()
+                for t in tasks:
+                    with contextlib.suppress(asyncio.CancelledError, Exception):
+                        await t
+                records = await asyncio.to_thread(real.stop) if real is not None else None
+                observations = observer.stop()
+                await store.close()
+    finally:
+        observer.stop()
     progress.show(progress.line(len(player.up_urls()), driver.records, observations, player.done), final=True)
     files = sorted(cluster.dir.glob("decisions-*.jsonl"))
     return LiveRun(
