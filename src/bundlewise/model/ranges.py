@@ -9,6 +9,7 @@ The one implementation of this check: the ``live up`` fault observer and the tes
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Mapping
 from typing import NamedTuple
 
@@ -27,10 +28,14 @@ class Overlap(NamedTuple):
 
 def parsed(item: str | Bundle) -> Bundle | None:
     """The bundle ``item`` names, or None when it names none."""
-    if isinstance(item, Bundle):
-        return item
+    return item if isinstance(item, Bundle) else _parsed_name(item)
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _parsed_name(name: str) -> Bundle | None:
+    """A name's bundle, parsed once (a ``Bundle`` is immutable): an observer reads the same names every round."""
     try:
-        return Bundle.parse(item)
+        return Bundle.parse(name)
     except InputError:
         return None  # not a bundle name (a broker's answer is read as it is): it claims no range
 

@@ -3,11 +3,14 @@ coverage of topics, time to served, and lookup answers contradicted by the obser
 
 from __future__ import annotations
 
+from collections import Counter
+
 import pytest
 
 from bundlewise.live.harness.fault_observer import owner_of_lock, owner_of_record
 from bundlewise.live.harness.overlap import (
     Answer,
+    Rounds,
     answer_conflicts,
     burst_conflicts,
     describe_answer,
@@ -160,3 +163,20 @@ def test_store_records_owners() -> None:
     assert owner_of_record("x") is None
     assert owner_of_lock({"nativeUrl": "pulsar://h:6650", "httpUrl": "http://h:8080"}) == "h:8080"
     assert owner_of_lock({}) is None
+
+
+def test_indexed_rounds_find_what_a_scan_of_every_round_finds_in_any_order() -> None:
+    import random
+
+    rng = random.Random(5)
+    names = [PARENT, CHILD_LO, CHILD_HI, f"{NS}/0x00000000_0x80000000", "not a bundle"]
+    seen = [(round(rng.uniform(0, 10), 2), {b: rng.sample(names, 2) for b in "ABC"}) for _ in range(200)]
+    rounds = Rounds(list(reversed(seen)))  # given in any order
+    topics = [topic_in(PARENT), topic_in(f"{NS}/0x00000000_0x20000000"), "persistent://other/ns/t"]
+    for _ in range(300):
+        lo = rng.uniform(-1, 11)
+        hi = lo + rng.uniform(0, 3)
+        topic = rng.choice(topics)
+        scan = [frozenset(serving(claims, topic)) for at, claims in seen if lo <= at <= hi]
+        indexed = [rounds.serving(i, topic) for i in rounds.between(lo, hi)]
+        assert Counter(indexed) == Counter(scan)  # rounds at equal times may come in either order

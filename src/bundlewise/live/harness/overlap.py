@@ -25,6 +25,8 @@ lookup answers that named a broker not serving the topic.
 
 from __future__ import annotations
 
+import bisect
+import functools
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -44,6 +46,7 @@ class Answer:
     sent: float | None = None  # time.monotonic() when the lookup was sent (None: not known)
 
 
+@functools.lru_cache(maxsize=1 << 14)
 def _topic_key(topic: str) -> tuple[str, int]:
     t = TopicName.parse(topic)
     return str(t.namespace), crc32_hash(str(t))
@@ -66,9 +69,38 @@ def uncovered(claims: Mapping[str, Iterable[str]], topics: Iterable[str]) -> lis
     return out
 
 
+Seen = Sequence[tuple[float, Mapping[str, Iterable[str]]]]  # (time, claims) observer rounds
+
+
+class Rounds:
+    """Observer rounds (``seen``) sorted by time and indexed for the checks that read them per answer: the rounds
+    of a time window found by bisection, and who served a topic in a round worked out once per (round, topic) --
+    a run's thousands of answers read the same few hundred rounds."""
+
+    def __init__(self, seen: Seen) -> None:
+        self.seen = sorted(seen, key=lambda r: r[0])
+        self.times = [at for at, _ in self.seen]
+        self._serving: dict[tuple[int, str], frozenset[str]] = {}
+
+    def between(self, lo: float, hi: float) -> range:
+        """The indexes of the rounds at ``lo <= time <= hi``."""
+        return range(bisect.bisect_left(self.times, lo), bisect.bisect_right(self.times, hi))
+
+    def serving(self, i: int, topic: str) -> frozenset[str]:
+        """The brokers round ``i`` saw serving ``topic``."""
+        got = self._serving.get((i, topic))
+        if got is None:
+            got = self._serving[(i, topic)] = frozenset(serving(self.seen[i][1], topic))
+        return got
+
+
+def rounds_of(seen: Seen | Rounds) -> Rounds:
+    return seen if isinstance(seen, Rounds) else Rounds(seen)
+
+
 def answer_conflicts(
     answers: Iterable[Answer],
-    seen: Sequence[tuple[float, Mapping[str, Iterable[str]]]],
+    seen: Seen | Rounds,
     before: float = 1.0,
     after: float = 2.0,
     alive_before: float = 0.3,
@@ -76,43 +108,37 @@ def answer_conflicts(
 ) -> tuple[list[Answer], list[Answer]]:
     """(double answers, stale answers) among ``answers``.  A double answer names a live broker that no observation
     in ``[at - before, at + after]`` saw serving the topic while another broker was seen serving it up to the
-    answer (a round in ``[at - before, at + round_slack]``).  ``seen``: (time, claims) rounds in time order, each
-    with an entry (maybe empty) for every broker that answered the observer.  Stale answers name a broker that
-    never served in that window either, but one that was not live (it answered no round in ``[at -
-    alive_before, at + after]``: Pulsar's lookups name a crashed owner until its session expires; the client's
-    connection fails and it looks up again) or one nobody else served beside up to the answer, and that another
-    broker replaced only after it (a recorded owner that was fenced and gave way: one owner at a time)."""
+    answer (a round in ``[at - before, at + round_slack]``).  ``seen``: (time, claims) rounds, each with an entry
+    (maybe empty) for every broker that answered the observer.  Stale answers name a broker that never served in
+    that window either, but one that was not live (it answered no round in ``[at - alive_before, at + after]``:
+    Pulsar's lookups name a crashed owner until its session expires; the client's connection fails and it looks
+    up again) or one nobody else served beside up to the answer, and that another broker replaced only after it
+    (a recorded owner that was fenced and gave way: one owner at a time)."""
+    rounds = rounds_of(seen)
     double: list[Answer] = []
     stale: list[Answer] = []
     for answer in answers:
-        window = [(at, claims) for at, claims in seen if answer.at - before <= at <= answer.at + after]
-        owners: set[str] = set().union(*(serving(claims, answer.topic) for _, claims in window))
+        window = rounds.between(answer.at - before, answer.at + after)
+        owners: set[str] = set().union(*(rounds.serving(i, answer.topic) for i in window))
         if not owners or answer.broker in owners:
             continue
-        live = any(answer.broker in claims for at, claims in window if at >= answer.at - alive_before)
-        beside = served_up_to(answer, window, before, round_slack)
+        live = any(
+            answer.broker in rounds.seen[i][1] for i in rounds.between(answer.at - alive_before, answer.at + after)
+        )
+        beside = served_up_to(answer, rounds, before, round_slack)
         (double if live and beside else stale).append(answer)
     return double, stale
 
 
-def served_up_to(
-    answer: Answer,
-    seen: Sequence[tuple[float, Mapping[str, Iterable[str]]]],
-    before: float = 1.0,
-    round_slack: float = 0.1,
-) -> set[str]:
+def served_up_to(answer: Answer, seen: Seen | Rounds, before: float = 1.0, round_slack: float = 0.1) -> set[str]:
     """The brokers seen serving ``answer``'s topic up to the answer: in a round of ``[at - before, at +
     round_slack]``."""
-    lo, hi = answer.at - before, answer.at + round_slack
-    return set().union(*(serving(claims, answer.topic) for at, claims in seen if lo <= at <= hi))
+    rounds = rounds_of(seen)
+    window = rounds.between(answer.at - before, answer.at + round_slack)
+    return set().union(*(rounds.serving(i, answer.topic) for i in window))
 
 
-def describe_answer(
-    answer: Answer,
-    seen: Sequence[tuple[float, Mapping[str, Iterable[str]]]],
-    since: float,
-    journals: Mapping[str, Intervals],
-) -> str:
+def describe_answer(answer: Answer, seen: Seen | Rounds, since: float, journals: Mapping[str, Intervals]) -> str:
     """One line on a double answer, times in seconds from ``since``: when it was asked and answered, who was seen
     serving the topic up to it, when the named broker was first seen serving it afterwards, and the named
     broker's journal intervals of the topic (or that it has none)."""
@@ -120,10 +146,10 @@ def describe_answer(
     def rel(t: float) -> str:
         return f"{t - since:+.2f}"
 
-    beside = sorted(served_up_to(answer, seen))
-    first = next(
-        (at for at, claims in seen if at >= answer.at and answer.broker in serving(claims, answer.topic)), None
-    )
+    rounds = rounds_of(seen)
+    beside = sorted(served_up_to(answer, rounds))
+    later = rounds.between(answer.at, rounds.times[-1] if rounds.times else answer.at)
+    first = next((rounds.times[i] for i in later if answer.broker in rounds.serving(i, answer.topic)), None)
     ns, h = _topic_key(answer.topic)
     spans = [
         f"{rel(s)}..{rel(u)}"
@@ -242,7 +268,7 @@ def journal_overlaps(journals: Mapping[str, Intervals], since: float) -> list[Ov
 def released_before(
     journals: Mapping[str, Intervals],
     answer: Answer,
-    seen: Sequence[tuple[float, Mapping[str, Iterable[str]]]],
+    seen: Seen | Rounds,
     before: float = 1.0,
     round_slack: float = 0.1,
 ) -> bool:
