@@ -359,7 +359,12 @@ class Cell:
         return lines
 
     def run(self, fault: str, index: int = 0) -> RunResult:
-        """One run of ``fault`` (``FAULTS``); rebuilds the cluster afterwards when it did not recover."""
+        """One run of ``fault`` (``FAULTS``) from a cluster that serves every topic (one that does not within
+        ``RECOVERY_S`` is rebuilt first); rebuilds the cluster afterwards when it did not recover."""
+        assert self.observer is not None
+        if not self.wait_served(TOPICS, RECOVERY_S, after=time.monotonic()):  # the last run's aftermath: rebuild
+            self.stop(crash=True)
+            self.start()
         assert self.observer is not None
         self.observer.reset()
         first_answer = len(self.answers)
