@@ -3,8 +3,10 @@ broker AND the store and checks hash-range overlap (``bundlewise.live.harness.fa
 How it is tested).
 
 ``python -m bench faults`` (runs per cell from ``BENCH_FAULTS_RUNS``, default 20) or
-``python -m bench.bench_faults --runs N [--faults a,b] [--stores etcd] [--managers modular] [--append]``
-(``--append``: the committed cells of other faults, stores or managers are kept beside the new ones).  One cluster per
+``python -m bench.bench_faults --runs N [--faults a,b] [--stores etcd] [--managers modular] [--append]
+[--keep-logs DIR]`` (``--append``: the committed cells of other faults, stores or managers are kept beside the new
+ones; ``--keep-logs``: a run with a finding -- an overlap, a double answer, topics left unserved -- copies its
+cluster's logs to ``DIR/FAULT-STORE-MANAGER-RUN``, named in its examples).  One cluster per
 store x manager (3 brokers, session timeout 4 s, shedding and automatic splits off), clients looking up every
 topic through every live broker throughout; each run fires one fault and waits until every topic is served again
 (at most ``RECOVERY_S``), then checks the observations.  The cluster is rebuilt after a run it did not recover
@@ -108,6 +110,7 @@ def campaign(
     stores: list[str],
     managers: list[str],
     on_cell: Callable[[list[dict[str, Any]]], object] | None = None,
+    keep_logs: Path | None = None,
 ) -> list[dict[str, Any]]:
     """The summarised cells; ``on_cell`` is given the rows so far after each cell (a long campaign stopped keeps
     the cells it finished)."""
@@ -118,7 +121,10 @@ def campaign(
             mine = [f for f, s, m in plan if s == store and m == manager]
             if not mine:
                 continue
-            with tempfile.TemporaryDirectory(prefix="bw-faults-") as work, Cell(store, manager, Path(work)) as cell:
+            with (
+                tempfile.TemporaryDirectory(prefix="bw-faults-") as work,
+                Cell(store, manager, Path(work), keep_logs=keep_logs) as cell,
+            ):
                 for fault in mine:
                     results = []
                     for i in range(runs):
@@ -194,7 +200,7 @@ def merged_cells(old: list[dict[str, Any]], new: list[dict[str, Any]]) -> list[d
 
 def main(argv: list[str] | None = None) -> None:
     runs, lists = campaign_args(
-        argv, "python -m bench.bench_faults", __doc__.split("\n\n")[0], "BENCH_FAULTS_RUNS", 20, FAULTS
+        argv, "python -m bench.bench_faults", __doc__.split("\n\n")[0], "BENCH_FAULTS_RUNS", 20, FAULTS, keep_logs=True
     )
     logging.getLogger("kazoo").setLevel(logging.CRITICAL)  # the observer's reconnects during store outages
     started = time.monotonic()
@@ -212,7 +218,8 @@ def main(argv: list[str] | None = None) -> None:
         write_result(RESULT, payload, TITLE, markdown)
         return payload
 
-    payload = write(campaign(runs, lists["faults"], lists["stores"], lists["managers"], on_cell=write))
+    keep = Path(lists["keep_logs"][0]).resolve() if lists.get("keep_logs") else None
+    payload = write(campaign(runs, lists["faults"], lists["stores"], lists["managers"], on_cell=write, keep_logs=keep))
     print(markdown(payload))
 
 

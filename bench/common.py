@@ -189,11 +189,18 @@ def _cpus() -> int:
 
 
 def campaign_args(
-    argv: list[str] | None, prog: str, description: str, runs_env: str, default_runs: int, faults: Collection[str]
+    argv: list[str] | None,
+    prog: str,
+    description: str,
+    runs_env: str,
+    default_runs: int,
+    faults: Collection[str],
+    keep_logs: bool = False,
 ) -> tuple[int, dict[str, list[str]]]:
     """The fault campaigns' command line: ``--runs N --faults a,b --stores s --managers m [--append]`` (each list
-    checked against the campaign's own names; a bad value is a one-line error, exit 2).  (runs, lists); with
-    ``--append`` the lists also hold ``"append": ["yes"]``."""
+    checked against the campaign's own names; a bad value is a one-line error, exit 2), and ``--keep-logs DIR``
+    where the campaign offers it.  (runs, lists); with ``--append`` the lists also hold ``"append": ["yes"]``,
+    with ``--keep-logs`` ``"keep_logs": [DIR]``."""
     from bundlewise.live.harness.faults import MANAGERS, STORES
 
     parser = argparse.ArgumentParser(prog=prog, description=description)
@@ -204,6 +211,8 @@ def campaign_args(
     parser.add_argument(
         "--append", action="store_true", help="keep the committed result's other cells (these cells are replaced)"
     )
+    if keep_logs:
+        parser.add_argument("--keep-logs", metavar="DIR", help="copy the logs of every run with a finding under DIR")
     args = parser.parse_args(argv or [])
     lists = {k: [x for x in getattr(args, k).split(",") if x] for k in ("faults", "stores", "managers")}
     known: dict[str, Collection[str]] = {"faults": faults, "stores": STORES, "managers": MANAGERS}
@@ -217,6 +226,8 @@ def campaign_args(
         raise SystemExit(2)
     if args.append:
         lists["append"] = ["yes"]
+    if getattr(args, "keep_logs", None):
+        lists["keep_logs"] = [args.keep_logs]
     stop_on_sigterm()
     return args.runs, lists
 

@@ -157,10 +157,18 @@ def wipe(server: ServerProcess) -> None:
 class Cell:
     """One store x manager cluster with its observer and lookup clients (module docstring)."""
 
-    def __init__(self, store: str, manager: str, work_dir: Path, settings: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        store: str,
+        manager: str,
+        work_dir: Path,
+        settings: dict[str, Any] | None = None,
+        keep_logs: Path | None = None,
+    ) -> None:
         self.store = store
         self.manager = manager
         self.work_dir = work_dir
+        self.keep_logs = keep_logs  # a run with a finding copies the cluster's logs under it (``_keep_logs``)
         self.settings = {**BASE, **MANAGERS[manager], **(settings or {})}
         self.cluster: LocalCluster | None = None
         self.observer: FaultObserver | None = None
@@ -429,10 +437,27 @@ class Cell:
         ][:2]
         result.examples += [f"burst {b} -> {sorted(v)}" for b, v in burst.items()][:2]
         result.examples += unserved
+        findings = result.overlaps + result.store_overlaps + result.double_answers + result.unrecovered
+        if self.keep_logs is not None and (findings or result.time_to_served is None):
+            result.examples.append(
+                f"logs kept in {self._keep_logs(f'{fault}-{self.store}-{self.manager}-{index + 1}')}"
+            )
         if left or self.leader() is None or len(self.live()) < BROKERS:
             self.stop(crash=True)
             self.start()
         return result
+
+    def _keep_logs(self, name: str) -> Path:
+        """The cluster's logs (brokers, store; appended across restarts) and the leaders' JSON Lines, copied to
+        ``keep_logs/name``."""
+        assert self.keep_logs is not None
+        dest = self.keep_logs / name
+        for f in sorted(self.c.dir.rglob("*")):
+            if f.is_file() and f.suffix in (".log", ".jsonl"):
+                target = dest / f.relative_to(self.c.dir)
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(f, target)
+        return dest
 
 
 def _named(answers: list[Answer]) -> set[tuple[str, str]]:
