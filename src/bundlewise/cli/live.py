@@ -345,13 +345,11 @@ def run_up(args: argparse.Namespace) -> int:
 
 
 def _keep_logs(work: Path, logs: atomic.Staging) -> None:
-    """``--keep-logs``: the ``.log`` and ``.jsonl`` files of the work folder (each cluster's brokers, store and
-    leaders), at their relative paths, published whatever became of the run."""
-    for f in sorted(work.rglob("*")):
-        if f.is_file() and f.suffix in (".log", ".jsonl"):
-            dest = Path(logs.path) / f.relative_to(work)
-            dest.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(f, dest)
+    """``--keep-logs``: every cluster's logs and leaders' files (``copy_logs``), published whatever became of the
+    run."""
+    from bundlewise.live.harness.cluster import copy_logs
+
+    copy_logs(work, Path(logs.path))
     logs.publish()
     sys.stderr.write(f"logs kept in {logs.target}\n")
 

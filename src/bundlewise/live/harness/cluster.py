@@ -231,3 +231,13 @@ class LocalCluster:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.cleanup()
+
+
+def copy_logs(source: Path, dest: Path) -> None:
+    """The ``.log`` and ``.jsonl`` files under ``source`` (brokers' and stores' logs, appended across restarts;
+    the leaders' decisions and load data), copied to the same relative paths under ``dest``."""
+    for f in sorted(source.rglob("*")):
+        if f.is_file() and f.suffix in (".log", ".jsonl"):
+            target = dest / f.relative_to(source)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(f, target)

@@ -39,7 +39,7 @@ from typing import Any
 import httpx
 
 from bundlewise.live.harness import overlap
-from bundlewise.live.harness.cluster import BrokerProcess, LocalCluster
+from bundlewise.live.harness.cluster import BrokerProcess, LocalCluster, copy_logs
 from bundlewise.live.harness.fault_observer import FaultObserver
 from bundlewise.live.harness.lookups import LookupClient
 from bundlewise.live.harness.overlap import Answer, answer_conflicts, burst_conflicts, uncovered
@@ -448,16 +448,10 @@ class Cell:
         return result
 
     def _keep_logs(self, name: str) -> Path:
-        """The cluster's logs (brokers, store; appended across restarts) and the leaders' JSON Lines, copied to
-        ``keep_logs/name``."""
+        """The cluster's logs copied to ``keep_logs/name`` (``cluster.copy_logs``)."""
         assert self.keep_logs is not None
-        dest = self.keep_logs / name
-        for f in sorted(self.c.dir.rglob("*")):
-            if f.is_file() and f.suffix in (".log", ".jsonl"):
-                target = dest / f.relative_to(self.c.dir)
-                target.parent.mkdir(parents=True, exist_ok=True)
-                shutil.copy2(f, target)
-        return dest
+        copy_logs(self.c.dir, self.keep_logs / name)
+        return self.keep_logs / name
 
 
 def _named(answers: list[Answer]) -> set[tuple[str, str]]:
