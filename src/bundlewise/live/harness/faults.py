@@ -354,6 +354,17 @@ class Cell:
             raise RuntimeError("no bundle with topics is served")
         return options[0][1], options[0][0]
 
+    def _wait_served_for_good(self, topics: list[str], since: float, settle: float = 1.0) -> None:
+        """Wait until every topic is served and still is ``settle`` s later (the answers of the last moments, and
+        gaps or overlaps that come after recovery), waiting again after a new gap -- a broker that served for a
+        moment and then fenced itself, e.g. -- until ``RECOVERY_S`` after ``since``."""
+        deadline = since + RECOVERY_S
+        while True:
+            self.wait_served(topics, max(0.0, deadline - time.monotonic()), after=since)
+            time.sleep(settle)
+            if not uncovered(self.recent_claims(3, since), topics) or time.monotonic() >= deadline:
+                return
+
     def _describe_unserved(self, left: list[str], first_answer: int, shown: int = 2) -> list[str]:
         """For the first ``shown`` topics nobody served at the end of a run: the owner the store records for it
         (ownership lock or channel record) and the brokers the run's last lookups of it named."""
@@ -379,8 +390,7 @@ class Cell:
         failed_before = self.failed
         fired = FAULTS[fault](self, index)
         topics = list(fired.burst_bundles) or TOPICS
-        self.wait_served(topics, RECOVERY_S, after=fired.since)
-        time.sleep(1.0)  # the answers of the last moments, and gaps or overlaps that come after recovery
+        self._wait_served_for_good(topics, fired.since)
         served_in, left = overlap.time_to_served(self.rounds(fired.since), topics, fired.since)
         unserved = self._describe_unserved(left, first_answer)
         journals = {b: overlap.journal_intervals(j) for b, j in self.observer.journals().items()}
