@@ -562,13 +562,34 @@ def lookup_burst(cell: Cell, index: int) -> Fired:
 
 
 def _kill(cell: Cell, victim: BrokerProcess) -> Fired:
+    _give_topics(cell, victim)
     since = time.monotonic()
     victim.kill()
     return Fired(since, restart=(victim,))
 
 
+def _serves_topics(cell: Cell, broker: BrokerProcess) -> bool:
+    """Whether the observer's latest round saw ``broker`` serving a bundle with one of the topics."""
+    assert cell.observer is not None
+    mine = {broker.broker_id: cell.observer.latest().get(broker.broker_id, [])}
+    return len(uncovered(mine, TOPICS)) < len(TOPICS)
+
+
+def _give_topics(cell: Cell, victim: BrokerProcess) -> None:
+    """A kill of a broker that serves none of the topics measures nothing (the extensible manager does not move
+    bundles back to a restarted broker while shedding is off): move the widest bundle with topics to it first (an
+    admin unload naming it) and wait until it serves it."""
+    if _serves_topics(cell, victim):
+        return
+    bundle, holder = cell.served_bundle()
+    _admin(cell, cell.c.broker(holder), bundle, "unload", f"?destinationBroker={victim.broker_id}")()
+    cell._wait(lambda: _serves_topics(cell, victim), RECOVERY_S)
+    cell.wait_served(TOPICS, RECOVERY_S, after=time.monotonic())
+
+
 def broker_kill(cell: Cell, index: int) -> Fired:
-    """SIGKILL a broker that is not the leader (the one serving most bundles)."""
+    """SIGKILL a broker that is not the leader (the one serving most bundles; one with topics is moved to it
+    first when it serves none)."""
     leader = cell.leader()
     claims = cell.observer.latest() if cell.observer else {}
     victims = [b for b in cell.live() if b.broker_id != leader]
@@ -576,7 +597,7 @@ def broker_kill(cell: Cell, index: int) -> Fired:
 
 
 def leader_kill(cell: Cell, index: int) -> Fired:
-    """SIGKILL the leader."""
+    """SIGKILL the leader (a bundle with topics is moved to it first when it serves none)."""
     leader = cell.leader()
     return _kill(cell, cell.c.broker(leader) if leader else cell.live()[0])
 
