@@ -17,9 +17,10 @@
   non-graceful cleanup health-checks the broker and stops if it answers (Pulsar checks before
   planning; planning first means every override carries a version from before the check, so a broker
   that came back and re-asserted its bundles in between wins them -- see ``channel``).  The forced
-  overrides are published one at a time (each bounded by ``metadataStoreOperationTimeoutSeconds``),
-  non-system bundles first; after them the cleanup waits up to 5 s for those to leave the broker, then
-  overrides the ``pulsar/system`` ones and removes the broker's entries from both load stores.
+  overrides are published 16 at a time (each bounded by ``metadataStoreOperationTimeoutSeconds``; one at a
+  time when a ``Splitting`` orphan is among them), non-system bundles first; after them the cleanup waits up
+  to 5 s for those to leave the broker, then overrides the ``pulsar/system`` ones and removes the broker's
+  entries from both load stores.
 * **A graceful cleanup** is a broker handing its own bundles over while it shuts down (``#cleanOwnerships``):
   forced ``Releasing`` to a newly selected broker, which the broker -- its channel disabled but acting on
   forced records -- releases as in a transfer.  An override of a graceful cleanup that the resolver
@@ -59,10 +60,12 @@ from bundlewise.live.broker.extensible.channel import ServiceUnitStateChannel, w
 from bundlewise.live.broker.tasks import Tasks
 from bundlewise.live.store import layout
 from bundlewise.live.store.errors import MetadataStoreError
+from bundlewise.model.channel import ServiceUnitState
 
 log = logging.getLogger(__name__)
 HEALTH_CHECK_TIMEOUT = 5.0
 OVERRIDE_ATTEMPTS = 3
+OVERRIDE_CONCURRENCY = 16  # a cleanup's overrides in flight at once
 FAST_PATH_POLL_S = 1.0
 
 
@@ -205,15 +208,13 @@ class OrphanCleanup:
             log.info("cleanup of %s skipped: %s", broker, plan.skipped)
             return plan
         self.counters["cleanups"] += 1
-        for o in plan.overrides:
-            await self._override(o, broker, graceful)
+        await self._override_each(plan.overrides, broker, graceful)
         deadline = asyncio.get_running_loop().time() + min(plan.wait_ms, OWNERSHIP_CLEAN_UP_MAX_WAIT_MS) / 1000
         while asyncio.get_running_loop().time() < deadline and any(
             is_orphan(broker, v) and not is_system_service_unit(k) for k, v in self.channel.items().items()
         ):
             await asyncio.sleep(OWNERSHIP_CLEAN_UP_WAIT_RETRY_DELAY_MS / 1000)
-        for o in plan.system_overrides:
-            await self._override(o, broker, graceful)
+        await self._override_each(plan.system_overrides, broker, graceful)
         if plan.remove_load_data:
             try:
                 await self.remove_load_data(broker)
@@ -226,6 +227,23 @@ class OrphanCleanup:
             len(plan.overrides) + len(plan.system_overrides),
         )
         return plan
+
+    async def _override_each(self, overrides: tuple[Override, ...], broker: str, graceful: bool) -> None:
+        """Publish a cleanup's overrides, ``OVERRIDE_CONCURRENCY`` at a time (each key is its own compare-and-set, and
+        ``#doCleanup`` too publishes them all, then waits for all): one at a time, a broker that owned hundreds of
+        bundles left the last of them unserved for seconds.  A plan with a ``Splitting`` orphan keeps the plan's
+        order, one at a time (its children follow the parent to one new source)."""
+        if len(overrides) < 2 or any(o.orphan.state is ServiceUnitState.Splitting for o in overrides):
+            for o in overrides:
+                await self._override(o, broker, graceful)
+            return
+        gate = asyncio.Semaphore(OVERRIDE_CONCURRENCY)
+
+        async def one(o: Override) -> None:
+            async with gate:
+                await self._override(o, broker, graceful)
+
+        await asyncio.gather(*(one(o) for o in overrides))
 
     async def _override(self, o: Override, broker: str | None = None, graceful: bool = False) -> None:
         """Publish one override; a rejected one of a graceful cleanup is planned again (module docstring)."""
