@@ -134,8 +134,7 @@ def campaign(
                         except Exception as e:  # a run that could not be carried out is reported, not hidden
                             r = RunResult(fault, store, manager, examples=[f"run failed: {type(e).__name__}: {e}"])
                             with contextlib.suppress(Exception):
-                                cell.stop(crash=True)
-                                cell.start()
+                                cell.rebuild()
                         results.append(r)
                         took = time.monotonic() - started
                         print(f"{fault} {store}/{manager} run {i + 1}: {r.as_dict()} ({took:.1f} s)", flush=True)

@@ -381,9 +381,8 @@ class Cell:
         """One run of ``fault`` (``FAULTS``) from a cluster that serves every topic (one that does not within
         ``RECOVERY_S`` is rebuilt first); rebuilds the cluster afterwards when it did not recover."""
         assert self.observer is not None
-        if not self.wait_served(TOPICS, RECOVERY_S, after=time.monotonic()):  # the last run's aftermath: rebuild
-            self.stop(crash=True)
-            self.start()
+        if not self.wait_served(TOPICS, RECOVERY_S, after=time.monotonic()):  # the last run's aftermath
+            self.rebuild()
         assert self.observer is not None
         self.observer.reset()
         first_answer = len(self.answers)
@@ -453,9 +452,13 @@ class Cell:
                 f"logs kept in {self._keep_logs(f'{fault}-{self.store}-{self.manager}-{index + 1}')}"
             )
         if left or self.leader() is None or len(self.live()) < BROKERS:
-            self.stop(crash=True)
-            self.start()
+            self.rebuild()
         return result
+
+    def rebuild(self) -> None:
+        """A new cluster in place of one that did not recover (its brokers SIGKILLed first)."""
+        self.stop(crash=True)
+        self.start()
 
     def _keep_logs(self, name: str) -> Path:
         """The cluster's logs copied to ``keep_logs/name`` (``cluster.copy_logs``)."""
