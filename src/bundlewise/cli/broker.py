@@ -1,7 +1,7 @@
 """``bundlewise broker``: run one broker of the live load manager (docs/live/).
 
 ``bundlewise broker --store URL --web HOST:PORT [--config broker.conf] [--set K=V] [--cores N]
-[--nic-mbps M] [--workload TRACE] [--time-scale K] [--time-origin MS] [--decisions FILE]
+[--nic-mbps M] [--workload TRACE] [--time-scale K] [--time-origin MS] [--time-start-file FILE] [--decisions FILE]
 [--load-data-log FILE]``: the broker's id is ``HOST:PORT``; it registers in the store, reports its
 load, runs for leader, owns bundles and answers Pulsar's lookup and admin HTTP paths on ``--web``
 until SIGTERM or Ctrl-C (a graceful stop: bundles unloaded, nodes released).  The workload trace
@@ -67,6 +67,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         type=int,
         metavar="MS",
         help="epoch ms where Pulsar time and the trace start (give every broker of a cluster the same; default: now)",
+    )
+    p.add_argument(
+        "--time-start-file",
+        metavar="FILE",
+        help="hold Pulsar time at the origin until FILE holds the wall-clock epoch ms where it starts running "
+        "(a harness starting a cluster before its scenario; default: it runs from the origin)",
     )
     p.add_argument("--decisions", metavar="FILE", help="append the leader's decisions here (JSON Lines)")
     p.add_argument(
@@ -145,6 +151,7 @@ def run(args: argparse.Namespace) -> int:
             workload=read_trace(args.workload) if args.workload else None,
             time_scale=args.time_scale,
             time_origin_ms=args.time_origin,
+            time_start_file=Path(args.time_start_file) if args.time_start_file else None,
             decisions=Path(args.decisions) if args.decisions else None,
             load_data_log=Path(args.load_data_log) if args.load_data_log else None,
         )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import time
+from pathlib import Path
 
 import numpy as np
 from starlette.requests import Request
@@ -193,6 +194,23 @@ def test_pulsar_clock_runs_k_times_faster_from_the_origin() -> None:
     clock = PulsarClock(now - 1000, 60.0)
     assert 59_000 <= clock.elapsed_ms() <= 61_000 + 60 * 50
     assert clock.real_seconds(60_000) == 1.0
+
+
+def test_a_held_pulsar_clock_stands_at_the_origin_until_its_start_file_is_written(tmp_path: Path) -> None:
+    origin = int(time.time() * 1000) - 5000  # launched five seconds ago: five Pulsar minutes at 60x, if not held
+    start_file = tmp_path / "time-start"
+    clock = PulsarClock.starting_now(60.0, origin, start_file)
+    assert clock.held and clock.elapsed_ms() == 0 and clock.now_ms() == origin
+    start_file.write_text("not yet a number")
+    assert clock.held and clock.elapsed_ms() == 0
+    start = int(time.time() * 1000) - 1000  # released a second ago: one Pulsar minute
+    start_file.write_text(str(start))
+    assert not clock.held
+    assert 60_000 <= clock.elapsed_ms() <= 60_000 + 60 * 500
+    start_file.unlink()  # read once: a broker keeps the instant it read
+    assert clock.start_ms == start and not clock.held and clock.elapsed_ms() >= 60_000
+    written_later = PulsarClock(origin, 60.0, start_file=tmp_path / "never")
+    assert written_later.now_ms() == origin  # until the harness writes it, time stands
 
 
 def test_top_k_bundles_of_the_leaders_bundle_data_writes() -> None:

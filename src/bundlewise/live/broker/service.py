@@ -78,6 +78,7 @@ class BrokerOptions:
     workload: Workload | None = None
     time_scale: float = 1.0
     time_origin_ms: int | None = None
+    time_start_file: Path | None = None
     decisions: Path | None = None
     load_data_log: Path | None = None
 
@@ -109,7 +110,7 @@ class Broker:
             options.host, options.port, settings.broker_service_port, settings.cluster
         )
         self.authority = Authority(self.config.view(AuthSettings))
-        self.clock = PulsarClock.starting_now(options.time_scale, options.time_origin_ms)
+        self.clock = PulsarClock.starting_now(options.time_scale, options.time_origin_ms, options.time_start_file)
         spec = BrokerSpec(self.identity.broker_id, cpu_cores=options.cores, nic_mbps=options.nic_mbps)
         self.traffic = EmulatedTraffic(spec, self.clock, options.workload)
         self.decisions = JsonLines(options.decisions)

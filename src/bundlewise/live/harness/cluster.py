@@ -18,7 +18,8 @@ with LocalCluster(3, backend="etcd", settings={"metadataStoreSessionTimeoutMilli
   on 127.0.0.1 and a free port, with its stdout/stderr in ``<dir>/<port>.log``, its decisions in
   ``<dir>/decisions-<port>.jsonl`` and its shedding inputs in ``<dir>/load-data-<port>.jsonl``; it is
   ready when ``GET /admin/v2/brokers/ready`` answers 200.  All brokers share ``--time-scale`` and
-  ``--time-origin``, so they agree on Pulsar time, and ``bundlewiseLedgerDataDir`` = ``<dir>/ledger-data``
+  ``--time-origin``, so they agree on Pulsar time (a ``held`` cluster's stands at the origin until
+  ``release_time()``: ``--time-start-file``), and ``bundlewiseLedgerDataDir`` = ``<dir>/ledger-data``
   (the shared ledgers when ``bundlewiseManagedLedgerStorage=file``).
 * Everything is stopped by PID -- on ``stop()``, on leaving the ``with`` block, at interpreter exit and
   on SIGTERM (``live.harness.servers.process``).
@@ -39,6 +40,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from bundlewise.live.broker.clock import PulsarClock
 from bundlewise.live.harness.servers import (
     EtcdServer,
     ServerInUseError,
@@ -131,6 +133,7 @@ class LocalCluster:
         workload: str | None = None,
         work_dir: str | Path | None = None,
         broker_args: tuple[str, ...] = (),
+        held: bool = False,
     ) -> None:
         self.n = brokers
         self.backend = backend
@@ -145,6 +148,8 @@ class LocalCluster:
         self._base_url = store_url
         self.root = f"/c-{uuid.uuid4().hex[:10]}"
         self.origin_ms = int(time.time() * 1000)
+        self.held = held  # Pulsar time stands at the origin until ``release_time``
+        self.start_ms: int | None = None
         self.brokers: list[BrokerProcess] = []
 
     @property
@@ -160,9 +165,29 @@ class LocalCluster:
 
     def _broker_args(self) -> tuple[str, ...]:
         args = ["--time-scale", str(self.time_scale), "--time-origin", str(self.origin_ms)]
+        if self.held:
+            args += ["--time-start-file", str(self.start_path)]
         if self.workload:
             args += ["--workload", self.workload]
         return (*args, *self.extra_args)
+
+    @property
+    def start_path(self) -> Path:
+        return self.dir / "time-start"
+
+    def release_time(self) -> PulsarClock:
+        """Start Pulsar time now on a held cluster (every broker, those started later too, reads the instant
+        from ``start_path``, renamed into place whole); the clock the harness times its scenario with."""
+        if self.held and self.start_ms is None:
+            self.start_ms = int(time.time() * 1000)
+            staged = self.start_path.with_name(self.start_path.name + ".part")
+            staged.write_text(str(self.start_ms), encoding="ascii")
+            staged.replace(self.start_path)
+        return self.clock()
+
+    def clock(self) -> PulsarClock:
+        """The brokers' Pulsar time, read in this process (held at the origin until ``release_time``)."""
+        return PulsarClock(self.origin_ms, self.time_scale, self.start_ms if self.held else None)
 
     def start(self, timeout: float = 60.0) -> LocalCluster:
         if self._base_url is None:

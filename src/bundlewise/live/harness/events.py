@@ -92,6 +92,7 @@ class EventPlayer:
         self.store = store
         self.broker_args = broker_args
         self.up = dict.fromkeys(procs, True)
+        self._initial = frozenset(procs)
         self.observer: OwnershipObserver | None = None
         self.marks: list[Mark] = []
         self.losses: list[Loss] = []
@@ -103,6 +104,15 @@ class EventPlayer:
 
     def is_up(self, name: str) -> bool:
         return bool(self.up.get(name))
+
+    def up_at(self, name: str, at_ms: int) -> bool:
+        """Whether ``name`` was up at Pulsar time ``at_ms`` by the events played so far (a kill or stop takes it
+        down when it is done, an add or a return brings it up once the process answers)."""
+        up = name in self._initial
+        for m in self.marks:
+            if m.broker == name and m.time_ms <= at_ms:
+                up = m.action in ("add", "return")
+        return up
 
     def _mark(self, action: str, broker: str) -> None:
         self.marks.append(Mark(max(0, self.clock.elapsed_ms()), action, broker))

@@ -16,7 +16,8 @@ Under the extensible manager, whose load report Pulsar does not serve
 of the ``BrokerLoadData`` in ``/loadbalance/extension/broker-load/{id}`` -- the score TransferShedder ranks
 brokers by.
 
-A broker that is down (killed, removed, not added yet) is not up in that tick.  A broker that is up but does
+A broker that is down (killed, removed, not added yet) at the tick's time is not up in that tick, even when a
+sample the machine ran late finds it back.  A broker that is up but does
 not answer in time (busy starting) keeps its previous figures.  The same pass reads each namespace's bundle
 boundaries from ``/admin/local-policies`` for the lookup clients.
 """
@@ -120,7 +121,14 @@ class TimelineSampler:
 
     async def sample(self, http: httpx.AsyncClient, tick: int) -> None:
         await self._read_boundaries()
-        up = [(slot, name) for slot, name in enumerate(self.names) if self.brokers.is_up(name)]
+        # up now and at the tick's time: a sample a loaded machine ran late does not count a broker that was down
+        # at the tick (killed, not yet back) as up because it is back by the time the sample runs
+        at = int(self.times[tick])
+        up = [
+            (slot, name)
+            for slot, name in enumerate(self.names)
+            if self.brokers.is_up(name) and self.brokers.up_at(name, at)
+        ]
         procs = self.brokers.procs
         urls = [procs[name].web_url for _, name in up]
         ids = [procs[name].broker_id for _, name in up]

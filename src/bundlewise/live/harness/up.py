@@ -8,7 +8,7 @@
    go where Pulsar keeps them (``write_policies``; a policy's broker regexes are matched against the
    scenario's broker names and written as the matching brokers' ids);
 2. start the brokers that are up at time 0, one real process each (``live.harness.cluster.LocalCluster``), in
-   parallel, all with the same ``--time-scale``, ``--time-origin``, ``--workload`` and settings;
+   parallel, all with the same ``--time-scale``, ``--time-origin``, ``--workload`` and settings, Pulsar time held;
 3. while Pulsar time runs to ``plan.duration``: the real clients of the scenario's ``[clients]``
    (``live.harness.clients``: the official client's producers and consumers, started first), the lookup clients
    (``live.harness.lookups.LookupDriver``, one round per step), the timeline sampler
@@ -18,8 +18,11 @@
 4. stop everything it started, by PID -- also on Ctrl-C or an error -- and hand back what was recorded
    (``LiveRun``); the broker processes' decision logs are read by ``live.harness.outputs``.
 
-Pulsar time 0 is the moment the brokers are launched (``--time-origin``): their start-up, a few real
-seconds, is part of the run, as a cluster's start is.
+Pulsar time stands at 0 while the initial brokers start (``LocalCluster(held=True)``: ``--time-origin`` with
+``--time-start-file``): they register, elect a leader and own their system bundles at time 0, and it runs from
+the moment the cluster is ready and the policies are written (``release_time``), so a scenario's events and
+load meet the cluster at the Pulsar times it gives however long a loaded machine takes to start a few
+Python processes.  A broker started later by an event starts on running time, as a joining broker does.
 """
 
 from __future__ import annotations
@@ -206,7 +209,7 @@ class Progress:
 async def _play(
     plan: LivePlan, cluster: LocalCluster, creds: Credentials, procs: dict[str, BrokerProcess], show_progress: bool
 ) -> LiveRun:
-    clock = PulsarClock(cluster.origin_ms, plan.time_scale)
+    clock = cluster.release_time()  # the scenario starts now, every broker up and every policy written
     store = await connect(cluster.store_url, session_timeout=30)
     player = EventPlayer(cluster, procs, plan.brokers, clock, store, broker_args, plan.leader_path)
     observer = OwnershipObserver(player.up_urls, token=creds.admin).start()
@@ -299,6 +302,7 @@ def run_live(
         time_scale=plan.time_scale,
         workload=plan.workload_path,
         work_dir=plan.work_dir,
+        held=True,
     )
     try:
         cluster.start()
