@@ -13,16 +13,19 @@
   at the version the bundles were read at (``LocalPoliciesResources#setLocalPoliciesWithVersion``);
   ``BadVersionError`` tells the caller another split won.
 * ``known(namespace)`` is the cached value only (no store read), for hot paths that may miss.
-* ``republish_lost(namespace)``: when the store lost the namespace's local policies (a store restarted empty)
-  while this broker still knows its boundaries, they are written back (create-only: the first broker to do so
-  wins, the others read its boundaries and drop what they no longer contain), so the namespace's lookups and
-  admin calls go on instead of answering "Namespace does not exist" until every cache happens to be dropped.
+* Lost boundaries: when the store lost the namespace's local policies (a store restarted empty), a miss of a
+  namespace this broker read before writes back the last boundaries it read -- kept through invalidations and
+  notifications -- rather than the defaults (create-only: the first broker to do so wins, the others read its
+  boundaries and drop what they no longer contain).  Without it the first check of the served bundles after
+  an empty restart (``committed_bundles``: the cache dropped, then read) re-created the namespace with its
+  default bundles and unloaded every split child.  ``republish_lost(namespace)`` does it for an admin call's
+  existence check, so the namespace's lookups and admin calls go on instead of answering "Namespace does not
+  exist"; a namespace this broker never read stays absent.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -47,6 +50,7 @@ class BundlesCache:
         self.store = store
         self.default_bundles = default_bundles
         self._cache: dict[str, VersionedBundles] = {}
+        self._last: dict[str, NamespaceBundles] = {}  # the boundaries last read, kept through invalidations
         self._loading: dict[str, asyncio.Future[VersionedBundles]] = {}
         self._changed: list[Callable[[str], None]] = []
         self._unregister = store.register_listener(self._on_notification, layout.LOCAL_POLICIES_ROOT)
@@ -90,10 +94,18 @@ class BundlesCache:
                     boundaries = await self._initial(namespace)
                 found = VersionedBundles(NamespaceBundles.of(namespace, boundaries), res.stat.version)
                 self._cache[namespace] = found
+                self._last[namespace] = found.bundles
                 return found
-            boundaries = await self._initial(namespace)
-            with contextlib.suppress(BadVersionError):  # another broker created it first: read theirs
+            last = self._last.get(namespace)
+            # a namespace this broker read before and the store lost (restarted empty): its last boundaries, not
+            # the defaults -- a check of the served bundles against defaults would unload every split child
+            boundaries = list(last.boundaries) if last is not None else await self._initial(namespace)
+            try:  # create-only: when another broker created it first, read theirs
                 await self.store.put(path, JSON.encode(values.local_policies(boundaries)), -1)
+                if last is not None:
+                    log.warning("re-published the lost boundaries of %s (%d bundles)", namespace, len(boundaries) - 1)
+            except BadVersionError:
+                pass
 
     async def _initial(self, namespace: str) -> list[int]:
         res = await self.store.get(layout.policies(namespace))
@@ -105,19 +117,13 @@ class BundlesCache:
         return list(NamespaceBundles.initial(namespace, count).boundaries)
 
     async def republish_lost(self, namespace: str) -> bool:
-        """Write the cached boundaries of ``namespace`` back when its local policies are gone from the store
-        (module docstring); True when the namespace exists again (written here or by another broker)."""
-        cached = self._cache.get(namespace)
-        if cached is None:
+        """Write the last boundaries of ``namespace`` this broker read back when its local policies are gone from
+        the store (module docstring); True when the namespace exists again (written here or by another broker),
+        False when this broker never read it."""
+        if namespace not in self._last:
             return False
-        path = layout.local_policies(namespace)
-        boundaries = list(cached.bundles.boundaries)
-        try:
-            await self.store.put(path, JSON.encode(values.local_policies(boundaries)), -1)
-            log.warning("re-published the lost boundaries of %s (%d bundles)", namespace, len(boundaries) - 1)
-        except BadVersionError:
-            pass  # another broker re-published first: its boundaries stand
         self.invalidate(namespace)
+        await self.get(namespace)  # a miss re-publishes the last boundaries (create-only)
         return True
 
     async def write_split(self, namespace: str, version: int, new: NamespaceBundles) -> None:
@@ -131,6 +137,7 @@ class BundlesCache:
         current["bundles"] = values.bundles_data(list(new.boundaries))
         try:
             await self.store.put(path, JSON.encode(current), version)
+            self._last[namespace] = new  # what a lost store gets back is the split, not the parent
         finally:
             self.invalidate(namespace)
 
