@@ -28,6 +28,7 @@ so ``unload`` has no effect in this mode.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Sequence
@@ -82,6 +83,7 @@ class ExtensibleNamespaceService:
         self.bundles = manager.ctx.bundles
         self.lookups = Lookups(self._known_answer, self._find)
         self.counters = self.lookups.counters
+        self._releasing: dict[str, asyncio.Lock] = {}  # one check of a namespace's served bundles at a time
         self.bundles.on_change(self._boundaries_changed)
 
     def served(self) -> list[str]:
@@ -115,7 +117,12 @@ class ExtensibleNamespaceService:
         """Unload every bundle of ``namespace`` this broker owns (``Owned``) that the committed boundaries, read
         from the store, no longer contain: a lookup that assigned a parent from boundaries it had not yet seen
         split must not leave the parent's range served beside its children.  A ``Splitting`` record (a split
-        in progress) is left to the split.  Returns the bundles unloaded."""
+        in progress) is left to the split.  Returns the bundles unloaded.  One check of a namespace runs at a
+        time: a notification's and the periodic one's both unloaded the same bundle, the second in vain."""
+        async with self._releasing.setdefault(namespace, asyncio.Lock()):
+            return await self._release_outside(namespace)
+
+    async def _release_outside(self, namespace: str) -> list[str]:
         current = await shared.committed_bundles(self.bundles, namespace)
         if current is None:
             return []
