@@ -10,7 +10,7 @@ import re
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
@@ -211,40 +211,63 @@ def observed(c: LocalCluster) -> Iterator[Observations]:
 
 @contextmanager
 def round_robin(
-    c: LocalCluster, topics: list[str], ask: Callable[[BrokerProcess, str], None], pause: float, join: float = 30
+    c: LocalCluster,
+    topics: list[str],
+    ask: Callable[[BrokerProcess, str], None],
+    pause: float,
+    join: float = 30,
+    per_topic: bool = False,
 ) -> Iterator[None]:
     """A background client calling ``ask(broker, topic)`` for every topic in turn, each time through the next
-    live broker, pausing ``pause`` s between rounds; stopped and joined on exit."""
+    live broker, pausing ``pause`` s between rounds; stopped and joined on exit.  ``per_topic``: one such client
+    per topic, as each producer of Pulsar's client looks its own topic up again on its own -- a bound on how
+    soon every bundle is served again then measures the brokers, not a queue of failing lookups of other topics
+    ahead of the last bundle's in one client."""
     stop = threading.Event()
 
-    def run() -> None:
+    def run(mine: list[str]) -> None:
         i = 0
         while not stop.is_set():
             live = [b for b in c.brokers if b.is_running]
-            for t in topics:
+            for t in mine:
                 if stop.is_set():
                     return
                 ask(live[i % len(live)], t)
                 i += 1
             stop.wait(pause)
 
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
+    groups = [[t] for t in topics] if per_topic else [topics]
+    threads = [threading.Thread(target=run, args=(g,), daemon=True) for g in groups]
+    for thread in threads:
+        thread.start()
     try:
         yield
     finally:
         stop.set()
-        thread.join(join)
+        for thread in threads:
+            thread.join(join)
 
 
-def clients(c: LocalCluster, topics: list[str], pause: float = 0.05) -> contextlib.AbstractContextManager[None]:
-    """Clients that keep looking the topics up through any live broker."""
+def clients(
+    c: LocalCluster, topics: list[str], pause: float = 0.05, per_topic: bool = False
+) -> contextlib.AbstractContextManager[None]:
+    """Clients that keep looking the topics up through any live broker (``round_robin``)."""
 
     def ask(b: BrokerProcess, t: str) -> None:
         with contextlib.suppress(Exception):
             lookup(b, t, tries=0.5, timeout=0.5)
 
-    return round_robin(c, topics, ask, pause)
+    return round_robin(c, topics, ask, pause, per_topic=per_topic)
+
+
+def one_topic_in_each(topics: Iterable[str], bundles: set[str], namespace_bundles: NamespaceBundles) -> list[str]:
+    """The first of ``topics`` in each of ``bundles`` (names), in bundle order of first hit."""
+    found: dict[str, str] = {}
+    for t in topics:
+        b = namespace_bundles.bundle_for_hash(crc32_hash(t)).name
+        if b in bundles:
+            found.setdefault(b, t)
+    return list(found.values())
 
 
 def served_by(b: BrokerProcess) -> set[str]:
