@@ -97,11 +97,6 @@ class PulsarClock:
             wall = max(wall, start)  # the start was written by another process, an instant before this read it
         return int(self.origin_ms + (wall - start) * self.scale)
 
-    @property
-    def held(self) -> bool:
-        """Still standing at the origin, its start not yet given."""
-        return self._start() is None
-
     def elapsed_ms(self) -> int:
         """Pulsar milliseconds since the origin (the workload's position)."""
         return self.now_ms() - self.origin_ms
