@@ -17,8 +17,8 @@ scale-out runs).  For each backend (etcd, ZooKeeper):
   an owner while it splits.  Each run waits until every bundle is served again, restarts what it killed, and
   records the double-owner observations during it.  From the SIGKILL runs: broker loss -> every orphaned bundle
   owned again (target: session timeout + 2 s); from the leader kills: leader loss -> another broker leads, and
-  -> its first shedding cycle (``pulsar_lb_unload_bundle_total`` appears in its ``/metrics``; target: session
-  timeout + one cycle).
+  -> its first shedding cycle (both from the new leader's ``bundlewise_lb_*_timestamp_seconds`` gauges, against
+  the wall clock of the kill; target: session timeout + one cycle).
 * **scale-out**: ``live up --cluster scale-out --brokers 5`` (5 -> 10 brokers at 1 h) under AvgShedder and
   ThresholdShedder with Pulsar's defaults, and AvgShedder tuned for fast rebalancing (``FAST_REBALANCING``),
   at ``--time-scale 60``, side by side with ``simulate`` of the same scenario: the minutes
@@ -36,6 +36,7 @@ import itertools
 import json
 import os
 import random
+import re
 import subprocess
 import sys
 import tempfile
@@ -252,10 +253,15 @@ class Campaign:
                 return b
         return None
 
-    def first_cycle_seen(self, b: BrokerProcess) -> bool:
+    def leadership_times(self, b: BrokerProcess) -> tuple[float | None, float | None]:
+        """When ``b`` won its leadership and ran its first shedding cycle after that win, by its own gauges
+        (Unix seconds; docs/live/broker.md), so the figures hold no polling."""
         with contextlib.suppress(httpx.HTTPError):
-            return "pulsar_lb_unload_bundle_total{" in self.http.get(f"{b.web_url}/metrics", timeout=1).text
-        return False
+            text = self.http.get(f"{b.web_url}/metrics", timeout=1).text
+            won = re.search(r"^bundlewise_lb_leader_since_timestamp_seconds\{[^}]*\} ([0-9.]+)$", text, re.M)
+            ran = re.search(r"^bundlewise_lb_first_shedding_cycle_timestamp_seconds\{[^}]*\} ([0-9.]+)$", text, re.M)
+            return (float(won.group(1)) if won else None), (float(ran.group(1)) if ran else None)
+        return None, None
 
     def restart(self, b: BrokerProcess) -> None:
         if not b.is_running:
@@ -287,20 +293,26 @@ class Campaign:
             others = [b for b in self.running() if b is not lead]
             bundle = next((x for x in sorted(self.bundles()) if (o := self.owner_of(x)) and o is not lead), None)
             dest = self.rng.choice(others)
-            seen_before = {b.broker_id for b in others if self.first_cycle_seen(b)}
             if bundle is not None:
                 ns, rng = bundle.rsplit("/", 1)
                 url = f"{lead.web_url}/admin/v2/namespaces/{ns}/{rng}/unload?destinationBroker={dest.broker_id}"
                 threading.Thread(target=lambda: self._quiet_put(url), daemon=True).start()
                 time.sleep(0.005)
-            t0 = time.monotonic()
+            t0 = time.time()  # the brokers' gauges are Unix seconds of the same clock
             lead.kill()
             self.observer.result.last.pop(lead.broker_id, None)
             new = wait_until(lambda: (x := leader_id(http, c)) and x != leader and x, 60)
-            row["failover_seconds"] = round(time.monotonic() - t0, 3) if new else None
-            if new and new not in seen_before:
-                cycled = wait_until(lambda: self.first_cycle_seen(c.broker(new)), 30)
-                row["first_cycle_seconds"] = round(time.monotonic() - t0, 3) if cycled else None
+            won = ran = None
+            if new:
+                broker = c.broker(new)
+
+                def cycled() -> tuple[float | None, float | None] | None:
+                    times = self.leadership_times(broker)
+                    return times if all(times) else None
+
+                won, ran = wait_until(cycled, 30) or (None, None)
+            row["failover_seconds"] = round(won - t0, 3) if won else None
+            row["first_cycle_seconds"] = round(ran - t0, 3) if ran else None
             ok = wait_until(lambda: self.all_served({lead.broker_id}), 60)
             self.restart(lead)
         else:  # kill during a split

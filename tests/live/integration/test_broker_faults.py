@@ -2,7 +2,8 @@
 every broker's served set at 20+ Hz: no bundle may ever be served by two brokers at once.
 
 * SIGKILL a broker: every orphaned bundle is owned again (by lookups) within session timeout + 2 s;
-* SIGKILL the leader: a new leader runs its first shedding cycle within session timeout + one cycle;
+* SIGKILL the leader: another broker wins once the session has expired (the timeout + the store's expiry
+  granularity) and runs its first shedding cycle one interval after its win;
 * SIGSTOP a broker past its session timeout, then SIGCONT: it must not serve what others took meanwhile;
 * SIGKILL the leader while it forwards an unload; SIGKILL the owner during a split.
 
@@ -85,32 +86,54 @@ def test_sigkill_a_broker_its_bundles_are_owned_again_within_the_session_timeout
             assert read_store(c.store_url, f"/namespace/{bundle}")["httpUrl"] != victim.web_url
 
 
+def gauge(text: str, name: str) -> float | None:
+    m = re.search(rf"^{name}\{{[^}}]*\}} ([0-9.]+)$", text, re.M)
+    return float(m.group(1)) if m else None
+
+
 @pytest.mark.parametrize("backend", ["etcd"], indirect=True)  # one store each (module docstring)
 def test_sigkill_the_leader_a_new_leader_sheds_within_the_session_timeout_plus_one_cycle(
     server: ServerProcess, tmp_path: Path
 ) -> None:
+    """Timed by the new leader's own gauges (its wall clock: when it won, when its first cycle ran), so the
+    figure holds no polling.  The win may come the store's expiry granularity after the session timeout (etcd's
+    lessor runs every 500 ms, ZooKeeper's tracker every tick; docs/live/guarantees.md §15) plus the
+    notification and the election's write; the first cycle one interval after the win, as Pulsar schedules it."""
     settings = {**SETTINGS, "loadBalancerSheddingEnabled": "true"}
     cycle = 60.0 / 60  # loadBalancerSheddingIntervalMinutes = 1 at --time-scale 60: one second
+    election = server.expiry_granularity_ms / 1000 + 0.25  # the store's expiry check, notification, write
     with cluster(server, 3, tmp_path, settings, time_scale=60) as c, observed(c):
         first = wait_until(lambda: leader_of(c), 10, "a leader")
         spread(c)
-        killed_at = time.monotonic()
+        killed_at = time.time()  # the brokers' gauges are Unix seconds of the same clock
         c.broker(first).kill()
 
-        def shed_once() -> str | None:
+        def first_cycle() -> tuple[str, float, float] | None:
             for b in c.brokers:
-                if b.is_running and "pulsar_lb_unload_bundle_total{" in get(f"{b.web_url}/metrics", timeout=1).text:
-                    return b.broker_id
+                if not b.is_running:
+                    continue
+                text = get(f"{b.web_url}/metrics", timeout=1).text
+                won = gauge(text, "bundlewise_lb_leader_since_timestamp_seconds")
+                ran = gauge(text, "bundlewise_lb_first_shedding_cycle_timestamp_seconds")
+                if won is not None and ran is not None:
+                    return b.broker_id, won, ran
             return None
 
-        new = wait_until(shed_once, SESSION + cycle + 3, "a new leader's first shedding cycle", every=0.02)
-        elapsed = time.monotonic() - killed_at
+        new, won, ran = wait_until(
+            first_cycle, SESSION + election + cycle + 3, "a new leader's first cycle", every=0.05
+        )
         assert new != first and leader_of(c) == new
-        # metrics polling and HTTP add up to a few tens of milliseconds on top of the target
-        assert elapsed <= SESSION + cycle + 0.5, f"first cycle {elapsed:.2f} s after the kill"
+        print(
+            f"new leader {won - killed_at:.2f} s after the SIGKILL (session {SESSION:.1f} s), "
+            f"first shedding cycle {ran - won:.2f} s after its win ({ran - killed_at:.2f} s after the kill)"
+        )
+        # not before the old leader's session could expire: its last probe renewed it a little before the kill
+        assert SESSION - 1.5 <= won - killed_at <= SESSION + election
+        assert cycle - 0.01 <= ran - won <= cycle + 0.25  # one interval after the win, not at once
         text = get(f"{c.broker(new).web_url}/metrics", timeout=5).text  # the cycles it ran and the last one's time
         assert re.search(r"^bundlewise_lb_shedding_cycles\{[^}]*\} [1-9]", text, re.M), text
         assert re.search(r"^bundlewise_lb_shedding_decision_ms\{[^}]*\} [0-9.]+$", text, re.M), text
+        assert "pulsar_lb_unload_bundle_total{" in text
 
 
 def test_sigstop_past_the_session_timeout_then_sigcont_never_double_serves(

@@ -14,7 +14,7 @@ from bundlewise.config import Config
 from bundlewise.live.broker import metrics, values
 from bundlewise.live.broker.clock import PulsarClock
 from bundlewise.live.broker.http.render import error_page, redirect_location, server_error
-from bundlewise.live.broker.manager import Sample, decision_samples, usage_gauges
+from bundlewise.live.broker.manager import Sample, decision_samples, leadership_samples, usage_gauges
 from bundlewise.live.broker.outcomes import Redirect
 from bundlewise.live.broker.traffic import EmulatedTraffic
 from bundlewise.live.store.api import StoreOps
@@ -126,6 +126,19 @@ def test_the_leaders_decision_time_is_a_gauge_with_its_cycle_count() -> None:
         'bundlewise_lb_shedding_cycles{cluster="c1", metric="bundleUnloading"} 7\n'
         "# TYPE bundlewise_lb_shedding_decision_ms gauge\n"
         'bundlewise_lb_shedding_decision_ms{cluster="c1", metric="bundleUnloading"} 12.346\n'
+    )
+
+
+def test_the_leaders_win_and_first_cycle_are_unix_time_gauges_present_once_each_happened() -> None:
+    assert leadership_samples(None, None) == []
+    assert metrics.render("c1", leadership_samples(1764430000.12345, None)) == (
+        "# TYPE bundlewise_lb_leader_since_timestamp_seconds gauge\n"
+        'bundlewise_lb_leader_since_timestamp_seconds{cluster="c1", metric="bundleUnloading"} 1764430000.123\n'
+    )
+    text = metrics.render("c1", leadership_samples(1764430000.0, 1764430001.0105))
+    assert (
+        'bundlewise_lb_first_shedding_cycle_timestamp_seconds{cluster="c1", metric="bundleUnloading"} 1764430001.01'
+        in text
     )
 
 

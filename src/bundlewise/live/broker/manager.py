@@ -50,6 +50,19 @@ def decision_samples(cycles: int, last_ms: float) -> list[Sample]:
     ]
 
 
+def leadership_samples(won_at: float | None, first_cycle_at: float | None) -> list[Sample]:
+    """When this broker last won the leadership and when its first shedding cycle after that win ran, in Unix
+    seconds of its wall clock (bundlewise's own gauges; absent until each happened).  A fault test or a
+    benchmark reads them to time a failover without its own polling in the figure."""
+    labels = (("metric", "bundleUnloading"),)
+    out = []
+    if won_at is not None:
+        out.append(Sample("bundlewise_lb_leader_since_timestamp_seconds", labels, round(won_at, 3)))
+    if first_cycle_at is not None:
+        out.append(Sample("bundlewise_lb_first_shedding_cycle_timestamp_seconds", labels, round(first_cycle_at, 3)))
+    return out
+
+
 def usage_gauges(host: str, r: SystemResources) -> list[Sample]:
     """The broker's resource-usage gauges (``LocalBrokerData#toMetrics``, ``BrokerLoadData#toMetrics``)."""
     labels = (("broker", host), ("metric", "loadBalancing"))

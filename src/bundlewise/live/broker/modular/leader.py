@@ -42,7 +42,7 @@ from bundlewise.algorithms.families import ModularFamily
 from bundlewise.algorithms.leader import top_k_bundles
 from bundlewise.algorithms.splitting.algorithms import resolve_algorithm_name
 from bundlewise.config.views import LeaderSettings
-from bundlewise.live.broker.manager import BrokerContext, Sample, decision_samples
+from bundlewise.live.broker.manager import BrokerContext, Sample, decision_samples, leadership_samples
 from bundlewise.live.broker.modular.aggregate import LoadDataAggregator
 from bundlewise.live.broker.tasks import Tasks
 from bundlewise.live.store import JSON, layout
@@ -90,19 +90,22 @@ class LeaderWork:
         self.split_total = 0
         self.shed_ran = False
         self.split_ran = False
-        self.first_cycle_at: float | None = None
+        self.won_at: float | None = None  # wall clock (Unix seconds) of the last win, for the gauges below
+        self.first_cycle_at: float | None = None  # wall clock of the first cycle after that win
         self._executor = asyncio.Lock()  # Pulsar's pulsar-load-manager thread: shedding and quota never overlap
         self._split_checks = asyncio.Lock()  # one split check at a time, as on Pulsar's load-manager executor
 
     # -- lifecycle ---------------------------------------------------------------------------
     def start(self) -> None:
         self.stop()
+        self.won_at, self.first_cycle_at = time.time(), None
         settings = self.ctx.config.view(LeaderSettings)
         self.scope.every(self._interval(settings.shedding_interval_ms), self._shed_step, "load shedding")
         self.scope.every(self._interval(settings.bundle_data_interval_ms), self._quota_step, "writing bundle data")
 
     def stop(self) -> None:
         self.scope.cancel()
+        self.won_at = self.first_cycle_at = None
 
     def _interval(self, pulsar_ms: int) -> float:
         return self.ctx.clock.real_seconds(pulsar_ms)
@@ -123,6 +126,8 @@ class LeaderWork:
         if self.ctx.constraints is not None:  # isolation, anti-affinity, failure domains (docs/placement.md)
             self.family.set_policies(await self.ctx.constraints.get())
         now = self.ctx.clock.now_ms()
+        if self.first_cycle_at is None:
+            self.first_cycle_at = time.time()
         cycle = self.family.cycle
         async with self.data.lock:
             started = time.perf_counter()
@@ -234,6 +239,7 @@ class LeaderWork:
                 Sample("pulsar_lb_unload_bundle_total", labels, self.unload_bundle_total),
                 *decision_samples(self.cycles, self.decision_ms),
             ]
+        out += leadership_samples(self.won_at, self.first_cycle_at)
         if self.split_ran:
             out.append(Sample("pulsar_lb_bundles_split_total", (("metric", "bundlesSplit"),), self.split_total))
         return out

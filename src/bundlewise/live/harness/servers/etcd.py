@@ -38,6 +38,7 @@ def etcd_binary() -> Path:
 
 class EtcdServer(ServerProcess):
     name = "etcd"
+    expiry_granularity_ms = 500  # etcd's lessor revokes expired leases in a loop that runs every 500 ms
 
     def __init__(
         self,

@@ -155,6 +155,10 @@ class ServerProcess(abc.ABC):
         self._log: IO[bytes] | None = None
         self._lock_fd: int | None = None
 
+    expiry_granularity_ms = 0
+    """How late after its timeout the server may expire a session (a store: its expiry check's period), so a
+    fault test's bound on a failover can name it."""
+
     exclusive_data_dir = True
     """Whether the server owns its data directory alone (a store: yes, locked while it runs; broker processes
     of one local cluster share one log directory, so they do not lock it)."""

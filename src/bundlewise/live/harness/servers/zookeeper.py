@@ -39,6 +39,7 @@ def java_binary() -> str:
 class ZooKeeperServer(ServerProcess):
     name = "zookeeper"
     tick_ms = 200
+    expiry_granularity_ms = tick_ms  # a session expires at the session tracker's first tick after its timeout
 
     @property
     def url(self) -> str:
