@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from bundlewise.traffic import readers, rules
 
 SPARK_SETTINGS = settings(  # each example is a Spark job; BUNDLEWISE_RULE_EXAMPLES=300 for a deeper search
-    max_examples=int(os.environ.get("BUNDLEWISE_RULE_EXAMPLES", "30")),
+    max_examples=int(os.environ.get("BUNDLEWISE_RULE_EXAMPLES", "15")),
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture],
 )

@@ -34,6 +34,7 @@ from bundlewise.live.harness.servers import ServerProcess
 TOPICS = [f"persistent://skew/ns/topic-{i}" for i in range(32)]
 
 
+@pytest.mark.parametrize("backend", ["zk"], indirect=True)  # etcd's: test_broker_faults (a new leader's first cycle)
 def test_leader_failover_after_sigkill(server: ServerProcess, tmp_path: Path) -> None:
     with cluster(server, 3, tmp_path) as c:
         first = wait_until(lambda: leader_of(c), 10, "a leader")

@@ -198,7 +198,7 @@ def test_sigkill_of_the_leader_the_owner_keeps_acknowledging(
         cl.close()
 
 
-@pytest.mark.parametrize("manager", sorted(MANAGERS))
+@pytest.mark.parametrize(("backend", "manager"), CELLS, indirect=["backend"])
 def test_a_broker_paused_past_its_session_acknowledges_nothing_after_its_fencing_deadline(
     server: ServerProcess, tmp_path: Path, manager: str
 ) -> None:

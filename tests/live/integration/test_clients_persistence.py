@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pulsar
+import pytest
 from broker_harness import SESSION_MS, cluster, lookup, wait_until
 from client_harness import SteadyProducer, admin_put, bundle_of, client, owner_of, pulsar_url
 
@@ -58,6 +59,7 @@ def move(c: LocalCluster, to: BrokerProcess, producer: Any) -> set[bytes]:
     return probe
 
 
+@pytest.mark.parametrize("backend", ["zk"], indirect=True)  # one store each; the paused broker's fencing on both
 def test_messages_and_acknowledgements_survive_an_unload_and_a_sigkill(server: ServerProcess, tmp_path: Path) -> None:
     with cluster(server, 3, tmp_path, FILE) as c:
         entry = c.brokers[0]
@@ -147,6 +149,7 @@ def test_a_broker_paused_past_its_session_appends_nothing_after_it_was_fenced(
         assert entries_on_disk(c, fenced[0]) == seal["entries"], f"appended after it was fenced: {json.dumps(seal)}"
 
 
+@pytest.mark.parametrize("backend", ["etcd"], indirect=True)
 def test_an_append_to_a_fenced_ledger_closes_the_producers_and_they_come_back(
     server: ServerProcess, tmp_path: Path
 ) -> None:

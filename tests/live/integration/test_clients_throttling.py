@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pulsar
+import pytest
 from broker_harness import cluster
 from client_harness import client, pulsar_url
 
@@ -93,6 +94,7 @@ def within(live: list[int], model: list[int]) -> bool:
     return all(abs(a - b) <= TOLERANCE for a, b in zip(live[1:-1], model[1:-1], strict=True))
 
 
+@pytest.mark.parametrize("backend", ["zk"], indirect=True)  # the store only carries the policies: one each
 def test_a_topic_limit_from_broker_conf_paces_a_real_consumer(server: ServerProcess, tmp_path: Path) -> None:
     rates = {"dispatchThrottlingRatePerTopicInMsg": 50}
     with cluster(server, 1, tmp_path, rates) as c:
@@ -105,6 +107,7 @@ def test_a_topic_limit_from_broker_conf_paces_a_real_consumer(server: ServerProc
     assert sum(live) < BACKLOG  # paced: an unthrottled consumer takes the whole backlog in the first second
 
 
+@pytest.mark.parametrize("backend", ["etcd"], indirect=True)
 def test_a_subscription_rate_from_the_namespace_policies_paces_a_real_consumer(
     server: ServerProcess, tmp_path: Path
 ) -> None:

@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
 from broker_harness import (
     EXT,
     decisions,
@@ -58,6 +59,7 @@ def shed_replay(snapshots: list[dict[str, Any]], strategy: str, settings: dict[s
     return [json.loads(line) for line in out.stdout.splitlines()]
 
 
+@pytest.mark.parametrize("backend", ["etcd"], indirect=True)  # one store each: the leader's work reads no session state
 def test_a_returning_broker_is_refilled_by_transfers_within_the_cool_down(
     server: ServerProcess, tmp_path: Path
 ) -> None:
@@ -129,6 +131,7 @@ def test_a_returning_broker_is_refilled_by_transfers_within_the_cool_down(
     assert any(row.get("counters", {}).get("Skip.HitCount") for row in cycles if row["cycle"] < first)
 
 
+@pytest.mark.parametrize("backend", ["zk"], indirect=True)
 def test_the_owners_split_scheduler_splits_a_hot_bundle_and_keeps_the_children(
     server: ServerProcess, tmp_path: Path
 ) -> None:
