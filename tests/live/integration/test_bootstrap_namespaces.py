@@ -61,7 +61,7 @@ def status(url: str) -> dict[str, Any]:
     return doc
 
 
-@pytest.mark.parametrize("manager", ["modular", "extensible"])
+@pytest.mark.parametrize(("backend", "manager"), [("etcd", "modular"), ("zk", "extensible")], indirect=["backend"])
 def test_each_broker_owns_its_heartbeat_and_sla_monitor_namespaces(
     server: ServerProcess, tmp_path: Path, manager: str
 ) -> None:

@@ -6,6 +6,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
+import pytest
 from broker_harness import children, cluster, follow, get, leader_of, lookup, owned, put, read_store, wait_until
 
 from bundlewise.live.harness.servers import ServerProcess
@@ -27,6 +28,8 @@ def take(b: object, bundle: str) -> None:
     assert r.status_code == 200 and r.json()["httpUrl"] == b.web_url, r.text  # type: ignore[attr-defined]
 
 
+# one store each, the stores taking turns (the versioned concurrent split on both)
+@pytest.mark.parametrize("backend", ["zk"], indirect=True)
 def test_unload_on_the_owner_deletes_its_node_and_the_next_lookup_assigns_it_again(
     server: ServerProcess, tmp_path: Path
 ) -> None:
@@ -48,6 +51,7 @@ def test_unload_on_the_owner_deletes_its_node_and_the_next_lookup_assigns_it_aga
         assert r.status_code == 204
 
 
+@pytest.mark.parametrize("backend", ["etcd"], indirect=True)
 def test_unload_on_a_non_owner_redirects_to_the_owner(server: ServerProcess, tmp_path: Path) -> None:
     with cluster(server, 2, tmp_path) as c:
         leader_id = wait_until(lambda: leader_of(c), 10, "a leader")
@@ -64,6 +68,7 @@ def test_unload_on_a_non_owner_redirects_to_the_owner(server: ServerProcess, tmp
         assert read_store(c.store_url, f"/namespace/{B0}") is None
 
 
+@pytest.mark.parametrize("backend", ["zk"], indirect=True)
 def test_unload_with_a_destination_goes_through_the_leader_and_is_honoured(
     server: ServerProcess, tmp_path: Path
 ) -> None:
@@ -89,6 +94,7 @@ def test_unload_with_a_destination_goes_through_the_leader_and_is_honoured(
         assert data["httpUrl"] == dest.web_url
 
 
+@pytest.mark.parametrize("backend", ["etcd"], indirect=True)
 def test_unload_errors(server: ServerProcess, tmp_path: Path) -> None:
     with cluster(server, 1, tmp_path) as c:
         b = c.brokers[0]
@@ -101,6 +107,7 @@ def test_unload_errors(server: ServerProcess, tmp_path: Path) -> None:
         assert r.status_code == 412
 
 
+@pytest.mark.parametrize("backend", ["zk"], indirect=True)
 def test_split_on_the_owner_writes_the_boundaries_and_owns_the_children(server: ServerProcess, tmp_path: Path) -> None:
     with cluster(server, 2, tmp_path) as c:
         wait_until(lambda: leader_of(c), 10, "a leader")
@@ -124,6 +131,7 @@ def test_split_on_the_owner_writes_the_boundaries_and_owns_the_children(server: 
         assert sorted(children(c.store_url, f"/namespace/{NS}")) == ["0x00000000_0x20000000", "0x20000000_0x40000000"]
 
 
+@pytest.mark.parametrize("backend", ["etcd"], indirect=True)
 def test_split_with_unload_leaves_the_children_unowned(server: ServerProcess, tmp_path: Path) -> None:
     with cluster(server, 1, tmp_path) as c:
         a = c.brokers[0]
@@ -136,6 +144,7 @@ def test_split_with_unload_leaves_the_children_unowned(server: ServerProcess, tm
         assert get(f"{a.web_url}/admin/v2/namespaces/{NS}/bundles").json()["numBundles"] == 5
 
 
+@pytest.mark.parametrize("backend", ["zk"], indirect=True)
 def test_split_of_an_unowned_bundle_assigns_it_first_and_specified_positions_use_the_body(
     server: ServerProcess, tmp_path: Path
 ) -> None:
@@ -157,6 +166,7 @@ def test_split_of_an_unowned_bundle_assigns_it_first_and_specified_positions_use
         assert owned(a) == [B0]  # assigned by the split's ownership check
 
 
+@pytest.mark.parametrize("backend", ["etcd"], indirect=True)
 def test_split_errors(server: ServerProcess, tmp_path: Path) -> None:
     with cluster(
         server,

@@ -27,7 +27,9 @@ def write_store(url: str, path: str, value: object) -> None:
     asyncio.run(body())
 
 
-@pytest.mark.parametrize("settings", [{}, EXT], ids=["modular", "extensible"])
+@pytest.mark.parametrize(  # each manager on one store, the stores taking turns
+    ("backend", "settings"), [("zk", {}), ("etcd", EXT)], ids=["zk-modular", "etcd-extensible"], indirect=["backend"]
+)
 def test_an_isolated_namespace_is_owned_by_its_primaries_only(
     server: ServerProcess, tmp_path: Path, settings: dict[str, object]
 ) -> None:

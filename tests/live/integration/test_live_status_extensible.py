@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
 from broker_harness import (
     EXT,
     cluster,
@@ -60,6 +61,7 @@ def four_bundles_status(c: LocalCluster) -> tuple[str, dict[str, Any], dict[str,
     return str(leader), doc, {r["broker"]: r for r in doc["brokers"]}
 
 
+@pytest.mark.parametrize("backend", ["zk"], indirect=True)  # one store each, the stores taking turns
 def test_status_of_an_extensible_cluster_shows_its_leader_and_owned_bundles(
     server: ServerProcess, tmp_path: Path
 ) -> None:
@@ -75,6 +77,7 @@ def test_status_of_an_extensible_cluster_shows_its_leader_and_owned_bundles(
         assert table.stdout.splitlines()[:2] == [f"leader: {leader}", "brokers: 2"]
 
 
+@pytest.mark.parametrize("backend", ["etcd"], indirect=True)
 def test_advise_on_an_extensible_cluster_sheds_with_transfer_shedder_and_checks_splits(
     server: ServerProcess, tmp_path: Path
 ) -> None:
@@ -94,6 +97,7 @@ def test_advise_on_an_extensible_cluster_sheds_with_transfer_shedder_and_checks_
         assert split == {"step": 0, "split": []}  # no bundle meets a split condition
 
 
+@pytest.mark.parametrize("backend", ["zk"], indirect=True)
 def test_status_of_a_modular_cluster_counts_the_ownership_nodes(server: ServerProcess, tmp_path: Path) -> None:
     with cluster(server, 2, tmp_path) as c:
         _, doc, rows = four_bundles_status(c)
@@ -102,6 +106,7 @@ def test_status_of_a_modular_cluster_counts_the_ownership_nodes(server: ServerPr
         assert doc["ownedBundles"] == 4 + 2 * 2
 
 
+@pytest.mark.parametrize("backend", ["etcd"], indirect=True)
 def test_status_of_a_wrong_chroot_is_an_error(server: ServerProcess) -> None:
     p = cli("live", "status", "--store", f"{server.url}/no-such-cluster", "--format", "json")
     assert p.returncode == 2 and p.stdout == ""
