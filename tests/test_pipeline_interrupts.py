@@ -1,12 +1,18 @@
 """Ctrl-C inside a finalizer (``pipeline.interrupts.quiet_interrupts``): Py4J releases Java objects from weakref
 callbacks, and a SIGINT handler that runs there has its ``KeyboardInterrupt`` swallowed by Python ("Exception
 ignored in ...", a traceback on stderr) -- the pipeline then ran to its end and exited 0 (seen once in a fresh
-``make test``).  Within the block the report is dropped and the interrupt raised when the block ends."""
+``make test``).  Within the block the report is dropped and the interrupt raised when the block ends.
+
+And PySpark's accumulator server, whose connection breaks when interrupted jobs die: its ``EOFError`` traceback
+reached stderr once in a fresh ``make test`` (one of ten Ctrl-C points of the pipeline's Spark work)."""
 
 from __future__ import annotations
 
 import signal
+import socket
 import sys
+import time
+from typing import Any
 
 import pytest
 
@@ -33,3 +39,31 @@ def test_the_block_restores_the_handler_and_the_unraisable_hook() -> None:
     with quiet_interrupts(None):
         assert signal.getsignal(signal.SIGINT) is not handler and sys.unraisablehook is not hook
     assert signal.getsignal(signal.SIGINT) is handler and sys.unraisablehook is hook
+
+
+def _break_a_connection_to_the_accumulator_server(spark: Any) -> None:
+    """What the JVM's side does when it dies mid-update: authenticated, then closed before the update's size."""
+    server = spark.sparkContext._accumulatorServer
+    assert server.auth_token is not None  # the TCP server (PySpark's default)
+    with socket.create_connection(server.server_address[:2]) as conn:
+        conn.sendall(server.auth_token.encode())
+    time.sleep(1.5)  # the server's handler polls once a second
+
+
+@pytest.mark.spark
+def test_after_ctrl_c_the_accumulator_servers_broken_connections_print_nothing(
+    spark: Any, capfd: pytest.CaptureFixture[str]
+) -> None:
+    server = spark.sparkContext._accumulatorServer
+    try:
+        with quiet_interrupts(spark):  # no Ctrl-C: socketserver reports the broken connection as it always does
+            _break_a_connection_to_the_accumulator_server(spark)
+        err = capfd.readouterr().err
+        assert "Exception occurred during processing of request" in err and "EOFError" in err, err
+        with pytest.raises(KeyboardInterrupt), quiet_interrupts(spark):
+            signal.raise_signal(signal.SIGINT)
+        _break_a_connection_to_the_accumulator_server(spark)  # after the block too: the process is ending
+        assert capfd.readouterr().err == ""
+    finally:
+        vars(server).pop("handle_error", None)  # the shared session's server as it was
+        spark.sparkContext.setLogLevel("WARN")

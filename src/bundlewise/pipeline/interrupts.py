@@ -14,6 +14,12 @@ then runs (``files.atomic`` discards the staging folder) and ``cli.main`` prints
 runs inside a finalizer (Py4J releases Java objects from weakref callbacks) has its ``KeyboardInterrupt``
 swallowed by Python as "Exception ignored in ..." with a traceback on stderr: within the block that report is
 dropped, and the block raises the interrupt when it ends.
+
+PySpark's accumulator server (a ``socketserver`` thread in the driver that the JVM sends task updates to) prints
+"Exception occurred during processing of request" and an ``EOFError`` traceback when that connection breaks, as
+it does when the interrupted jobs and their workers die (seen once in a fresh ``make test``).  Once Ctrl-C has
+fired, the server's errors are dropped for the rest of the process, which is ending with the interrupt; before,
+they print as ``socketserver`` prints them.
 """
 
 from __future__ import annotations
@@ -23,7 +29,7 @@ import logging
 import signal
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from types import FrameType
 from typing import Any
 
@@ -64,6 +70,7 @@ def quiet_interrupts(spark: Any | None = None) -> Iterator[None]:
     previous = signal.signal(signal.SIGINT, interrupted)
     previous_hook = sys.unraisablehook
     sys.unraisablehook = unraisable
+    restore_server = _quiet_accumulator_server(spark, fired)
     try:
         yield
     except KeyboardInterrupt:
@@ -79,3 +86,20 @@ def quiet_interrupts(spark: Any | None = None) -> Iterator[None]:
         signal.signal(signal.SIGINT, previous)
         sys.unraisablehook = previous_hook
         root.removeHandler(drop)
+        if not fired.is_set():  # interrupted: the server stays quiet until the process ends
+            restore_server()
+
+
+def _quiet_accumulator_server(spark: Any | None, fired: threading.Event) -> Callable[[], None]:
+    """Drop the accumulator server's error reports once ``fired`` is set; returns what undoes it."""
+    server = getattr(getattr(spark, "sparkContext", None), "_accumulatorServer", None)
+    if server is None or not hasattr(server, "handle_error"):
+        return lambda: None
+    report = server.handle_error
+
+    def handle_error(request: Any, client_address: Any) -> None:
+        if not fired.is_set():
+            report(request, client_address)
+
+    server.handle_error = handle_error
+    return lambda: setattr(server, "handle_error", report)
