@@ -11,7 +11,6 @@ from __future__ import annotations
 import signal
 import socket
 import sys
-import time
 from typing import Any
 
 import pytest
@@ -42,12 +41,14 @@ def test_the_block_restores_the_handler_and_the_unraisable_hook() -> None:
 
 
 def _break_a_connection_to_the_accumulator_server(spark: Any) -> None:
-    """What the JVM's side does when it dies mid-update: authenticated, then closed before the update's size."""
+    """What the JVM's side does when it dies mid-update: authenticated, then gone before the update's size.  Returns
+    once the server has closed the connection, which it does after its error handling (``socketserver``)."""
     server = spark.sparkContext._accumulatorServer
     assert server.auth_token is not None  # the TCP server (PySpark's default)
-    with socket.create_connection(server.server_address[:2]) as conn:
+    with socket.create_connection(server.server_address[:2], timeout=60) as conn:
         conn.sendall(server.auth_token.encode())
-    time.sleep(1.5)  # the server's handler polls once a second
+        conn.shutdown(socket.SHUT_WR)  # the server reads EOF where the update's size should be
+        assert conn.recv(1) == b""  # closed by the server: its handle_error has run
 
 
 @pytest.mark.spark
