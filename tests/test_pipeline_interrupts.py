@@ -9,7 +9,6 @@ reached stderr once in a fresh ``make test`` (one of ten Ctrl-C points of the pi
 from __future__ import annotations
 
 import signal
-import socket
 import sys
 from typing import Any
 
@@ -40,15 +39,15 @@ def test_the_block_restores_the_handler_and_the_unraisable_hook() -> None:
     assert signal.getsignal(signal.SIGINT) is handler and sys.unraisablehook is hook
 
 
-def _break_a_connection_to_the_accumulator_server(spark: Any) -> None:
-    """What the JVM's side does when it dies mid-update: authenticated, then gone before the update's size.  Returns
-    once the server has closed the connection, which it does after its error handling (``socketserver``)."""
+def _report_a_broken_connection(spark: Any) -> None:
+    """The server's error path as its handler takes it when the JVM's connection breaks mid-update: an ``EOFError``
+    reported through ``handle_error`` (``socketserver``).  Called directly: the server handles one connection at a
+    time and the JVM's, open once a job has run in this session, never ends while the session lives."""
     server = spark.sparkContext._accumulatorServer
-    assert server.auth_token is not None  # the TCP server (PySpark's default)
-    with socket.create_connection(server.server_address[:2], timeout=60) as conn:
-        conn.sendall(server.auth_token.encode())
-        conn.shutdown(socket.SHUT_WR)  # the server reads EOF where the update's size should be
-        assert conn.recv(1) == b""  # closed by the server: its handle_error has run
+    try:
+        raise EOFError
+    except EOFError:
+        server.handle_error(None, ("127.0.0.1", 0))
 
 
 @pytest.mark.spark
@@ -58,12 +57,12 @@ def test_after_ctrl_c_the_accumulator_servers_broken_connections_print_nothing(
     server = spark.sparkContext._accumulatorServer
     try:
         with quiet_interrupts(spark):  # no Ctrl-C: socketserver reports the broken connection as it always does
-            _break_a_connection_to_the_accumulator_server(spark)
+            _report_a_broken_connection(spark)
         err = capfd.readouterr().err
         assert "Exception occurred during processing of request" in err and "EOFError" in err, err
         with pytest.raises(KeyboardInterrupt), quiet_interrupts(spark):
             signal.raise_signal(signal.SIGINT)
-        _break_a_connection_to_the_accumulator_server(spark)  # after the block too: the process is ending
+        _report_a_broken_connection(spark)  # after the block too: the process is ending
         assert capfd.readouterr().err == ""
     finally:
         vars(server).pop("handle_error", None)  # the shared session's server as it was
