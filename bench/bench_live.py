@@ -36,7 +36,6 @@ import itertools
 import json
 import os
 import random
-import re
 import subprocess
 import sys
 import tempfile
@@ -50,6 +49,7 @@ import httpx
 import numpy as np
 
 from bench.common import write_result
+from bundlewise.live.broker.metrics import sample_value
 from bundlewise.live.harness.cluster import BrokerProcess, LocalCluster
 from bundlewise.live.harness.observer import OwnershipObserver
 
@@ -258,9 +258,8 @@ class Campaign:
         (Unix seconds; docs/live/broker.md), so the figures hold no polling."""
         with contextlib.suppress(httpx.HTTPError):
             text = self.http.get(f"{b.web_url}/metrics", timeout=1).text
-            won = re.search(r"^bundlewise_lb_leader_since_timestamp_seconds\{[^}]*\} ([0-9.]+)$", text, re.M)
-            ran = re.search(r"^bundlewise_lb_first_shedding_cycle_timestamp_seconds\{[^}]*\} ([0-9.]+)$", text, re.M)
-            return (float(won.group(1)) if won else None), (float(ran.group(1)) if ran else None)
+            won = sample_value(text, "bundlewise_lb_leader_since_timestamp_seconds")
+            return won, sample_value(text, "bundlewise_lb_first_shedding_cycle_timestamp_seconds")
         return None, None
 
     def restart(self, b: BrokerProcess) -> None:

@@ -37,6 +37,7 @@ from broker_harness import (
     wait_until,
 )
 
+from bundlewise.live.broker.metrics import sample_value
 from bundlewise.live.harness.cluster import LocalCluster
 from bundlewise.live.harness.servers import ServerProcess
 from bundlewise.model.bundles import NamespaceBundles
@@ -86,11 +87,6 @@ def test_sigkill_a_broker_its_bundles_are_owned_again_within_the_session_timeout
             assert read_store(c.store_url, f"/namespace/{bundle}")["httpUrl"] != victim.web_url
 
 
-def gauge(text: str, name: str) -> float | None:
-    m = re.search(rf"^{name}\{{[^}}]*\}} ([0-9.]+)$", text, re.M)
-    return float(m.group(1)) if m else None
-
-
 @pytest.mark.parametrize("backend", ["etcd"], indirect=True)  # one store each (module docstring)
 def test_sigkill_the_leader_a_new_leader_sheds_within_the_session_timeout_plus_one_cycle(
     server: ServerProcess, tmp_path: Path
@@ -113,8 +109,8 @@ def test_sigkill_the_leader_a_new_leader_sheds_within_the_session_timeout_plus_o
                 if not b.is_running:
                     continue
                 text = get(f"{b.web_url}/metrics", timeout=1).text
-                won = gauge(text, "bundlewise_lb_leader_since_timestamp_seconds")
-                ran = gauge(text, "bundlewise_lb_first_shedding_cycle_timestamp_seconds")
+                won = sample_value(text, "bundlewise_lb_leader_since_timestamp_seconds")
+                ran = sample_value(text, "bundlewise_lb_first_shedding_cycle_timestamp_seconds")
                 if won is not None and ran is not None:
                     return b.broker_id, won, ran
             return None

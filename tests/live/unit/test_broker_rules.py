@@ -140,6 +140,10 @@ def test_the_leaders_win_and_first_cycle_are_unix_time_gauges_present_once_each_
         'bundlewise_lb_first_shedding_cycle_timestamp_seconds{cluster="c1", metric="bundleUnloading"} 1764430001.01'
         in text
     )
+    # what the fault tests and the benchmark read back
+    assert metrics.sample_value(text, "bundlewise_lb_leader_since_timestamp_seconds") == 1764430000.0
+    assert metrics.sample_value(text, "bundlewise_lb_first_shedding_cycle_timestamp_seconds") == 1764430001.01
+    assert metrics.sample_value(text, "bundlewise_lb_leader_since") is None
 
 
 def test_redirects_keep_the_path_and_query_and_set_authoritative() -> None:

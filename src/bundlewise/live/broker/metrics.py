@@ -61,3 +61,12 @@ def render(cluster: str, samples: Iterable[Sample], counters: Iterable[tuple[str
         lines.append(f"# TYPE {name} counter")
         lines.append(f'{name}{{cluster="{_escape(cluster)}"}} {_number(value)}')
     return "\n".join(lines) + "\n"
+
+
+def sample_value(text: str, name: str) -> float | None:
+    """The value of the first sample named ``name`` (any labels) in exposition ``text`` such as ``render``
+    writes; None when there is none (a reader's side: tests and benchmarks time the leader by its gauges)."""
+    for line in text.splitlines():
+        if line.startswith(name + "{") or line.startswith(name + " "):
+            return float(line.rsplit(" ", 1)[1])
+    return None
