@@ -15,6 +15,7 @@ from inproc import EXTENSIBLE, Cluster, cluster, create_namespace
 from live_support import run
 
 from bundlewise.live.broker.extensible.manager import ExtensibleLoadManager
+from bundlewise.live.broker.extensible.namespace import ExtensibleNamespaceService
 from bundlewise.live.broker.extensible.records import RECORDS
 from bundlewise.live.broker.service import Broker
 from bundlewise.live.store import layout
@@ -89,5 +90,50 @@ def test_the_admin_unload_of_a_bundle_being_split_answers_500(tmp_path: Path) ->
             r = await c.http.put(f"http://{owner.identity.broker_id}/admin/v2/namespaces/{BUNDLE}/unload")
             assert r.status_code == 500 and "is being split" in r.text, r.text
             assert await stored(owner) == splitting
+
+    run(body())
+
+
+def test_the_boundary_check_leaves_the_children_a_split_has_claimed_before_committing_them(tmp_path: Path) -> None:
+    """The split publishes its children's ``Owned(v = 1)`` claims, then commits their boundaries.  The owner's
+    boundary check (every second) between the two found the children outside the committed boundaries and
+    unloaded them (a fresh ``make test`` on etcd: both children ``Free`` at version 3 after the split)."""
+
+    async def body() -> None:
+        async with cluster(tmp_path, {"loadManagerClassName": EXTENSIBLE}) as c:
+            owner, splitting = await owner_while_splitting(c, None)
+            ext = extensible(owner)
+            me = owner.identity.broker_id
+            children = [f"{NS}/{r}" for r in KIDS]
+            for child in children:  # the split's claims; the boundaries are not written yet
+                assert await ext.channel.publish(child, ServiceUnitStateData(ServiceUnitState.Owned, me, None))
+            for _ in range(50):
+                if set(children) <= set(ext.channel.served()):
+                    break
+                await asyncio.sleep(0.02)
+            assert set(children) <= set(ext.channel.served())
+            namespace = owner.namespace
+            assert isinstance(namespace, ExtensibleNamespaceService)
+            assert await namespace.release_outside(NS) == []
+            for child in children:
+                rec = ext.channel.get(child)
+                assert rec is not None and (rec.state, rec.dst_broker, rec.version_id) == (
+                    ServiceUnitState.Owned,
+                    me,
+                    1,
+                )
+            assert ext.channel.get(BUNDLE) == splitting
+
+            # once the split has failed (the leader overrides a stuck Splitting record), the same claims are strays
+            owned = ServiceUnitStateData(ServiceUnitState.Owned, me, None, version_id=splitting.version_id + 1)
+            path = layout.service_unit_state(BUNDLE)
+            found = await owner.store.get(path)
+            assert found is not None
+            await owner.store.put(path, RECORDS.encode(owned), found.stat.version)
+            for _ in range(50):
+                if ext.channel.get(BUNDLE) == owned:
+                    break
+                await asyncio.sleep(0.02)
+            assert sorted(await namespace.release_outside(NS)) == sorted(children)
 
     run(body())

@@ -117,8 +117,9 @@ class ExtensibleNamespaceService:
         """Unload every bundle of ``namespace`` this broker owns (``Owned``) that the committed boundaries, read
         from the store, no longer contain: a lookup that assigned a parent from boundaries it had not yet seen
         split must not leave the parent's range served beside its children.  A ``Splitting`` record (a split
-        in progress) is left to the split.  Returns the bundles unloaded.  One check of a namespace runs at a
-        time: a notification's and the periodic one's both unloaded the same bundle, the second in vain."""
+        in progress) is left to the split, and so are the children this broker's split has claimed before
+        committing their boundaries.  Returns the bundles unloaded.  One check of a namespace runs at a time:
+        a notification's and the periodic one's both unloaded the same bundle, the second in vain."""
         async with self._releasing.setdefault(namespace, asyncio.Lock()):
             return await self._release_outside(namespace)
 
@@ -133,6 +134,8 @@ class ExtensibleNamespaceService:
                 continue
             if record is None or record.state is not ServiceUnitState.Owned:
                 continue
+            if self._splitting_into(name, current):
+                continue
             log.warning("unloading %s: the committed boundaries of %s no longer contain it", name, namespace)
             error = await self.ext.unload(name, self.identity.broker_id, None, force=True)
             if error is not None:
@@ -140,6 +143,23 @@ class ExtensibleNamespaceService:
             else:
                 released.append(name)
         return released
+
+    def _splitting_into(self, name: str, current: set[Bundle]) -> bool:
+        """Whether ``name`` is a child this broker's split in progress has claimed: the committed bundle
+        enclosing it is ``Splitting`` on this broker.  The split publishes its children's claims before it
+        commits their boundaries, so a check between the two would otherwise unload the children it has just
+        claimed."""
+        child = Bundle.parse(name)
+        for parent in current:
+            if parent.lower <= child.lower and child.upper <= parent.upper:
+                record = self.ext.channel.get(parent.name)
+                me = self.identity.broker_id
+                return (
+                    record is not None
+                    and record.state is ServiceUnitState.Splitting
+                    and me in (record.source_broker, record.dst_broker)
+                )
+        return False
 
     def serving(self, bundle: str) -> bool:
         if implicit_owner(bundle, self.ext.registry.is_registered) == self.identity.broker_id:
