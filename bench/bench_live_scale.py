@@ -40,9 +40,10 @@ import numpy as np
 
 from bench.common import RESULTS, write_result
 from bundlewise.live.harness.cluster import LocalCluster
-from bundlewise.live.harness.workload import write_trace
+from bundlewise.live.harness.workload import trace_table
 from bundlewise.model.bundles import NamespaceBundles
 from bundlewise.sim.scenario import bundled_scenario
+from bundlewise.traffic.trace import TraceWorkload
 from bundlewise.traffic.workload import GeneratedWorkload
 
 RESULT = "live_scale"
@@ -283,8 +284,8 @@ def main(argv: list[str] | None = None) -> None:
     scenario = bundled_scenario("default")
     generated = GeneratedWorkload(scenario.namespaces, scenario.workload, scenario.seed)
     work = Path(tempfile.mkdtemp(prefix="bw-scale-"))
-    trace = work / "workload.parquet"
-    write_trace(generated, WORKLOAD_MINUTES * 60_000, scenario.step, trace)
+    trace = work / "workload.npz"  # the digest live up gives its brokers
+    TraceWorkload(trace_table(generated, WORKLOAD_MINUTES * 60_000, scenario.step), scenario.name).save(trace)
     topics = _topics_per_bundle(list(generated.topics.names), {n.name: n.bundles for n in scenario.namespaces})
     rows: list[dict[str, Any]] = []
     if args.append and (RESULTS / f"{RESULT}.json").exists():

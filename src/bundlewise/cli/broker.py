@@ -54,7 +54,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         metavar="M",
         help="NIC speed in Mbit/s (10000)",
     )
-    p.add_argument("--workload", metavar="TRACE", help="topic-samples trace: Parquet, CSV or JSON Lines")
+    p.add_argument(
+        "--workload",
+        metavar="TRACE",
+        help="topic-samples trace: Parquet, CSV or JSON Lines (or the .npz digest live up writes)",
+    )
     p.add_argument(
         "--time-scale",
         type=float,
@@ -87,7 +91,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 def read_trace(path: str) -> TraceWorkload:
     """The trace at ``path``, read and checked as ``simulate`` reads a local trace (the trace rules, timestamps
-    in ms, a byte-order mark removed; rejected rows summed up on stderr)."""
+    in ms, a byte-order mark removed; rejected rows summed up on stderr); a ``.npz`` file is a trace digest
+    ``live up`` wrote (``TraceWorkload.save``), loaded without Arrow."""
+    if path.endswith(".npz"):
+        from bundlewise.traffic.trace import TraceWorkload
+
+        return TraceWorkload.load(Path(path))
     from bundlewise.cli.traces import load_local_workload  # Arrow: only when there is a trace to read
 
     workload = load_local_workload(path)
@@ -107,9 +116,10 @@ def release_arrow_memory() -> None:
 
 
 # Libraries a broker never uses that others would load for it: pyarrow imports pandas (~45 MB resident) the
-# first time it is handed a Python value, only to ask whether it is a DataFrame; when the import fails it
-# takes pandas as not installed and goes on.
-NOT_IN_A_BROKER = ("pandas",)
+# first time it is handed a Python value, only to ask whether it is a DataFrame; httpx imports its command-line
+# client's pygments and rich when they are installed.  When the import fails each takes the package as not
+# installed and goes on.
+NOT_IN_A_BROKER = ("pandas", "pygments", "rich")
 
 
 class _Absent:

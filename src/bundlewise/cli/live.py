@@ -278,7 +278,7 @@ def run_up(args: argparse.Namespace) -> int:
         from bundlewise.live.harness.events import LiveEvent
         from bundlewise.live.harness.outputs import build_result
         from bundlewise.live.harness.up import LivePlan, run_live
-        from bundlewise.live.harness.workload import write_trace
+        from bundlewise.live.harness.workload import trace_table
         from bundlewise.live.store import layout
 
         logs = atomic.stage(args.keep_logs, False, flag="--keep-logs") if args.keep_logs is not None else None
@@ -286,11 +286,11 @@ def run_up(args: argparse.Namespace) -> int:
         try:
             if args.workload:
                 workload: Any = read_trace(args.workload)
-                path = str(Path(args.workload).resolve())
             else:
                 generated = GeneratedWorkload(scenario.namespaces, scenario.workload, scenario.seed)
-                path = str(work / "workload.parquet")
-                workload = TraceWorkload(write_trace(generated, duration, scenario.step, Path(path)), path)
+                workload = TraceWorkload(trace_table(generated, duration, scenario.step), scenario.name)
+            digest = work / "workload.npz"  # what the brokers load: the trace as read, without Arrow
+            workload.save(digest)
 
             def ready(cluster: Any, token: str | None) -> None:
                 sys.stderr.write(f"store: {cluster.store_url}\n")
@@ -313,7 +313,7 @@ def run_up(args: argparse.Namespace) -> int:
                     events=tuple(LiveEvent(e.at, e.action, e.broker, e.down_for) for e in scenario.events),
                     namespaces=tuple((n.name, n.bundles) for n in scenario.namespaces),
                     workload=workload,
-                    workload_path=path,
+                    workload_path=str(digest),
                     config=config.with_values(chosen),
                     strategy=entry.name,
                     time_scale=args.time_scale,

@@ -17,11 +17,11 @@ topic at one timestamp the later one holds.
 
 from __future__ import annotations
 
-from typing import Any
+import zipfile
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pyarrow as pa
-import pyarrow.compute as pc
 
 from bundlewise.model.bundles import Bundle
 from bundlewise.model.epoch import check_trace_start
@@ -31,12 +31,18 @@ from bundlewise.model.names import TopicName, bundle_namespace
 from bundlewise.traffic.columns import COUNT_FIELDS, RATE_FIELDS
 from bundlewise.traffic.workload import Counts, Rates, Topics
 
+if TYPE_CHECKING:
+    import pyarrow as pa
+
 RATE_COLUMNS = RATE_FIELDS
 COUNT_COLUMNS = COUNT_FIELDS
 BUNDLE_PREFIX = "bundle:"
+DIGEST_FORMAT = "bundlewise-trace-digest-1"
 
 
 def _arrow(table: Any) -> pa.Table:
+    import pyarrow as pa
+
     if isinstance(table, pa.Table):
         return table
     return pa.Table.from_pandas(table, preserve_index=False)
@@ -44,6 +50,8 @@ def _arrow(table: Any) -> pa.Table:
 
 def _numbers(table: pa.Table, name: str, dtype: Any) -> np.ndarray:
     """A numeric column as numpy, absent columns and nulls as 0."""
+    import pyarrow as pa
+
     if name not in table.column_names:
         return np.zeros(table.num_rows, dtype=dtype)
     col = table.column(name)
@@ -57,6 +65,9 @@ def _numbers(table: pa.Table, name: str, dtype: Any) -> np.ndarray:
 
 def _names(column: pa.ChunkedArray) -> tuple[list[str | None], np.ndarray]:
     """A string column dictionary-encoded: the distinct values and each row's index into them (-1: null)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
     arr = column.combine_chunks() if column.num_chunks != 1 else column.chunk(0)
     if not pa.types.is_dictionary(arr.type):
         arr = pc.dictionary_encode(arr.cast(pa.string()))
@@ -185,6 +196,61 @@ class TraceWorkload:
         counts = (counts if order is None else counts[order])[rows]
         groups = np.searchsorted(self.bounds, rows, side="right") - 1
         return _Held(np.flatnonzero(is_bundle), self.tidx[rows], groups, counts.astype(np.int64), len(self.times))
+
+    def save(self, path: Path) -> None:
+        """Write the trace as read (``DIGEST_FORMAT``, numpy's ``.npz``): what a broker process loads instead of
+        the trace file, without Arrow (~50 MB resident) and without reading and checking it again."""
+        arrays: dict[str, np.ndarray] = {
+            "format": np.array(DIGEST_FORMAT),
+            "t0": np.array(self.t0, dtype=np.int64),
+            "times": self.times,
+            "bounds": self.bounds,
+            "tidx": self.tidx,
+            "names": np.array(self.topics.names, dtype=str),
+            "topic_namespace": self.topics.namespace,
+            "namespaces": np.array(self.namespaces, dtype=str),
+        }
+        for k, values in enumerate(self.values):
+            arrays[f"rate{k}"] = values
+        for k, values in enumerate(self.sessions):
+            arrays[f"sessions{k}"] = values
+        if self.topics.hashes is not None:
+            arrays["hashes"] = self.topics.hashes
+        if self._weights is not None:
+            w = self._weights
+            arrays |= {"held_entries": w.entries, "held_keys": w.keys, "held_values": w.values}
+            arrays |= {"held_span": np.array(w.span), "held_first": w.first}
+        with path.open("wb") as f:
+            np.savez(f, allow_pickle=False, **arrays)
+
+    @classmethod
+    def load(cls, path: Path) -> TraceWorkload:
+        """The trace ``save`` wrote to ``path``."""
+        try:
+            with np.load(path, allow_pickle=False) as z:
+                if "format" not in z.files or str(z["format"]) != DIGEST_FORMAT:
+                    raise ValueError("no format marker")
+                a = {name: z[name] for name in z.files}
+        except (OSError, ValueError, KeyError, zipfile.BadZipFile) as e:
+            raise InputError(
+                f"expected a trace digest ({DIGEST_FORMAT}) as live up writes: {e}", source=str(path)
+            ) from None
+        self = cls.__new__(cls)
+        self.t0 = int(a["t0"])
+        self.times, self.bounds, self.tidx = a["times"], a["bounds"], a["tidx"]
+        self.values = [a[f"rate{k}"] for k in range(len(RATE_COLUMNS))]
+        self.sessions = [a[f"sessions{k}"] for k in range(len(COUNT_COLUMNS))]
+        self.namespaces = [str(n) for n in a["namespaces"]]
+        self.topics = Topics([str(n) for n in a["names"]], a["topic_namespace"], a.get("hashes"))
+        self._weights = None
+        if "held_entries" in a:
+            held = _Held.__new__(_Held)
+            held.entries, held.keys, held.values = a["held_entries"], a["held_keys"], a["held_values"]
+            held.span, held.first = int(a["held_span"]), a["held_first"]
+            self._weights = held
+        self._cache = None
+        self._count_cache = None
+        return self
 
     def _group(self, now: int) -> int:
         return int(np.searchsorted(self.times, now, side="right")) - 1

@@ -28,6 +28,9 @@ only with ``authenticationEnabled``:
   ``auth_policies.namespace_auth`` must grant the role ``produce`` or ``consume``
   (``PulsarAuthorizationProvider#canLookupAsync``); a namespace with no policies node lets every
   authenticated role look up (bundlewise keeps no tenants).  Denied: **401**.
+
+``jwt`` and ``cryptography`` (~20 MB resident) are imported when a key is read or a token verified or made,
+never by a broker running without authentication.
 """
 
 from __future__ import annotations
@@ -40,10 +43,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
-
-import jwt
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric import ec, rsa
 
 from bundlewise.config.views import AuthSettings
 from bundlewise.model.errors import InputError
@@ -98,6 +97,9 @@ def read_key(value: str, field: str) -> bytes:
 
 
 def _public_key(data: bytes, alg: str) -> Any:
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import ec, rsa
+
     if alg in HMAC_ALGS:
         raise InputError(f"the algorithm {alg} does not support key pairs", field="tokenPublicAlg")
     if alg not in RSA_ALGS + EC_ALGS:
@@ -139,6 +141,8 @@ class Verifier:
                 raise InputError("an HMAC key must be at least 256 bits", field="tokenSecretKey")
             return cls(secret, HMAC_ALGS, s.role_claim, s.audience_claim, s.audience)
         if s.public_key:
+            from cryptography.hazmat.primitives.asymmetric import rsa
+
             key = _public_key(read_key(s.public_key, "tokenPublicKey"), s.public_alg)
             algs = RSA_ALGS if isinstance(key, rsa.RSAPublicKey) else EC_ALGS
             return cls(key, algs, s.role_claim, s.audience_claim, s.audience)
@@ -148,6 +152,8 @@ class Verifier:
         """``AuthenticationProviderToken#authenticateToken``: the role, or ``AuthenticationError``."""
         if not token.strip():
             raise AuthenticationError("Blank token found")
+        import jwt
+
         try:
             claims = jwt.decode(
                 token, self.key, algorithms=list(self.algorithms), options={"verify_aud": False, "require": []}
@@ -253,6 +259,8 @@ def client_token(settings: AuthSettings) -> str | None:
 
 def make_token(secret: bytes, role: str, *, expires_in: float | None = None, alg: str = "HS256") -> str:
     """A token for ``role`` signed with ``secret`` (``pulsar tokens create``; used by ``live up`` and tests)."""
+    import jwt
+
     claims: dict[str, Any] = {"sub": role}
     if expires_in is not None:
         claims["exp"] = int(time.time() + expires_in)

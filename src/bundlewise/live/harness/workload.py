@@ -4,13 +4,13 @@ The generator (``traffic.workload.GeneratedWorkload``) draws its noise afresh at
 cannot each run their own copy.  ``trace_table`` samples it once per scenario step from time 0 to the
 duration -- the calls ``simulate`` makes, in the same order with the same seed, hence the same rates -- as
 rows ``timestamp`` (ms from 0), ``topic``, the four rates and the producer/consumer counts
-(docs/formats.md); the brokers read the file with ``--workload`` and hold each sample until the next, as
-the simulator holds a tick.
+(docs/formats.md); ``live up`` reads it as a trace (``TraceWorkload``) and gives the brokers its digest
+(``TraceWorkload.save``, a ``.npz`` file) with ``--workload``; they hold each sample until the next, as the
+simulator holds a tick.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -34,12 +34,3 @@ def trace_table(workload: Workload, duration: int, step: int) -> Any:
         parts["producerCount"].append(np.asarray(producers, dtype=np.int64))
         parts["consumerCount"].append(np.asarray(consumers, dtype=np.int64))
     return pa.table({k: np.concatenate(v) if v else np.zeros(0) for k, v in parts.items()})
-
-
-def write_trace(workload: Workload, duration: int, step: int, path: Path) -> Any:
-    """Write the trace to ``path`` (Parquet) and return the table."""
-    import pyarrow.parquet as pq
-
-    table = trace_table(workload, duration, step)
-    pq.write_table(table, path)
-    return table
