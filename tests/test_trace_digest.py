@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 import pytest
 
@@ -57,6 +58,10 @@ def test_a_file_that_is_no_digest_is_refused_naming_it(tmp_path: Path) -> None:
     bad = tmp_path / "w.npz"
     bad.write_text("timestamp,topic\n")
     with pytest.raises(InputError, match=r"w\.npz: expected a trace digest \(bundlewise-trace-digest-1\)"):
+        TraceWorkload.load(bad)
+    with bad.open("wb") as f:  # the marker, but not the arrays
+        np.savez(f, format=np.array("bundlewise-trace-digest-1"))
+    with pytest.raises(InputError, match=r"w\.npz: expected a trace digest .*'t0'"):
         TraceWorkload.load(bad)
 
 

@@ -93,6 +93,23 @@ class _Held:
         first = np.searchsorted(self.keys, np.arange(len(entries)) * span)
         self.first = self.values[np.minimum(first, len(self.values) - 1)]
 
+    def arrays(self) -> dict[str, np.ndarray]:
+        """What ``restored`` rebuilds it from (a trace digest's ``held_*`` arrays)."""
+        return {
+            "entries": self.entries,
+            "keys": self.keys,
+            "values": self.values,
+            "span": np.array(self.span),
+            "first": self.first,
+        }
+
+    @classmethod
+    def restored(cls, a: dict[str, np.ndarray]) -> _Held:
+        held = cls.__new__(cls)
+        held.entries, held.keys, held.values, held.first = a["entries"], a["keys"], a["values"], a["first"]
+        held.span = int(a["span"])
+        return held
+
     def fill(self, out: np.ndarray, group: int) -> None:
         local = np.arange(len(self.entries))
         at = np.searchsorted(self.keys, local * self.span + group, side="right") - 1
@@ -217,37 +234,31 @@ class TraceWorkload:
         if self.topics.hashes is not None:
             arrays["hashes"] = self.topics.hashes
         if self._weights is not None:
-            w = self._weights
-            arrays |= {"held_entries": w.entries, "held_keys": w.keys, "held_values": w.values}
-            arrays |= {"held_span": np.array(w.span), "held_first": w.first}
+            arrays |= {f"held_{k}": v for k, v in self._weights.arrays().items()}
         with path.open("wb") as f:
             np.savez(f, allow_pickle=False, **arrays)
 
     @classmethod
     def load(cls, path: Path) -> TraceWorkload:
         """The trace ``save`` wrote to ``path``."""
+        self = cls.__new__(cls)
         try:
             with np.load(path, allow_pickle=False) as z:
                 if "format" not in z.files or str(z["format"]) != DIGEST_FORMAT:
                     raise ValueError("no format marker")
                 a = {name: z[name] for name in z.files}
+            self.t0 = int(a["t0"])
+            self.times, self.bounds, self.tidx = a["times"], a["bounds"], a["tidx"]
+            self.values = [a[f"rate{k}"] for k in range(len(RATE_COLUMNS))]
+            self.sessions = [a[f"sessions{k}"] for k in range(len(COUNT_COLUMNS))]
+            self.namespaces = [str(n) for n in a["namespaces"]]
+            self.topics = Topics([str(n) for n in a["names"]], a["topic_namespace"], a.get("hashes"))
+            held = {k.removeprefix("held_"): v for k, v in a.items() if k.startswith("held_")}
+            self._weights = _Held.restored(held) if held else None
         except (OSError, ValueError, KeyError, zipfile.BadZipFile) as e:
             raise InputError(
                 f"expected a trace digest ({DIGEST_FORMAT}) as live up writes: {e}", source=str(path)
             ) from None
-        self = cls.__new__(cls)
-        self.t0 = int(a["t0"])
-        self.times, self.bounds, self.tidx = a["times"], a["bounds"], a["tidx"]
-        self.values = [a[f"rate{k}"] for k in range(len(RATE_COLUMNS))]
-        self.sessions = [a[f"sessions{k}"] for k in range(len(COUNT_COLUMNS))]
-        self.namespaces = [str(n) for n in a["namespaces"]]
-        self.topics = Topics([str(n) for n in a["names"]], a["topic_namespace"], a.get("hashes"))
-        self._weights = None
-        if "held_entries" in a:
-            held = _Held.__new__(_Held)
-            held.entries, held.keys, held.values = a["held_entries"], a["held_keys"], a["held_values"]
-            held.span, held.first = int(a["held_span"]), a["held_first"]
-            self._weights = held
         self._cache = None
         self._count_cache = None
         return self

@@ -96,7 +96,8 @@ def read_key(value: str, field: str) -> bytes:
         raise InputError(f"Secret/Public Key file {value} doesn't exist", field=field) from None
 
 
-def _public_key(data: bytes, alg: str) -> Any:
+def _public_key(data: bytes, alg: str) -> tuple[Any, tuple[str, ...]]:
+    """The public key and the algorithms its family verifies."""
     from cryptography.hazmat.primitives import serialization
     from cryptography.hazmat.primitives.asymmetric import ec, rsa
 
@@ -115,7 +116,7 @@ def _public_key(data: bytes, alg: str) -> Any:
     wanted = rsa.RSAPublicKey if alg in RSA_ALGS else ec.EllipticCurvePublicKey
     if not isinstance(key, wanted):
         raise InputError(f"the public key does not belong to the {alg} family", field="tokenPublicKey")
-    return key
+    return key, (RSA_ALGS if alg in RSA_ALGS else EC_ALGS)
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,10 +142,7 @@ class Verifier:
                 raise InputError("an HMAC key must be at least 256 bits", field="tokenSecretKey")
             return cls(secret, HMAC_ALGS, s.role_claim, s.audience_claim, s.audience)
         if s.public_key:
-            from cryptography.hazmat.primitives.asymmetric import rsa
-
-            key = _public_key(read_key(s.public_key, "tokenPublicKey"), s.public_alg)
-            algs = RSA_ALGS if isinstance(key, rsa.RSAPublicKey) else EC_ALGS
+            key, algs = _public_key(read_key(s.public_key, "tokenPublicKey"), s.public_alg)
             return cls(key, algs, s.role_claim, s.audience_claim, s.audience)
         raise InputError("authenticationEnabled needs tokenSecretKey or tokenPublicKey", field="tokenSecretKey")
 

@@ -150,16 +150,11 @@ class ExtensibleNamespaceService:
         commits their boundaries, so a check between the two would otherwise unload the children it has just
         claimed."""
         child = Bundle.parse(name)
-        for parent in current:
-            if parent.lower <= child.lower and child.upper <= parent.upper:
-                record = self.ext.channel.get(parent.name)
-                me = self.identity.broker_id
-                return (
-                    record is not None
-                    and record.state is ServiceUnitState.Splitting
-                    and me in (record.source_broker, record.dst_broker)
-                )
-        return False
+        parent = next((p for p in current if p.covers(child)), None)
+        record = None if parent is None else self.ext.channel.get(parent.name)
+        if record is None or record.state is not ServiceUnitState.Splitting:
+            return False
+        return self.identity.broker_id in (record.source_broker, record.dst_broker)
 
     def serving(self, bundle: str) -> bool:
         if implicit_owner(bundle, self.ext.registry.is_registered) == self.identity.broker_id:
