@@ -69,7 +69,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     tmp = getattr(item, "funcargs", {}).get("tmp_path")
     if report.when != "call" or not report.failed or tmp is None:
         return
-    for log in sorted(Path(tmp).rglob("*.log"))[:LOGS_SHOWN]:
+    logs = [p for p in sorted(Path(tmp).rglob("*.log")) if "ledgers" not in p.parts]  # not ledger segments
+    for log in logs[:LOGS_SHOWN]:
         lines = log.read_text(errors="replace").splitlines()[-LOG_TAIL:]
         title = f"log {log.relative_to(tmp)} (last {len(lines)} lines)"
         report.sections.append((title, "\n".join(line[:300] for line in lines)))

@@ -539,6 +539,45 @@ class TopicSettings:
         )
 
 
+@dataclass(frozen=True, slots=True)
+class LedgerSettings:
+    """A persistent topic's ledgers on file storage: rollover (``ManagedLedgerConfig``), retention and backlog
+    quotas as ``broker.conf`` sets them (a namespace's policies win, read when the topic loads).  Sizes in
+    bytes, times in seconds; ``-1`` keeps Pulsar's meaning ("no limit")."""
+
+    max_entries_per_ledger: int
+    max_bytes_per_ledger: int
+    min_rollover_s: float
+    max_rollover_s: float
+    retention_s: float  # -1: for ever
+    retention_bytes: int  # -1: no limit
+    retention_check_s: float
+    quota_check_enabled: bool
+    quota_check_s: float
+    quota_limit_bytes: int  # -1: none
+    quota_limit_s: int  # -1: none
+    quota_policy: str
+
+    @classmethod
+    def of(cls, c: Mapping[str, Any]) -> LedgerSettings:
+        minutes = int(c["defaultRetentionTimeInMinutes"])
+        megabytes = int(c["defaultRetentionSizeInMB"])
+        return cls(
+            max_entries_per_ledger=int(c["managedLedgerMaxEntriesPerLedger"]),
+            max_bytes_per_ledger=int(c["managedLedgerMaxSizePerLedgerMbytes"]) * MIB,
+            min_rollover_s=int(c["managedLedgerMinLedgerRolloverTimeMinutes"]) * 60.0,
+            max_rollover_s=int(c["managedLedgerMaxLedgerRolloverTimeMinutes"]) * 60.0,
+            retention_s=-1.0 if minutes < 0 else minutes * 60.0,
+            retention_bytes=-1 if megabytes < 0 else megabytes * MIB,
+            retention_check_s=float(c["retentionCheckIntervalInSeconds"]),
+            quota_check_enabled=bool(c["backlogQuotaCheckEnabled"]),
+            quota_check_s=float(c["backlogQuotaCheckIntervalInSeconds"]),
+            quota_limit_bytes=int(c["backlogQuotaDefaultLimitBytes"]),
+            quota_limit_s=int(c["backlogQuotaDefaultLimitSecond"]),
+            quota_policy=str(c["backlogQuotaDefaultRetentionPolicy"]),
+        )
+
+
 ALL_VIEWS = (
     LeaderSettings,
     ReportSettings,
@@ -556,4 +595,5 @@ ALL_VIEWS = (
     BalancedSettings,
     MergeSettings,
     TopicSettings,
+    LedgerSettings,
 )

@@ -24,7 +24,12 @@ from bundlewise.live.harness.servers import ServerProcess
 from bundlewise.live.store import connect
 
 TOPIC = "persistent://public/default/kept"
-FILE = {"bundlewiseManagedLedgerStorage": "file", "managedLedgerCursorPositionFlushSeconds": 1}
+FILE = {
+    "bundlewiseManagedLedgerStorage": "file",
+    "managedLedgerCursorPositionFlushSeconds": 1,
+    "defaultRetentionTimeInMinutes": -1,  # every ledger kept (both -1: infinite retention): the tests read
+    "defaultRetentionSizeInMB": -1,  # them (history from the earliest position, the fenced ledgers' files)
+}
 
 
 def receive_all(consumer: Any, want: set[bytes], timeout: float) -> list[bytes]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -26,12 +27,12 @@ PATH = "/managed-ledgers/public/default/persistent/orders"
 async def two_brokers(store_url: str, data: Path) -> AsyncIterator[tuple[MetadataStore, FileStorage, FileStorage]]:
     """Two brokers' storages over one data directory, each with its own store session."""
     store = await connect(store_url, session_timeout=SESSION_TIMEOUT)
-    store = await connect(store_url, session_timeout=SESSION_TIMEOUT)
+    other = await connect(store_url, session_timeout=SESSION_TIMEOUT)
     try:
-        yield store, FileStorage(LedgerStore(data), store), FileStorage(LedgerStore(data), store)
+        yield store, FileStorage(LedgerStore(data), store), FileStorage(LedgerStore(data), other)
     finally:
         await store.close()
-        await store.close()
+        await other.close()
 
 
 async def node(store: MetadataStore, path: str) -> Any:
@@ -59,9 +60,10 @@ def test_the_new_owner_fences_the_old_ledger_and_reads_every_entry(store_url: st
                 1,
                 3,
             )
-            assert await node(store, PATH) == {
-                "ledgers": [{"ledgerId": la, "entries": 3, "first": 0}, {"ledgerId": lb, "entries": None, "first": 3}]
-            }
+            fenced, opened = (await node(store, PATH))["ledgers"]
+            assert opened == {"ledgerId": lb, "entries": None, "first": 3}
+            assert fenced.pop("timestamp") == pytest.approx(time.time() * 1000, abs=5000)  # when it was fenced
+            assert fenced == {"ledgerId": la, "entries": 3, "first": 0, "size": a.ledgers.size_of(la)}
             assert a.ledgers.state(la) == "fenced"
 
     run(body())

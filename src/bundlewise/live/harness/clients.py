@@ -25,9 +25,11 @@ The loss check: every payload starts with its send's id (``producer:sequence|``)
 consumer gets is matched to its send.  At the end, once the sends are acknowledged, the consumers get
 ``DRAIN_SECONDS`` to receive every acknowledged message; an acknowledged message they never received is
 looked for in its topic's backlog by a reader from the earliest message (a topic without a consumer, or a
-consumer behind).  ``lost`` is an acknowledged message neither received nor in the backlog -- a promise
-broken; ``duplicated`` counts the deliveries beyond the first of each message (redeliveries after a move:
-at-least-once allows them, an Exclusive or Failover consumer sees each message once after de-duplicating).
+consumer behind; a topic no consumer reads gets the subscription at the start all the same, its consumer
+closed at once, so that retention keeps its messages as a backlog).  ``lost`` is an acknowledged message
+neither received nor in the backlog -- a promise broken; ``duplicated`` counts the deliveries beyond the first
+of each message (redeliveries after a move: at-least-once allows them, an Exclusive or Failover consumer sees
+each message once after de-duplicating).
 """
 
 from __future__ import annotations
@@ -231,6 +233,16 @@ class RealClients:
                     ),
                 )
             )
+        consumed = {self.topics[i % len(self.topics)] for i in range(self.spec.consumers)}
+        for topic in sorted({self.topics[i % len(self.topics)] for i in range(self.spec.producers)} - consumed):
+            # a topic no consumer reads gets the subscription all the same, so its messages stay in its backlog
+            # (retention deletes what no subscription needs, Pulsar's default) and the loss check finds them
+            _created(
+                f"the subscription of {topic}",
+                lambda topic=topic: self._client.subscribe(
+                    topic, SUBSCRIPTION, initial_position=pulsar.InitialPosition.Earliest
+                ),
+            ).close()
         for i in range(self.spec.producers):
             topic = self.topics[i % len(self.topics)]
             producer = _created(

@@ -30,7 +30,12 @@ from bundlewise.traffic.clients import ClientsSpec
 PRODUCERS = 2
 RATE = 50.0  # messages per second per producer
 CLIENT_TOPICS = TOPICS[:PRODUCERS]
-FILE_STORAGE = {"bundlewiseManagedLedgerStorage": "file", "bundlewiseLedgerFsync": "always"}
+FILE_STORAGE = {
+    "bundlewiseManagedLedgerStorage": "file",
+    "bundlewiseLedgerFsync": "always",
+    "defaultRetentionTimeInMinutes": -1,  # every ledger kept (both -1: infinite retention): the audit
+    "defaultRetentionSizeInMB": -1,  # reads each fenced ledger's file
+}
 FAULTS = ("owner-kill", "owner-pause", "leader-kill-during-unload", "owner-kill-during-split", "store-pause")
 
 

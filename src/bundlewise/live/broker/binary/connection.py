@@ -318,6 +318,10 @@ class ServerConnection(asyncio.Protocol):
         topic = await self._load(c.topic, c.request_id)
         if topic is None:
             return
+        blocked = self.service.quota_blocks(topic)
+        if blocked is not None:  # backlog quota exceeded under a producer policy (``retention``)
+            self.error(c.request_id, *blocked)
+            return
         existing = self.producers.get(c.producer_id)
         if existing is not None:  # a retried PRODUCER for a producer already created
             producer = existing[0]

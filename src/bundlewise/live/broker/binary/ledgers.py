@@ -51,6 +51,7 @@ from bundlewise.live.broker.binary.storage import Entry, LedgerFencedError
 HEADER = struct.Struct("<IIQII")  # body length, crc32c, entry id, messages, body checksum
 FSYNC_POLICIES = ("always", "interval", "never")
 OPEN, CLOSED, FENCED = "open", "closed", "fenced"
+SUFFIXES = (".log", ".seal")  # a discarded ledger keeps its seal: its id is never given again
 
 
 class CorruptEntryError(Exception):
@@ -120,6 +121,11 @@ class Ledger:
     def fd(self) -> int:
         return self._fd
 
+    @property
+    def size(self) -> int:
+        """Bytes of the segment's whole records."""
+        return self._size
+
     def append(self, body: bytes, checksum: int, messages: int, sync: bool = True) -> int:
         """Write one entry (``LedgerFencedError`` once the ledger is sealed); its entry id.  ``sync=False``:
         the caller syncs (``GroupCommit``) instead of the fsync policy here."""
@@ -158,7 +164,12 @@ class Ledger:
         return _decode(os.pread(self._fd, end - offset, offset), entry_id, self.ledger_id)
 
     def close(self) -> None:
-        """Seal the ledger ``closed`` (left as it is when already sealed: fenced by a new owner)."""
+        """Seal the ledger ``closed`` (left as it is when already sealed: fenced by a new owner) and let go of it."""
+        self.seal()
+        self.release()
+
+    def seal(self) -> None:
+        """Seal the ledger ``closed`` unless it is sealed already; it stays readable."""
         with contextlib.suppress(OSError):
             fcntl.flock(self._fd, fcntl.LOCK_EX)
             try:
@@ -168,7 +179,6 @@ class Ledger:
                     self.store.write_seal(self.ledger_id, CLOSED, len(self._offsets))
             finally:
                 fcntl.flock(self._fd, fcntl.LOCK_UN)
-        self.release()
 
     def release(self) -> None:
         with contextlib.suppress(OSError):
@@ -235,13 +245,28 @@ class LedgerStore:
     def create(self) -> Ledger:
         """A new open ledger with the next free id."""
         while True:
-            ledger_id = max(self.ids(), default=0) + 1
+            ledger_id = max((int(p.stem, 16) for p in self.dir.iterdir() if p.suffix in SUFFIXES), default=0) + 1
             try:
                 fd = os.open(self.segment_path(ledger_id), os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
             except FileExistsError:
                 continue
             self._sync_dir()
             return Ledger(self, ledger_id, fd, [])
+
+    def size_of(self, ledger_id: int) -> int:
+        """Bytes of a ledger's segment (0 when it is gone)."""
+        try:
+            return self.segment_path(ledger_id).stat().st_size
+        except FileNotFoundError:
+            return 0
+
+    def discard(self, ledger_id: int, entries: int) -> None:
+        """Delete a sealed ledger's entries (retention) and keep its seal: a former writer that still holds the
+        segment open finds the seal and cannot append to the deleted file."""
+        if self.read_seal(ledger_id) is None:
+            self.write_seal(ledger_id, CLOSED, entries)
+        self.segment_path(ledger_id).unlink(missing_ok=True)
+        self._sync_dir()
 
     def delete(self, ledger_id: int) -> None:
         for path in (self.seal_path(ledger_id), self.segment_path(ledger_id)):

@@ -32,12 +32,15 @@ import bisect
 import contextlib
 import json
 import logging
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote_plus, unquote_plus
 
 from bundlewise.live.broker.binary.ledgers import GroupCommit, Ledger, LedgerBusyError, LedgerStore
-from bundlewise.live.broker.binary.storage import NO_ENTRY, Entry, MemoryStorage, MessageLog
+from bundlewise.live.broker.binary.retention import ClosedLedger, TopicLimits, ledgers_to_trim, should_roll
+from bundlewise.live.broker.binary.storage import NO_ENTRY, Entry, LedgerFencedError, MemoryStorage, MessageLog
 from bundlewise.live.store import MetadataStore, layout
 from bundlewise.live.store.errors import BadVersionError, NotFoundError
 from bundlewise.model.names import TopicName
@@ -56,16 +59,30 @@ class LedgerInfo:
     ledger_id: int
     first: int  # index of the ledger's first entry in the topic's log
     entries: int | None  # None: open (the ledger being written)
+    size: int = 0  # bytes, once closed
+    timestamp: int = 0  # when it was closed (or fenced), wall-clock milliseconds
 
     def encode(self) -> dict[str, Any]:
-        return {"ledgerId": self.ledger_id, "entries": self.entries, "first": self.first}
+        out: dict[str, Any] = {"ledgerId": self.ledger_id, "entries": self.entries, "first": self.first}
+        if self.entries is not None:
+            out |= {"size": self.size, "timestamp": self.timestamp}
+        return out
+
+    def closed(self) -> ClosedLedger:
+        return ClosedLedger(self.first, self.entries or 0, self.size, self.timestamp / 1000)
 
 
 def decode_ledgers(raw: bytes | None) -> list[LedgerInfo]:
     value = json.loads(raw) if raw else {}
     items = value.get("ledgers", []) if isinstance(value, dict) else []
     return [
-        LedgerInfo(int(i["ledgerId"]), int(i["first"]), None if i["entries"] is None else int(i["entries"]))
+        LedgerInfo(
+            int(i["ledgerId"]),
+            int(i["first"]),
+            None if i["entries"] is None else int(i["entries"]),
+            int(i.get("size", 0)),
+            int(i.get("timestamp", 0)),
+        )
         for i in items
     ]
 
@@ -93,20 +110,31 @@ def ranges(indexes: set[int]) -> list[tuple[int, int]]:
 class ManagedLog:
     """One persistent topic's log on this broker (module docstring); ``MessageLog``."""
 
-    def __init__(self, storage: FileStorage, path: str, ledgers: list[LedgerInfo], writer: Ledger) -> None:
+    def __init__(
+        self, storage: FileStorage, path: str, ledgers: list[LedgerInfo], writer: Ledger, version: int
+    ) -> None:
         self.storage = storage
         self.path = path
         self.ledgers = ledgers  # the last one is ``writer``'s
         self.writer = writer
         self.ledger_id = writer.ledger_id
+        self.version = version  # of the managed ledger's node, as this broker last wrote it
+        self.limits: TopicLimits | None = None  # rollover and retention (set when the topic loads)
+        self.on_lost: Callable[[str], None] | None = None  # another broker extended the managed ledger
         self.cursors: dict[str, int] = {}
         self.acked: dict[str, set[int]] = {}
+        self.deleted_ledgers = 0
         self._firsts = [i.first for i in ledgers]
         self._readers: dict[int, Ledger] = {}
         self._versions: dict[str, int] = {}  # cursor -> version of its node as this broker last wrote it
         self._written: dict[str, tuple[int, list[tuple[int, int]]]] = {}
         self._lost = False  # a cursor write found another owner: stop writing
         self._commit = GroupCommit(writer) if storage.ledgers.fsync == "always" else None
+        self._created = time.monotonic()  # when ``writer`` was created
+        self._meta = asyncio.Lock()  # one change of the ledger list at a time
+        self._rolled: asyncio.Future[None] | None = None  # the ledger list naming ``writer`` is written
+        self._trimming: asyncio.Task[None] | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
 
     # -- entries -----------------------------------------------------------------------------
     @property
@@ -118,10 +146,23 @@ class ManagedLog:
         return self.ledgers[0].first
 
     def append(self, body: bytes, checksum: int, messages: int) -> int:
-        return self.ledgers[-1].first + self.writer.append(body, checksum, messages, sync=self._commit is None)
+        if self._lost:
+            raise LedgerFencedError(f"{self.path}: another broker extended the managed ledger")
+        index = self.ledgers[-1].first + self.writer.append(body, checksum, messages, sync=self._commit is None)
+        limits = self.limits
+        if limits is not None and should_roll(
+            self.writer.entries, self.writer.size, time.monotonic() - self._created, limits.rollover
+        ):
+            self.roll()
+        return index
 
     def durable(self) -> asyncio.Future[None] | None:
-        return None if self._commit is None else self._commit.request()
+        waits = [] if self._commit is None else [self._commit.request()]
+        if self._rolled is not None:  # a rollover whose ledger list is not written yet (or failed)
+            waits.append(self._rolled)
+        if not waits:
+            return None
+        return waits[0] if len(waits) == 1 else asyncio.ensure_future(_all(waits))
 
     def _ledger_at(self, index: int) -> int:
         return max(0, bisect.bisect_right(self._firsts, index) - 1)
@@ -141,8 +182,135 @@ class ManagedLog:
         reader = self._readers[info.ledger_id] = self.storage.ledgers.reader(info.ledger_id, info.entries or 0)
         return reader
 
+    def backlog_bytes(self, after: int) -> int:
+        """Bytes of the entries above index ``after``, estimated from the ledgers' sizes (as Pulsar's
+        ``getEstimatedBacklogSize``): a ledger's share is its size times the share of its entries."""
+        total = 0.0
+        for info in self.ledgers:
+            entries = self.writer.entries if info.entries is None else info.entries
+            size = self.writer.size if info.entries is None else info.size
+            wanted = min(entries, max(0, info.first + entries - (after + 1)))
+            if entries and wanted:
+                total += size * wanted / entries
+        return round(total)
+
+    # -- rollover and retention (``retention``) -------------------------------------------------
+    def roll(self) -> None:
+        """Close the ledger being written and go on in a new one: appends continue at once; receipts of the
+        new ledger's entries wait until the ledger list naming it is written (``durable``)."""
+        old, old_info, old_commit = self.writer, self.ledgers[-1], self._commit
+        writer = self.storage.ledgers.create()
+        old_info.entries = old.entries
+        old_info.size = old.size
+        old_info.timestamp = int(time.time() * 1000)
+        info = LedgerInfo(writer.ledger_id, old_info.first + old.entries, None)
+        self.ledgers.append(info)
+        self._firsts.append(info.first)
+        self.writer, self.ledger_id = writer, writer.ledger_id
+        self._commit = GroupCommit(writer) if old_commit is not None else None
+        self._created = time.monotonic()
+        self._readers[old.ledger_id] = old
+        rolled: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._rolled = rolled
+        self._spawn(self._finish_roll(old, old_commit, rolled))
+        log.info(
+            "%s: ledger %d closed at %d entries, writing ledger %d",
+            self.path,
+            old.ledger_id,
+            old.entries,
+            writer.ledger_id,
+        )
+
+    async def _finish_roll(self, old: Ledger, commit: GroupCommit | None, rolled: asyncio.Future[None]) -> None:
+        try:
+            if commit is not None:
+                await commit.settle()
+            old.seal()
+            await self._write_ledgers(lambda: list(self.ledgers))
+        except Exception as e:
+            if not rolled.done():
+                rolled.set_exception(e)
+                rolled.exception()  # retrieved: the receipts waiting on it are not sent
+            return
+        if not rolled.done():
+            rolled.set_result(None)
+        if self._rolled is rolled:
+            self._rolled = None
+        self.trim()
+
+    def check_rollover(self) -> None:
+        limits = self.limits
+        if (
+            limits is not None
+            and not self._lost
+            and should_roll(self.writer.entries, self.writer.size, time.monotonic() - self._created, limits.rollover)
+        ):
+            self.roll()
+
     def trim(self) -> None:
-        return None  # retention: every ledger is kept
+        """Delete the consumed ledgers retention lets go (``retention.ledgers_to_trim``), in the background."""
+        if self.limits is None or self._lost or (self._trimming is not None and not self._trimming.done()):
+            return
+        if self._trimmable():
+            self._trimming = self._spawn(self._trim())
+
+    def _trimmable(self) -> int:
+        limits = self.limits
+        if limits is None or len(self.ledgers) < 2:
+            return 0
+        keep_from = min(self.cursors.values()) + 1 if self.cursors else self.end
+        closed = [i.closed() for i in self.ledgers[:-1] if i.entries is not None]
+        total = sum(i.size for i in self.ledgers[:-1]) + self.writer.size
+        return ledgers_to_trim(closed, total, keep_from, time.time(), limits.retention)
+
+    async def _trim(self) -> None:
+        count = 0
+
+        def without_trimmed() -> list[LedgerInfo]:
+            nonlocal count
+            count = self._trimmable()
+            return self.ledgers[count:]
+
+        try:
+            await self._write_ledgers(without_trimmed)
+        except Exception as e:
+            log.warning("trimming %s failed: %r", self.path, e)
+            return
+        if count:
+            self._forget(count)
+
+    def _forget(self, count: int) -> None:
+        gone, self.ledgers = self.ledgers[:count], self.ledgers[count:]
+        self._firsts = [i.first for i in self.ledgers]
+        for info in gone:
+            reader = self._readers.pop(info.ledger_id, None)
+            if reader is not None:
+                reader.release()
+            self.storage.ledgers.discard(info.ledger_id, info.entries or 0)
+        self.deleted_ledgers += len(gone)
+        log.info("%s: deleted %d consumed ledger(s) up to %d", self.path, len(gone), gone[-1].ledger_id)
+
+    async def _write_ledgers(self, build: Callable[[], list[LedgerInfo]]) -> None:
+        """Write the ledger list ``build`` gives by compare-and-set on the version this broker last wrote; a
+        conflict means another broker extended the managed ledger: this log is lost (``on_lost``)."""
+        async with self._meta:
+            if self._lost:
+                raise OwnershipConflict(f"{self.path}: another broker extended the managed ledger")
+            ledgers = build()
+            try:
+                stat = await self.storage.store.put(self.path, encode_ledgers(ledgers), self.version)
+            except BadVersionError:
+                self._lost = True
+                if self.on_lost is not None:
+                    self.on_lost("another broker extended its managed ledger")
+                raise OwnershipConflict(f"{self.path}: another broker extended the managed ledger") from None
+            self.version = stat.version
+
+    def _spawn(self, work: Any) -> asyncio.Task[None]:
+        task: asyncio.Task[None] = asyncio.get_running_loop().create_task(work)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
 
     def locate(self, index: int) -> tuple[int, int]:
         if index < self.first:
@@ -151,6 +319,8 @@ class ManagedLog:
         return info.ledger_id, index - info.first
 
     def index_of(self, ledger_id: int, entry_id: int) -> int | None:
+        if ledger_id < self.ledgers[0].ledger_id:  # a ledger retention deleted: consumed by every subscription
+            return self.first - 1
         for info in self.ledgers:
             if info.ledger_id == ledger_id:
                 count = self.writer.entries if info.entries is None else info.entries
@@ -229,6 +399,8 @@ class ManagedLog:
     async def close(self) -> None:
         try:
             await self.flush()
+            if self._tasks:
+                await asyncio.wait(set(self._tasks))  # a rollover's or a trim's write of the ledger list
             if self._commit is not None:
                 await self._commit.settle()
         finally:
@@ -255,17 +427,19 @@ class FileStorage:
         version = -1 if found is None else found.stat.version
         ledgers = decode_ledgers(None if found is None else found.value)
         if ledgers and ledgers[-1].entries is None:
-            ledgers[-1].entries = await self._fence(ledgers[-1].ledger_id)
+            last = ledgers[-1]
+            last.entries = await self._fence(last.ledger_id)
+            last.size, last.timestamp = self.ledgers.size_of(last.ledger_id), int(time.time() * 1000)
         writer = self.ledgers.create()
         first = ledgers[-1].first + (ledgers[-1].entries or 0) if ledgers else 0
         ledgers.append(LedgerInfo(writer.ledger_id, first, None))
         try:
-            await self.store.put(path, encode_ledgers(ledgers), version)
+            stat = await self.store.put(path, encode_ledgers(ledgers), version)
         except BadVersionError:
             writer.release()
             self.ledgers.delete(writer.ledger_id)
             raise OwnershipConflict(f"{topic}: another broker extended its managed ledger") from None
-        managed = ManagedLog(self, path, ledgers, writer)
+        managed = ManagedLog(self, path, ledgers, writer, stat.version)
         try:
             await managed.claim_cursors()
         except OwnershipConflict:
@@ -286,3 +460,8 @@ class FileStorage:
                 if loop.time() >= deadline:
                     raise OwnershipConflict(f"ledger {ledger_id} stayed locked by its writer") from None
                 await asyncio.sleep(0.01)
+
+
+async def _all(waits: list[asyncio.Future[None]]) -> None:
+    for wait in waits:
+        await wait

@@ -40,10 +40,11 @@ from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 from bundlewise.config import Config
-from bundlewise.config.views import TopicSettings
+from bundlewise.config.views import LedgerSettings, TopicSettings
 from bundlewise.live.broker import values
 from bundlewise.live.broker.auth import Authority
-from bundlewise.live.broker.binary.managed import OwnershipConflict
+from bundlewise.live.broker.binary.managed import ManagedLog, OwnershipConflict
+from bundlewise.live.broker.binary.retention import EVICTION, EVICTION_TARGET, HOLD, TopicLimits, topic_limits
 from bundlewise.live.broker.binary.storage import MemoryStorage, MessageStorage
 from bundlewise.live.broker.binary.throttle import Throttles, namespace_policies
 from bundlewise.live.broker.binary.topics import Topic
@@ -60,6 +61,8 @@ from bundlewise.model.names import TopicName
 log = logging.getLogger(__name__)
 
 SERVICE_NOT_READY = 6
+PRODUCER_BLOCKED_QUOTA_EXCEEDED_ERROR = 7  # the client retries
+PRODUCER_BLOCKED_QUOTA_EXCEEDED_EXCEPTION = 8  # the client gives up
 TOPIC_NOT_FOUND = 11
 INVALID_TOPIC_NAME = 17
 AUTHORIZATION_ERROR = 4
@@ -125,6 +128,7 @@ class BinaryService:
     def __init__(self, host: Host, storage: MessageStorage | None = None, sweep_s: float = 0.02) -> None:
         self.host = host
         self.settings = host.config.view(TopicSettings)
+        self.ledger_settings = host.config.view(LedgerSettings)
         self.storage: MessageStorage = storage or MemoryStorage(tag=host.identity.broker_port)
         self.sweep_s = sweep_s
         self.topics: dict[str, Topic] = {}
@@ -269,6 +273,10 @@ class BinaryService:
             raw = None
         self.throttles.topic_loaded(full, namespace_policies(raw, self.host.identity.cluster, str(name.namespace)))
         topic.gate_for = lambda sub: self.throttles.gate(full, sub)
+        topic.limits = topic_limits(raw, self.ledger_settings, str(name.namespace))
+        if isinstance(topic.log, ManagedLog):
+            topic.log.limits = topic.limits
+            topic.log.on_lost = lambda reason: self.fenced(topic, reason)
         self.topics[full] = topic
         log.info("loaded topic %s in %s", full, bundle)
         try:
@@ -361,10 +369,71 @@ class BinaryService:
         rate = self.settings.mark_delete_rate
         return min(self.settings.cursor_flush_s, 1.0 / rate if rate > 0 else self.sweep_s)
 
+    # -- retention and backlog quotas (``retention``) -------------------------------------------
+    def keep_within_limits(self) -> None:
+        """Every loaded topic: roll a ledger past its age over and delete the ledgers retention lets go."""
+        for topic in list(self.topics.values()):
+            try:
+                topic.log.check_rollover()
+                topic.log.trim()
+            except Exception as e:
+                log.warning("retention of %s failed: %r", topic.name, e)
+
+    def quota_blocks(self, topic: Topic) -> tuple[int, str] | None:
+        """The error a new producer of the topic gets while its backlog quota is exceeded under a producer
+        policy (None: it may produce)."""
+        limits = topic.limits
+        if limits is None or limits.quota is None:
+            return None
+        found = limits.quota.exceeded(topic.backlog_bytes(), topic.oldest_backlog_age_s(int(time.time() * 1000)))
+        if found is None or found[1].policy == EVICTION:
+            return None
+        code = (
+            PRODUCER_BLOCKED_QUOTA_EXCEEDED_ERROR
+            if found[1].policy == HOLD
+            else PRODUCER_BLOCKED_QUOTA_EXCEEDED_EXCEPTION
+        )
+        return code, f"Cannot create producer on topic with backlog quota exceeded ({found[0]})"
+
+    def enforce_quotas(self) -> None:
+        """Every loaded topic over its backlog quota: evict, or close its producers (module ``retention``)."""
+        now_ms = int(time.time() * 1000)
+        for topic in list(self.topics.values()):
+            limits = topic.limits
+            if limits is None or limits.quota is None or topic.closed:
+                continue
+            try:
+                self._enforce(topic, limits, now_ms)
+            except Exception as e:
+                log.warning("the backlog quota of %s failed: %r", topic.name, e)
+
+    def _enforce(self, topic: Topic, limits: TopicLimits, now_ms: int) -> None:
+        quota = limits.quota
+        assert quota is not None
+        found = quota.exceeded(topic.backlog_bytes(), topic.oldest_backlog_age_s(now_ms))
+        if found is None:
+            return
+        kind, over = found
+        if over.policy == EVICTION:
+            target = int(over.limit * EVICTION_TARGET) if kind == "size" else None
+            skipped = topic.evict(target, None if kind == "size" else float(over.limit), now_ms)
+            log.info("topic %s over its backlog quota (%s): skipped %d entries", topic.name, kind, skipped)
+            if kind == "size" and quota.time.policy == EVICTION:
+                self._enforce(topic, limits, now_ms)  # the time quota too, if exceeded
+            return
+        if topic.producers:
+            log.info("topic %s over its backlog quota (%s): closing its producers (%s)", topic.name, kind, over.policy)
+        for producer in list(topic.producers.values()):
+            topic.producers.pop((id(producer.owner), producer.producer_id), None)
+            owner: Any = producer.owner
+            owner.close_producer(producer.producer_id, None)
+
     async def _sweep(self) -> None:
         next_alive = time.monotonic()
         period = self.cursor_period()
         next_flush = next_alive + period
+        next_retention = next_alive + self.ledger_settings.retention_check_s
+        next_quota = next_alive + self.ledger_settings.quota_check_s
         while True:
             await asyncio.sleep(self.sweep_s)
             try:
@@ -377,6 +446,12 @@ class BinaryService:
                     self._sample_rates(now)
                     for conn in list(self.connections):
                         conn.check_alive(now)
+                if now >= next_retention:
+                    next_retention = now + self.ledger_settings.retention_check_s
+                    self.keep_within_limits()
+                if now >= next_quota:
+                    next_quota = now + self.ledger_settings.quota_check_s
+                    self.enforce_quotas()
                 if now >= next_flush and (self._flusher is None or self._flusher.done()):
                     next_flush = now + period
                     self._flusher = asyncio.get_running_loop().create_task(self._flush_cursors())

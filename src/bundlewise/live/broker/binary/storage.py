@@ -77,6 +77,14 @@ class MessageLog(Protocol):
         """Drop what no subscription needs (module docstring)."""
         ...
 
+    def check_rollover(self) -> None:
+        """Roll the ledger being written over when it has reached its maximum age (``retention``)."""
+        ...
+
+    def backlog_bytes(self, after: int) -> int:
+        """Bytes of the entries above index ``after`` (an estimate where the storage estimates)."""
+        ...
+
     def locate(self, index: int) -> tuple[int, int]:
         """The (ledger id, entry id) of an index (``NO_ENTRY``: before the first entry)."""
         ...
@@ -146,6 +154,13 @@ class MemoryLog:
             return
         while self._entries and self._bytes > self.retain_bytes:
             self._drop_oldest()
+
+    def check_rollover(self) -> None:
+        return None  # one ledger in memory
+
+    def backlog_bytes(self, after: int) -> int:
+        skip = max(0, after + 1 - self._first)
+        return sum(len(e.body) for i, e in enumerate(self._entries) if i >= skip)
 
     def _drop_oldest(self) -> None:
         old = self._entries.popleft()

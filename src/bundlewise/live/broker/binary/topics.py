@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from bundlewise.live.broker.binary.codec import split_body
+from bundlewise.live.broker.binary.retention import TopicLimits
 from bundlewise.live.broker.binary.storage import NO_ENTRY, Entry, MessageLog
 
 EXCLUSIVE, SHARED, FAILOVER, KEY_SHARED = 0, 1, 2, 3
@@ -176,6 +177,12 @@ class Subscription:
             self.log.cursors[self.name] = md
             self.log.trim()
 
+    def skip_to(self, index: int) -> None:
+        """Move the mark-delete to ``index``: every entry up to it counts as acknowledged (backlog eviction)."""
+        if index > self.mark_delete:
+            self.ack(index, cumulative=True)
+            self.read_pos = max(self.read_pos, self.mark_delete + 1)
+
     def redeliver_unacked(self, consumer: Consumer, entry_ids: list[int] | None) -> None:
         ids = list(consumer.pending) if entry_ids is None else [e for e in entry_ids if e in consumer.pending]
         for eid in ids:
@@ -212,6 +219,7 @@ class Subscription:
             if entry is not None and eid > self.mark_delete and eid not in self.acked:
                 return entry, True
             self.redeliver.discard(eid)
+        self.read_pos = max(self.read_pos, self.log.first, self.mark_delete + 1)  # past what retention deleted
         while self.read_pos < self.log.end:
             entry = self.log.get(self.read_pos)
             if entry is not None and self.read_pos not in self.acked:  # acked: by a consumer of a former owner
@@ -290,6 +298,7 @@ class Topic:
         self.counters = Counters()
         self.closed = False
         self.gate_for: Callable[[str], Gate] | None = None  # a subscription's dispatch throttling
+        self.limits: TopicLimits | None = None  # rollover, retention, backlog quota (set when loaded)
 
     def publish(self, body: bytes, checksum: int, messages: int) -> int:
         entry_id = self.log.append(body, checksum, messages)
@@ -318,3 +327,49 @@ class Topic:
 
     def mark_delete_of(self, subscription: str) -> int:
         return self.log.cursors.get(subscription, NO_ENTRY)
+
+    # -- backlog quota (``retention``) -------------------------------------------------------
+    def slowest(self) -> int | None:
+        """The lowest mark-delete of the topic's subscriptions (None without a subscription)."""
+        return min(self.log.cursors.values(), default=None)
+
+    def backlog_bytes(self) -> int:
+        slowest = self.slowest()
+        return 0 if slowest is None else self.log.backlog_bytes(slowest)
+
+    def oldest_backlog_age_s(self, now_ms: int) -> float | None:
+        """How old the oldest message the slowest subscription has not acknowledged is (None: none)."""
+        slowest = self.slowest()
+        entry = None if slowest is None else self.log.get(max(slowest + 1, self.log.first))
+        if entry is None:
+            return None
+        return max(0.0, (now_ms - split_body(entry.body)[0].publish_time) / 1000)
+
+    def evict(self, target_bytes: int | None, max_age_s: float | None, now_ms: int) -> int:
+        """Skip the slowest subscriptions' oldest entries until the backlog is at most ``target_bytes`` and no
+        entry in it is older than ``max_age_s`` (``consumer_backlog_eviction``); the entries skipped."""
+        skipped = 0
+        backlog = self.backlog_bytes()
+        while True:
+            slowest = self.slowest()
+            entry = None if slowest is None else self.log.get(max(slowest + 1, self.log.first))
+            if slowest is None or entry is None:
+                break
+            too_big = target_bytes is not None and backlog > target_bytes
+            too_old = max_age_s is not None and (now_ms - split_body(entry.body)[0].publish_time) / 1000 > max_age_s
+            if not (too_big or too_old):
+                break
+            for sub in self.subscriptions.values():
+                if sub.mark_delete < entry.entry_id:
+                    sub.skip_to(entry.entry_id)
+            for name, md in list(self.log.cursors.items()):  # subscriptions without a consumer here
+                if md < entry.entry_id and name not in self.subscriptions:
+                    self.log.cursors[name] = entry.entry_id
+                    acked = self.log.acked.get(name)
+                    if acked:
+                        acked.difference_update([e for e in acked if e <= entry.entry_id])
+            skipped += 1
+            backlog = self.backlog_bytes() if skipped % 64 == 0 else backlog - len(entry.body)
+        if skipped:
+            self.log.trim()
+        return skipped
