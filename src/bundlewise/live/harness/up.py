@@ -186,7 +186,7 @@ class Progress:
         self.last_decile = -1
 
     def line(self, up: int, lookups: list[LookupRecord], obs: Observations, events: int) -> str:
-        now = min(self.clock.elapsed_ms(), self.plan.duration)
+        now = min(self.clock.elapsed_ms(), self.plan.duration) // 1000 * 1000  # whole seconds: "12m5s"
         failed = sum(1 for r in lookups if r.result != "ok")
         return (
             f"live up {self.plan.name}: {format_duration(max(0, now))} / {format_duration(self.plan.duration)}"
