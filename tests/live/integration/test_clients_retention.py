@@ -139,3 +139,39 @@ def test_backlog_eviction_makes_the_slowest_subscription_skip_its_oldest_message
         assert got == [b"%02d" % i for i in range(20 - kept, 20)]
         producer.send(b"still producing")  # eviction never blocks the producers
         cl.close()
+
+
+@pytest.mark.parametrize("backend", ["zk"], indirect=True)
+def test_a_reader_reads_from_the_earliest_message_leaves_no_cursor_and_holds_no_ledger_back(
+    server: ServerProcess, tmp_path: Path
+) -> None:
+    with cluster(server, 1, tmp_path, ROLL_EVERY_10) as c:
+        cl = client(pulsar_url(c.brokers[0]))
+        durable = cl.subscribe(TOPIC, "s", initial_position=pulsar.InitialPosition.Earliest)
+        producer = cl.create_producer(TOPIC, batching_enabled=False)
+        for i in range(25):
+            producer.send(b"m%d" % i)
+        reader = cl.create_reader(TOPIC, pulsar.MessageId.earliest)
+        assert [reader.read_next(timeout_millis=20000).data() for _ in range(25)] == [b"m%d" % i for i in range(25)]
+        middle = None
+        again = cl.create_reader(TOPIC, pulsar.MessageId.earliest)
+        for _ in range(13):
+            middle = again.read_next(timeout_millis=20000)
+        assert middle is not None and middle.data() == b"m12"
+        from_middle = cl.create_reader(TOPIC, middle.message_id())  # starts after the id given
+        assert from_middle.read_next(timeout_millis=20000).data() == b"m13"
+        for r in (reader, again, from_middle):
+            r.close()
+        assert consume(durable, 25) == [b"m%d" % i for i in range(25)]
+        # the readers held nothing back: the durable subscription alone decides, and it consumed everything
+        wait_until(lambda: len(listed_ledgers(c)) == 1, 10, "the consumed ledgers were deleted")
+
+        async def cursors() -> list[str]:
+            store = await connect(c.store_url, session_timeout=10.0)
+            try:
+                return list(await store.get_children(PATH))
+            finally:
+                await store.close()
+
+        assert asyncio.run(cursors()) == ["s"]  # no reader's cursor was ever written
+        cl.close()

@@ -241,3 +241,29 @@ def test_a_deleted_ledger_keeps_its_seal_so_its_former_writer_still_cannot_appen
     with pytest.raises(LedgerFencedError):
         writer.append(b"late", 0, 1)  # the paused former owner wakes up, its file still open
     assert store.create().ledger_id == writer.ledger_id + 1  # a deleted ledger's id is never given again
+
+
+def test_a_readers_subscription_is_not_durable_holds_nothing_back_and_goes_with_its_consumer(
+    tmp_path: Path,
+) -> None:
+    async def body() -> None:
+        storage = await storage_on(MemoryServer(), tmp_path)
+        log = await storage.open(TOPIC)
+        assert isinstance(log, ManagedLog)
+        log.limits = topic_limits(None, settings(**ROLL_EVERY_3), "ns")
+        topic = Topic(TOPIC, "public/default/0x00000000_0xffffffff", log)
+        for i in range(7):
+            topic.publish(b"m%d" % i, 0, 1)
+        reader = Consumer(1, "r", 0, None, lambda c, pos, e, n: None, lambda c, a: None, 0)
+        sub = topic.subscribe("reader-1", FAILOVER, reader, earliest=False, durable=False, start=2)
+        assert (log.cursors, log.transient, topic.slowest()) == ({"reader-1": 1}, {"reader-1"}, None)
+        await log.flush()
+        assert await storage.store.get_children(PATH) == []  # never written
+        log.trim()  # no durable subscription: every closed ledger is consumed, the reader's position aside
+        await asyncio.sleep(0.05)
+        assert await ledger_list(storage) == [(None, 6)]
+        assert sub.read_pos == 2 and sub._next_entry()[0].entry_id == 6  # type: ignore[union-attr]
+        topic.leave(sub, reader)
+        assert (topic.subscriptions, log.cursors, log.transient) == ({}, {}, set())
+
+    run(body())

@@ -62,6 +62,23 @@ def message_id(log: MessageLog, index: int) -> pb.MessageIdData:
     return pb.MessageIdData(ledgerId=ledger_id, entryId=entry_id if entry_id >= 0 else 2**64 - 1)
 
 
+def signed(value: int) -> int:
+    """A message id's field as the signed 64-bit number clients mean (the wire's field is unsigned)."""
+    return value - (1 << 64) if value >= 1 << 63 else value
+
+
+def start_index(log: MessageLog, start: pb.MessageIdData) -> int:
+    """Where a reader's subscription starts (its first entry's index): the earliest entry, the end for the
+    latest id, else the entry of the id (the client drops that one itself unless the start is inclusive)."""
+    ledger_id, entry_id = signed(start.ledgerId), signed(start.entryId)
+    if ledger_id < 0:  # MessageId.earliest: -1, sent in an unsigned field
+        return log.first
+    index = log.index_of(ledger_id, entry_id)
+    if index is None:  # the latest id, or an id of no ledger here: the nearer end
+        return log.end if ledger_id > log.ledger_id else log.first
+    return index
+
+
 class ServerConnection(asyncio.Protocol):
     def __init__(self, service: BinaryService) -> None:
         self.service = service
@@ -87,8 +104,8 @@ class ServerConnection(asyncio.Protocol):
         self.service.connections.discard(self)
         for producer, topic in self.producers.values():
             topic.producers.pop((id(self), producer.producer_id), None)
-        for consumer, _, sub in self.consumers.values():
-            sub.remove(consumer)
+        for consumer, topic, sub in self.consumers.values():
+            topic.leave(sub, consumer)
         self.producers.clear()
         self.consumers.clear()
         for task in self.tasks:
@@ -410,13 +427,15 @@ class ServerConnection(asyncio.Protocol):
             self.active_change,
         )
         earliest = c.initialPosition == pb.CommandSubscribe.Earliest
+        durable = c.durable if c.HasField("durable") else True
+        start = start_index(topic.log, c.start_message_id) if c.HasField("start_message_id") else None
         new_cursor = c.subscription not in topic.log.cursors
         try:
-            sub = topic.subscribe(c.subscription, int(c.subType), consumer, earliest)
+            sub = topic.subscribe(c.subscription, int(c.subType), consumer, earliest, durable, start)
         except SubscribeError as e:
             self.error(c.request_id, CONSUMER_BUSY, str(e))
             return
-        if new_cursor:  # persisted before the subscribe succeeds (``ManagedLedgerImpl#asyncOpenCursor``)
+        if new_cursor and durable:  # persisted before the subscribe succeeds (``ManagedLedgerImpl#asyncOpenCursor``)
             try:
                 await topic.log.flush()
             except Exception as e:  # flushed again on the interval
@@ -492,7 +511,7 @@ class ServerConnection(asyncio.Protocol):
     def on_close_consumer(self, c: pb.CommandCloseConsumer) -> None:
         found = self.consumers.pop(c.consumer_id, None)
         if found is not None:
-            found[2].remove(found[0])
+            found[1].leave(found[2], found[0])
         self.success(c.request_id)
 
     def close_consumer(self, consumer_id: int, assigned_url: str | None) -> None:
@@ -500,7 +519,7 @@ class ServerConnection(asyncio.Protocol):
         found = self.consumers.pop(consumer_id, None)
         if found is None:
             return
-        found[2].remove(found[0])
+        found[1].leave(found[2], found[0])
         c = pb.CommandCloseConsumer(consumer_id=consumer_id, request_id=NO_REQUEST)
         if assigned_url:
             c.assignedBrokerServiceUrl = assigned_url
@@ -527,11 +546,7 @@ class ServerConnection(asyncio.Protocol):
             self.error(c.request_id, UNKNOWN_ERROR, "seek needs a consumer and a message id")
             return
         consumer, topic, sub = found
-        ledger_id, entry_id = int(c.message_id.ledgerId), int(c.message_id.entryId)
-        index = topic.log.index_of(ledger_id, entry_id)
-        if index is None:  # earliest / latest, or an id of no ledger here: the nearer end
-            index = topic.log.end if ledger_id > topic.log.ledger_id else topic.log.first
-        target = max(topic.log.first, min(index, topic.log.end))
+        target = max(topic.log.first, min(start_index(topic.log, c.message_id), topic.log.end))
         with contextlib.suppress(ValueError):
             sub.redeliver_unacked(consumer, None)
         sub.redeliver.clear()

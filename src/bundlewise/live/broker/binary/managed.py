@@ -123,6 +123,7 @@ class ManagedLog:
         self.on_lost: Callable[[str], None] | None = None  # another broker extended the managed ledger
         self.cursors: dict[str, int] = {}
         self.acked: dict[str, set[int]] = {}
+        self.transient: set[str] = set()  # readers' subscriptions: never written, holding no ledger back
         self.deleted_ledgers = 0
         self._firsts = [i.first for i in ledgers]
         self._readers: dict[int, Ledger] = {}
@@ -258,7 +259,8 @@ class ManagedLog:
         limits = self.limits
         if limits is None or len(self.ledgers) < 2:
             return 0
-        keep_from = min(self.cursors.values()) + 1 if self.cursors else self.end
+        durable = [md for name, md in self.cursors.items() if name not in self.transient]
+        keep_from = min(durable) + 1 if durable else self.end
         closed = [i.closed() for i in self.ledgers[:-1] if i.entries is not None]
         total = sum(i.size for i in self.ledgers[:-1]) + self.writer.size
         return ledgers_to_trim(closed, total, keep_from, time.time(), limits.retention)
@@ -331,6 +333,7 @@ class ManagedLog:
     def drop_cursor(self, name: str) -> None:
         self.cursors.pop(name, None)
         self.acked.pop(name, None)
+        self.transient.discard(name)
 
     def load_cursor(self, name: str, raw: bytes) -> None:
         value = json.loads(raw) if raw else {}
@@ -377,7 +380,7 @@ class ManagedLog:
             return
         store = self.storage.store
         try:
-            for name in list(self.cursors):
+            for name in [n for n in self.cursors if n not in self.transient]:
                 state = self._cursor_value(name)
                 if self._written.get(name) == state:
                     continue

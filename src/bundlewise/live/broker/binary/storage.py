@@ -58,6 +58,7 @@ class MessageLog(Protocol):
     ledger_id: int
     cursors: dict[str, int]  # subscription -> mark-delete index (NO_ENTRY: nothing acknowledged)
     acked: dict[str, set[int]]  # subscription -> individually acknowledged indexes above its mark-delete
+    transient: set[str]  # non-durable subscriptions (readers'): never persisted, they hold nothing back
 
     @property
     def end(self) -> int:
@@ -118,6 +119,7 @@ class MemoryLog:
         self.ledger_id = (tag << LEDGER_TAG_SHIFT) | (next(_ledgers) & ((1 << LEDGER_TAG_SHIFT) - 1))
         self.cursors: dict[str, int] = {}
         self.acked: dict[str, set[int]] = {}
+        self.transient: set[str] = set()
         self.retain_bytes = retain_bytes
         self._entries: deque[Entry] = deque()
         self._first = 0
@@ -137,7 +139,7 @@ class MemoryLog:
         self._entries.append(entry)
         self._next += 1
         self._bytes += len(body)
-        if not self.cursors and self._bytes > self.retain_bytes:
+        if self._bytes > self.retain_bytes and len(self.transient) == len(self.cursors):
             self.trim()
         return entry.entry_id
 
@@ -147,8 +149,9 @@ class MemoryLog:
         return self._entries[entry_id - self._first]
 
     def trim(self) -> None:
-        if self.cursors:
-            keep_from = min(self.cursors.values()) + 1
+        durable = [md for name, md in self.cursors.items() if name not in self.transient]
+        if durable:
+            keep_from = min(durable) + 1
             while self._entries and self._first < keep_from:
                 self._drop_oldest()
             return
@@ -176,6 +179,7 @@ class MemoryLog:
     def drop_cursor(self, name: str) -> None:
         self.cursors.pop(name, None)
         self.acked.pop(name, None)
+        self.transient.discard(name)
 
     def durable(self) -> asyncio.Future[None] | None:
         return None

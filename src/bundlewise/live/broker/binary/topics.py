@@ -88,13 +88,27 @@ class Counters:
 
 
 class Subscription:
-    def __init__(self, name: str, sub_type: int, log: MessageLog, counters: Counters, earliest: bool) -> None:
+    def __init__(
+        self,
+        name: str,
+        sub_type: int,
+        log: MessageLog,
+        counters: Counters,
+        earliest: bool,
+        durable: bool = True,
+        start: int | None = None,
+    ) -> None:
         self.name = name
         self.type = sub_type
         self.log = log
         self.counters = counters
+        self.durable = durable  # a reader's subscription is not: never persisted, dropped with its consumer
+        if not durable:
+            log.transient.add(name)
         if name not in log.cursors:
-            log.cursors[name] = (log.first - 1) if earliest else (log.end - 1)
+            if start is None:
+                start = log.first if earliest else log.end
+            log.cursors[name] = max(log.first, min(start, log.end)) - 1
         self.read_pos = log.cursors[name] + 1
         self.consumers: list[Consumer] = []
         self.acked = log.acked.setdefault(name, set())  # individually acknowledged, above the mark-delete
@@ -309,15 +323,33 @@ class Topic:
                 sub.dispatch()
         return entry_id
 
-    def subscribe(self, name: str, sub_type: int, consumer: Consumer, earliest: bool) -> Subscription:
+    def subscribe(
+        self,
+        name: str,
+        sub_type: int,
+        consumer: Consumer,
+        earliest: bool,
+        durable: bool = True,
+        start: int | None = None,
+    ) -> Subscription:
+        """Add a consumer to the subscription, created when new: at ``start`` (an index) if given, else at the
+        earliest or the latest entry."""
         sub = self.subscriptions.get(name)
         if sub is None:
-            sub = Subscription(name, sub_type, self.log, self.counters, earliest)
+            sub = Subscription(name, sub_type, self.log, self.counters, earliest, durable, start)
             if self.gate_for is not None:
                 sub.gate = self.gate_for(name)
             self.subscriptions[name] = sub
         sub.add(consumer, sub_type)
         return sub
+
+    def leave(self, sub: Subscription, consumer: Consumer) -> None:
+        """A consumer left; a non-durable subscription (a reader's) goes with its last consumer, as Pulsar drops
+        a non-durable cursor."""
+        sub.remove(consumer)
+        if not sub.durable and not sub.consumers and self.subscriptions.get(sub.name) is sub:
+            del self.subscriptions[sub.name]
+            self.log.drop_cursor(sub.name)
 
     def consumers(self) -> list[Consumer]:
         return [c for s in self.subscriptions.values() for c in s.consumers]
@@ -330,8 +362,8 @@ class Topic:
 
     # -- backlog quota (``retention``) -------------------------------------------------------
     def slowest(self) -> int | None:
-        """The lowest mark-delete of the topic's subscriptions (None without a subscription)."""
-        return min(self.log.cursors.values(), default=None)
+        """The lowest mark-delete of the topic's durable subscriptions (None without one)."""
+        return min((md for n, md in self.log.cursors.items() if n not in self.log.transient), default=None)
 
     def backlog_bytes(self) -> int:
         slowest = self.slowest()
