@@ -107,6 +107,26 @@ def test_a_topic_limit_from_broker_conf_paces_a_real_consumer(server: ServerProc
     assert sum(live) < BACKLOG  # paced: an unthrottled consumer takes the whole backlog in the first second
 
 
+@pytest.mark.parametrize(
+    ("backend", "rates"),
+    [
+        ("etcd", {"dispatchThrottlingRateInMsg": 50}),  # the broker's own limit, in messages
+        ("zk", {"dispatchThrottlingRatePerTopicInByte": 15000}),  # a topic's, in bytes: 50 entries of ~300 B
+    ],
+    indirect=["backend"],
+)
+def test_a_broker_limit_and_a_byte_limit_pace_a_real_consumer(
+    server: ServerProcess, tmp_path: Path, rates: dict[str, int]
+) -> None:
+    with cluster(server, 1, tmp_path, rates) as c:
+        live = received_per_second(pulsar_url(c.brokers[0]), "persistent://public/default/throttled")
+    model = predicted(rates, None)
+    print("live", live, "bundlewise throttle", model)
+    assert model[1:-1] == [50] * (SECONDS - 2)
+    assert within(live, model), (live, model)
+    assert all(30 <= n <= 70 for n in live[1:-1]), live
+
+
 @pytest.mark.parametrize("backend", ["etcd"], indirect=True)
 def test_a_subscription_rate_from_the_namespace_policies_paces_a_real_consumer(
     server: ServerProcess, tmp_path: Path
