@@ -410,23 +410,29 @@ class BinaryService:
     def _enforce(self, topic: Topic, limits: TopicLimits, now_ms: int) -> None:
         quota = limits.quota
         assert quota is not None
-        found = quota.exceeded(topic.backlog_bytes(), topic.oldest_backlog_age_s(now_ms))
-        if found is None:
-            return
-        kind, over = found
-        if over.policy == EVICTION:
-            target = int(over.limit * EVICTION_TARGET) if kind == "size" else None
-            skipped = topic.evict(target, None if kind == "size" else float(over.limit), now_ms)
-            log.info("topic %s over its backlog quota (%s): skipped %d entries", topic.name, kind, skipped)
-            if kind == "size" and quota.time.policy == EVICTION:
-                self._enforce(topic, limits, now_ms)  # the time quota too, if exceeded
-            return
-        if topic.producers:
-            log.info("topic %s over its backlog quota (%s): closing its producers (%s)", topic.name, kind, over.policy)
-        for producer in list(topic.producers.values()):
-            topic.producers.pop((id(producer.owner), producer.producer_id), None)
-            owner: Any = producer.owner
-            owner.close_producer(producer.producer_id, None)
+        for kind, over in (("size", quota.size), ("time", quota.time)):
+            if over.limit < 0:
+                continue
+            if kind == "size":
+                exceeded = topic.backlog_bytes() > over.limit
+            else:
+                age = topic.oldest_backlog_age_s(now_ms)
+                exceeded = age is not None and age > over.limit
+            if not exceeded:
+                continue
+            if over.policy == EVICTION:
+                target = int(over.limit * EVICTION_TARGET) if kind == "size" else None
+                skipped = topic.evict(target, None if kind == "size" else float(over.limit), now_ms)
+                log.info("topic %s over its backlog quota (%s): skipped %d entries", topic.name, kind, skipped)
+                continue
+            if topic.producers:
+                log.info(
+                    "topic %s over its backlog quota (%s): closing its producers (%s)", topic.name, kind, over.policy
+                )
+            for producer in list(topic.producers.values()):
+                topic.producers.pop((id(producer.owner), producer.producer_id), None)
+                owner: Any = producer.owner
+                owner.close_producer(producer.producer_id, None)
 
     async def _sweep(self) -> None:
         next_alive = time.monotonic()

@@ -392,7 +392,7 @@ class Topic:
             if not (too_big or too_old):
                 break
             for sub in self.subscriptions.values():
-                if sub.mark_delete < entry.entry_id:
+                if sub.durable and sub.mark_delete < entry.entry_id:
                     sub.skip_to(entry.entry_id)
             for name, md in list(self.log.cursors.items()):  # subscriptions without a consumer here
                 if md < entry.entry_id and name not in self.subscriptions:
