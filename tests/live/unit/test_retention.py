@@ -29,6 +29,7 @@ from bundlewise.live.broker.binary.retention import (
 from bundlewise.live.broker.binary.storage import LedgerFencedError, MemoryLog
 from bundlewise.live.broker.binary.topics import FAILOVER, Consumer, Topic
 from bundlewise.live.store.backends.memory import MemoryServer
+from bundlewise.live.store.errors import ConnectionLossError
 from bundlewise.model.resources import MIB
 
 TOPIC = "persistent://public/default/orders"
@@ -265,5 +266,34 @@ def test_a_readers_subscription_is_not_durable_holds_nothing_back_and_goes_with_
         assert sub.read_pos == 2 and sub._next_entry()[0].entry_id == 6  # type: ignore[union-attr]
         topic.leave(sub, reader)
         assert (topic.subscriptions, log.cursors, log.transient) == ({}, {}, set())
+
+    run(body())
+
+
+def test_a_rollover_whose_list_cannot_be_written_gives_the_topic_up(tmp_path: Path) -> None:
+    async def body() -> None:
+        storage = await storage_on(MemoryServer(), tmp_path)
+        log = await storage.open(TOPIC)
+        assert isinstance(log, ManagedLog)
+        log.limits = topic_limits(None, settings(**ROLL_EVERY_3), "ns")
+        lost: list[str] = []
+        log.on_lost = lost.append
+        real_put = storage.store.put
+
+        async def unreachable(path: str, value: bytes, version: int = -1) -> object:
+            if path == PATH:
+                raise ConnectionLossError("the store went away")
+            return await real_put(path, value, version)
+
+        storage.store.put = unreachable  # type: ignore[method-assign,assignment]
+        for i in range(3):
+            log.append(b"%d" % i, 0, 1)  # the third rolls over; writing its list fails
+        receipt = log.durable()
+        assert receipt is not None
+        with pytest.raises(ConnectionLossError):
+            await receipt  # not acknowledged
+        assert lost and "could not be written" in lost[0]  # the topic is closed: its clients go to a new owner
+        with pytest.raises(LedgerFencedError):
+            log.append(b"3", 0, 1)
 
     run(body())

@@ -232,6 +232,10 @@ class ManagedLog:
             if not rolled.done():
                 rolled.set_exception(e)
                 rolled.exception()  # retrieved: the receipts waiting on it are not sent
+            if not self._lost:  # e.g. the store unreachable: give the topic up rather than hold receipts for ever
+                self._lost = True
+                if self.on_lost is not None:
+                    self.on_lost(f"the ledger list of a rollover could not be written ({e!r})")
             return
         if not rolled.done():
             rolled.set_result(None)
@@ -268,14 +272,14 @@ class ManagedLog:
     async def _trim(self) -> None:
         count = 0
 
-        def without_trimmed() -> list[LedgerInfo]:
+        def without_trimmed() -> list[LedgerInfo] | None:
             nonlocal count
-            count = self._trimmable()
-            return self.ledgers[count:]
+            count = self._trimmable()  # again, under the lock: a rollover may have written meanwhile
+            return self.ledgers[count:] if count else None
 
         try:
             await self._write_ledgers(without_trimmed)
-        except Exception as e:
+        except Exception as e:  # the ledgers stay; the next check tries again
             log.warning("trimming %s failed: %r", self.path, e)
             return
         if count:
@@ -292,13 +296,16 @@ class ManagedLog:
         self.deleted_ledgers += len(gone)
         log.info("%s: deleted %d consumed ledger(s) up to %d", self.path, len(gone), gone[-1].ledger_id)
 
-    async def _write_ledgers(self, build: Callable[[], list[LedgerInfo]]) -> None:
-        """Write the ledger list ``build`` gives by compare-and-set on the version this broker last wrote; a
-        conflict means another broker extended the managed ledger: this log is lost (``on_lost``)."""
+    async def _write_ledgers(self, build: Callable[[], list[LedgerInfo] | None]) -> None:
+        """Write the ledger list ``build`` gives (None: nothing to write) by compare-and-set on the version this
+        broker last wrote; a conflict means another broker extended the managed ledger: this log is lost
+        (``on_lost``)."""
         async with self._meta:
             if self._lost:
                 raise OwnershipConflict(f"{self.path}: another broker extended the managed ledger")
             ledgers = build()
+            if ledgers is None:
+                return
             try:
                 stat = await self.storage.store.put(self.path, encode_ledgers(ledgers), self.version)
             except BadVersionError:
