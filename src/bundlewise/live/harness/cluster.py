@@ -54,6 +54,8 @@ from bundlewise.live.harness.servers import (
 )
 from bundlewise.live.harness.servers.process import PORT_ATTEMPTS
 
+LEDGER_DATA = "ledger-data"  # the folder of a cluster's shared ledgers (file storage)
+
 
 class BrokerProcess(ServerProcess):
     """One ``bundlewise broker`` process (``ServerProcess``: start, pause, resume, kill, stop by PID)."""
@@ -164,7 +166,7 @@ class LocalCluster:
     @property
     def data_dir(self) -> Path:
         """The ledger directory every broker of the cluster shares (used with file storage)."""
-        return self.dir / "ledger-data"
+        return self.dir / LEDGER_DATA
 
     def _broker_args(self) -> tuple[str, ...]:
         args = ["--time-scale", str(self.time_scale), "--time-origin", str(self.origin_ms)]
@@ -286,9 +288,10 @@ class LocalCluster:
 
 def copy_logs(source: Path, dest: Path) -> None:
     """The ``.log`` and ``.jsonl`` files under ``source`` (brokers' and stores' logs, appended across restarts;
-    the leaders' decisions and load data), copied to the same relative paths under ``dest``."""
+    the leaders' decisions and load data), copied to the same relative paths under ``dest`` -- not the ledger
+    segments of file storage, which end in ``.log`` too."""
     for f in sorted(source.rglob("*")):
-        if f.is_file() and f.suffix in (".log", ".jsonl"):
+        if f.is_file() and f.suffix in (".log", ".jsonl") and LEDGER_DATA not in f.relative_to(source).parts:
             target = dest / f.relative_to(source)
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(f, target)
