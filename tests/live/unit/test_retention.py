@@ -123,6 +123,8 @@ def test_a_quota_is_exceeded_by_size_or_by_age() -> None:
     assert q.exceeded(100, 60.0) is None
     assert q.exceeded(101, None) == ("size", q.size)
     assert q.exceeded(0, 60.5) == ("time", q.time)
+    assert q.all_exceeded(101, 60.5) == [("size", q.size), ("time", q.time)]  # the quota check acts on each
+    assert q.all_exceeded(100, 60.0) == []
     assert BacklogQuota(Quota(-1, "x"), Quota(-1, "x")).exceeded(10**12, 10.0**9) is None
 
 

@@ -76,7 +76,7 @@ def start_index(log: MessageLog, start: pb.MessageIdData) -> int:
     index = log.index_of(ledger_id, entry_id)
     if index is None:  # the latest id, or an id of no ledger here: the nearer end
         return log.end if ledger_id > log.ledger_id else log.first
-    return index
+    return max(log.first, min(index, log.end))  # an id in a ledger retention deleted: the first entry left
 
 
 class ServerConnection(asyncio.Protocol):
@@ -546,7 +546,7 @@ class ServerConnection(asyncio.Protocol):
             self.error(c.request_id, UNKNOWN_ERROR, "seek needs a consumer and a message id")
             return
         consumer, topic, sub = found
-        target = max(topic.log.first, min(start_index(topic.log, c.message_id), topic.log.end))
+        target = start_index(topic.log, c.message_id)
         with contextlib.suppress(ValueError):
             sub.redeliver_unacked(consumer, None)
         sub.redeliver.clear()

@@ -65,12 +65,17 @@ class BacklogQuota:
     time: Quota
 
     def exceeded(self, backlog_bytes: int, oldest_age_s: float | None) -> tuple[str, Quota] | None:
-        """(``"size"`` or ``"time"``, its quota) when one is exceeded, else None."""
+        """The first quota exceeded, ``("size" | "time", its quota)``, else None."""
+        return next(iter(self.all_exceeded(backlog_bytes, oldest_age_s)), None)
+
+    def all_exceeded(self, backlog_bytes: int, oldest_age_s: float | None) -> list[tuple[str, Quota]]:
+        """Every quota exceeded, the size quota first."""
+        out: list[tuple[str, Quota]] = []
         if self.size.limit >= 0 and backlog_bytes > self.size.limit:
-            return "size", self.size
+            out.append(("size", self.size))
         if self.time.limit >= 0 and oldest_age_s is not None and oldest_age_s > self.time.limit:
-            return "time", self.time
-        return None
+            out.append(("time", self.time))
+        return out
 
 
 @dataclass(frozen=True, slots=True)

@@ -410,16 +410,7 @@ class BinaryService:
     def _enforce(self, topic: Topic, limits: TopicLimits, now_ms: int) -> None:
         quota = limits.quota
         assert quota is not None
-        for kind, over in (("size", quota.size), ("time", quota.time)):
-            if over.limit < 0:
-                continue
-            if kind == "size":
-                exceeded = topic.backlog_bytes() > over.limit
-            else:
-                age = topic.oldest_backlog_age_s(now_ms)
-                exceeded = age is not None and age > over.limit
-            if not exceeded:
-                continue
+        for kind, over in quota.all_exceeded(topic.backlog_bytes(), topic.oldest_backlog_age_s(now_ms)):
             if over.policy == EVICTION:
                 target = int(over.limit * EVICTION_TARGET) if kind == "size" else None
                 skipped = topic.evict(target, None if kind == "size" else float(over.limit), now_ms)
