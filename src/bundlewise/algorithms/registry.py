@@ -24,6 +24,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from bundlewise.algorithms.balanced.extensible import BalancedTransferShedder
 from bundlewise.algorithms.balanced.merge import plan_merges
 from bundlewise.algorithms.balanced.shedder import BalancedPlanShedder
 from bundlewise.algorithms.extensible.transfer_shedder import TransferShedder
@@ -73,14 +74,14 @@ def register_shedding(
     """Register a shedding strategy (a later registration of the same name replaces it).
 
     ``own=True``: one of bundlewise's own strategies -- left out of the default list (Pulsar's strategies;
-    ``--strategy all`` adds it), and, being a placement strategy too, registered as one.  ``merges``: the
+    ``--strategy all`` adds it); a modular one, being a placement strategy too, is registered as one.  ``merges``: the
     strategy's merge planner, which the modular family's split step consults (``ModularFamily.leader_split_step``);
     no Pulsar strategy merges, so only an own strategy may have one."""
     if merges is not None and not own:
         raise ValueError(f"{name}: only bundlewise's own strategies merge bundles (Pulsar has no merge)")
     entry = SheddingEntry(name, family, factory, own, merges)
     SHEDDING[name] = entry
-    if own:
+    if own and family is ModularFamily:
         PLACEMENT[name] = factory
     return entry
 
@@ -101,6 +102,7 @@ register_placement("LeastResourceUsageWithWeight", LeastResourceUsageWithWeight)
 register_placement("RoundRobinBrokerSelector", RoundRobinBrokerSelector)
 register_placement("AvgShedder", AvgShedder)
 register_shedding("BalancedPlanShedder", ModularFamily, BalancedPlanShedder, own=True, merges=plan_merges)
+register_shedding("BalancedTransferShedder", ExtensibleFamily, BalancedTransferShedder, own=True)
 
 
 def shedding_names() -> tuple[str, ...]:
@@ -121,13 +123,33 @@ def expand_all(names: Sequence[str]) -> list[str]:
     return out
 
 
+# bundlewise's own strategies exist in both families: configured under the other load manager, each runs as its
+# counterpart there (a bundlewise rule; Pulsar's own strategies have no counterpart)
+COUNTERPARTS = {"BalancedPlanShedder": "BalancedTransferShedder", "BalancedTransferShedder": "BalancedPlanShedder"}
+
+
 def extensible_entry(name: str) -> SheddingEntry:
     """The strategy the extensible load manager runs when ``name`` is configured: ``name`` itself when it is an
-    extensible strategy, else TransferShedder, as ``UnloadScheduler#createNamespaceUnloadStrategy`` falls back."""
+    extensible strategy, its counterpart when it is one of bundlewise's own (``COUNTERPARTS``), else
+    TransferShedder, as ``UnloadScheduler#createNamespaceUnloadStrategy`` falls back."""
     entry = SHEDDING.get(short_class_name(name))
+    if entry is not None and entry.family is not ExtensibleFamily and entry.name in COUNTERPARTS:
+        entry = SHEDDING[COUNTERPARTS[entry.name]]
     if entry is not None and entry.family is ExtensibleFamily:
         return entry
     return SHEDDING[EXTENSIBLE_FALLBACK]
+
+
+def modular_entry(name: str, field: str = "loadBalancerLoadSheddingStrategy") -> SheddingEntry:
+    """The strategy the modular load manager runs when ``name`` is configured: ``name`` itself, or the
+    counterpart of one of bundlewise's own extensible strategies; an unknown name or another extensible
+    strategy is an ``InputError`` (Pulsar's modular manager cannot load an extensible manager's strategy)."""
+    entry = shedding_entry(name, field)
+    if entry.family is ExtensibleFamily and entry.name in COUNTERPARTS:
+        entry = SHEDDING[COUNTERPARTS[entry.name]]
+    if entry.family is ExtensibleFamily:
+        raise InputError(f"{entry.name} is not a strategy of the modular load manager", field=field)
+    return entry
 
 
 def placement_names() -> tuple[str, ...]:

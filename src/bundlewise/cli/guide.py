@@ -20,8 +20,9 @@ DESCRIPTIONS = {
 Replay a cluster scenario (or a recorded workload) through Pulsar's shedding strategies and compare them:
 balance, overload, churn and client impact per strategy, as JSON, a table, or a folder with an HTML report.
 Without --cluster it runs the bundled default scenario with every Pulsar strategy; --strategy all adds
-bundlewise's own BalancedPlanShedder. Bundled scenarios: default, steady-skew, rolling-restart, scale-out,
-hot-namespace-burst, heterogeneous, idle-broker, pip364-over-unloading, throttled-dispatch.
+bundlewise's own: BalancedPlanShedder (modular) and BalancedTransferShedder (extensible). Bundled
+scenarios: default, steady-skew, rolling-restart, scale-out, hot-namespace-burst, heterogeneous,
+idle-broker, pip364-over-unloading, throttled-dispatch.
 --out DIR gets summary.json, timeline.parquet, decisions.jsonl and report.html, moved into place when
 complete; an existing non-empty DIR is refused unless --overwrite, and Ctrl-C leaves it as it was.""",
     "sweep": """\

@@ -36,8 +36,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from bundlewise.algorithms.families.extensible import ExtensibleFamily
-from bundlewise.algorithms.registry import SheddingEntry, extensible_entry, shedding_entry
+from bundlewise.algorithms.registry import SheddingEntry, extensible_entry, modular_entry, shedding_entry
 from bundlewise.cli.common import (
     SEED,
     TIME_SCALE,
@@ -215,13 +214,12 @@ def _manager_entry(manager_class: str, strategy: str) -> SheddingEntry:
     """The shedding strategy ``manager_class`` runs for the configured ``strategy``: the extensible manager
     keeps an extensible strategy and otherwise falls back to TransferShedder
     (``UnloadScheduler#createNamespaceUnloadStrategy``); the modular broker refuses an extensible one
-    (``live.broker.modular.manager``), so it is refused here, before anything starts."""
+    (``live.broker.modular.manager``), so it is refused here, before anything starts.  bundlewise's own
+    strategies run as their counterpart under the other manager (``registry.COUNTERPARTS``)."""
     entry = shedding_entry(strategy)
     if short_class_name(manager_class) == short_class_name(EXTENSIBLE_LOAD_MANAGER):
         return extensible_entry(entry.name)
-    if entry.family is ExtensibleFamily:
-        raise InputError(f"expected a strategy of the modular load manager, got {entry.name}", field="--strategy")
-    return entry
+    return modular_entry(entry.name, field="--strategy")
 
 
 def _clients(args: argparse.Namespace, scenario: Scenario) -> ClientsSpec | None:

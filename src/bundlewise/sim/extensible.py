@@ -162,7 +162,8 @@ class ExtensibleManager:
         return moves
 
     def split_done(self, done: SplitDecision) -> None:
-        """Nothing reads it: the extensible strategies place a split child by the reports that follow."""
+        """The family hears of it (a strategy that places learns the children's measured loads)."""
+        self.family.split_done(done)
 
     def split_step(self, config: Config, counts: dict[str, int], reports_changed: bool, now: int) -> SplitStep:
         """The extensible manager never merges: its split step is ``splits``."""

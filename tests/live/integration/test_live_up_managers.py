@@ -147,5 +147,5 @@ def test_an_extensible_strategy_under_the_modular_manager_is_refused(tmp_path: P
     cmd += ["--strategy", "TransferShedder", "--out", str(out)]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2
-    assert proc.stderr == "error: --strategy: expected a strategy of the modular load manager, got TransferShedder\n"
+    assert proc.stderr == "error: --strategy: TransferShedder is not a strategy of the modular load manager\n"
     assert not out.exists()

@@ -231,3 +231,42 @@ def test_extensible_split_step_splits_a_bundle_over_the_topic_limit_after_the_hi
             ]  # fmt: skip
 
     run(body())
+
+
+def test_extensible_unload_step_with_bundlewise_s_own_strategy_transfers_to_its_planned_destination(
+    tmp_path: Path,
+) -> None:
+    """``loadBalancerLoadSheddingStrategy = BalancedTransferShedder`` on the extensible manager: the leader runs
+    bundlewise's plan (not TransferShedder) over the broker-load and top-bundles stores and carries each move out
+    as a transfer to the planned destination, whose reason names the strategy, the resource and the gain."""
+
+    async def body() -> None:
+        settings = {
+            "loadManagerClassName": EXTENSIBLE,
+            "loadBalancerSheddingEnabled": "true",
+            "loadBalancerLoadSheddingStrategy": "BalancedTransferShedder",
+            "statsUpdateFrequencyInSecs": "1",
+        }
+        async with cluster(tmp_path, settings) as c:
+            hot, idle = await one_broker_holding_everything(c)
+            leader = extensible(hot)
+            assert leader.leader_work.family.name == "BalancedTransferShedder"
+            await asyncio.sleep(1.0)
+            for b in (hot, idle):
+                await extensible(b).reporters.report(force=True)
+            await eventually(lambda: len(leader.broker_load.items()) == 2, 5, "both brokers' load data")
+            for _ in range(4):
+                await leader.leader_work.shed()
+                if leader.leader_work.unload_bundle_total:
+                    break
+            done = [d for d in c.decisions(hot) if d["type"] == "unload" and d["label"] == "Success"]
+            assert done and leader.leader_work.unload_bundle_total == len(done)
+            assert {(d["broker"], d["destination"]) for d in done} == {("127.0.0.1:8081", "127.0.0.1:8082")}
+            assert all(d["reason"].startswith("BalancedTransferShedder: 127.0.0.1:8081 at ") for d in done)
+            assert all(" (bandwidthIn) vs fleet mean " in d["reason"] for d in done)  # the binding resource: NIC in
+            moved = {d["bundle"] for d in done}
+            assert len(moved) == 2  # half of four equal bundles: balance, not everything onto the idle broker
+            await eventually(lambda: moved <= set(idle.namespace.served()), 10, "the transfers to the idle broker")
+            assert moved.isdisjoint(hot.namespace.served())
+
+    run(body())

@@ -191,12 +191,16 @@ class ExtensiblePlacement:
         ctx: FilterContext,
         rng: random.Random,
         candidates: Sequence[str] | None = None,
+        chooser: Callable[[Sequence[str]], Selection] | None = None,
     ) -> Selection:
-        """Without ``candidates`` the full flow; with them, the strategy alone on exactly that list."""
+        """Without ``candidates`` the full flow; with them, the strategy alone on exactly that list.
+        ``chooser``: the strategy step in place of LeastResourceUsageWithWeight (an own strategy's placement)."""
         pinned = pinned_broker(namespace_of(bundle))
         if pinned is not None and candidates is None:
             return Selection(pinned, (pinned,)) if pinned in available else Selection.none()
         pool = tuple(candidates) if candidates is not None else apply_filters(available, bundle, ctx)
         if namespace_of(bundle) in ctx.config.view(PlacementSettings).excluded_namespaces:
             return self.round_robin.select(pool, bundle, _NO_DATA, _NO_LOAD, ctx.config, rng)
+        if chooser is not None:
+            return chooser(pool) if pool else Selection.none()
         return least_resource_usage_with_weight(pool, ctx.load, ctx.config, rng)

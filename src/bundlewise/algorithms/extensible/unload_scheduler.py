@@ -14,17 +14,52 @@ remembered ones at each step (the input is taken as the leader's view).
 
 from __future__ import annotations
 
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
 
 from bundlewise.algorithms.extensible.transfer_shedder import ShedResult, TransferShedder
+from bundlewise.algorithms.placement.base import Selection
 from bundlewise.config import Config
 from bundlewise.config.views import LeaderSettings
+from bundlewise.model.decisions import SplitDecision
 from bundlewise.model.extensible import ExtensibleSnapshot
+from bundlewise.model.policies import PlacementPolicies
+
+
+class UnloadStrategy(Protocol):
+    """What the scheduler and the extensible family ask of a strategy (Pulsar ``NamespaceUnloadStrategy``):
+    TransferShedder, or bundlewise's own ``BalancedTransferShedder``."""
+
+    @property
+    def name(self) -> str: ...
+
+    policies: PlacementPolicies
+    owned: Mapping[str, Collection[str]] | None
+
+    def find_bundles_for_unloading(
+        self,
+        snapshot: ExtensibleSnapshot,
+        config: Config,
+        now: int,
+        recently_unloaded_bundles: Mapping[str, int],
+        recently_unloaded_brokers: Mapping[str, int],
+    ) -> ShedResult: ...
+
+
+@runtime_checkable
+class PlacingStrategy(Protocol):
+    """An unload strategy that also places (bundlewise's own): the extensible assignment flow's strategy step
+    (after the filter chain) asks it instead of LeastResourceUsageWithWeight."""
+
+    def place(self, bundle: str, pool: Sequence[str], snapshot: ExtensibleSnapshot, config: Config) -> Selection: ...
+
+    def note_split(self, done: SplitDecision) -> None: ...
 
 
 @dataclass(slots=True)
 class UnloadScheduler:
-    shedder: TransferShedder = field(default_factory=TransferShedder)
+    shedder: UnloadStrategy = field(default_factory=TransferShedder)
     recently_unloaded_bundles: dict[str, int] = field(default_factory=dict)
     recently_unloaded_brokers: dict[str, int] = field(default_factory=dict)
 

@@ -24,8 +24,9 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 
 from bundlewise.algorithms.extensible.placement import ExtensiblePlacement, FilterContext, owned_from_top_bundles
 from bundlewise.algorithms.extensible.split_strategy import ExtensibleSplitStrategy
-from bundlewise.algorithms.extensible.transfer_shedder import ShedResult, TransferShedder
-from bundlewise.algorithms.extensible.unload_scheduler import UnloadScheduler
+from bundlewise.algorithms.extensible.transfer_shedder import ShedResult
+from bundlewise.algorithms.extensible.unload_scheduler import PlacingStrategy, UnloadScheduler, UnloadStrategy
+from bundlewise.algorithms.placement.base import Selection
 from bundlewise.config import Config
 from bundlewise.config.views import LeaderSettings
 from bundlewise.model.decisions import Assignment, SplitDecision
@@ -37,9 +38,10 @@ PLACEMENT_NAME = "LeastResourceUsageWithWeight"
 
 
 class ExtensibleFamily:
-    """TransferShedder + the extensible placement + each broker's split strategy."""
+    """An unload strategy (TransferShedder, or ``BalancedTransferShedder``) + the extensible placement + each
+    broker's split strategy."""
 
-    def __init__(self, shedder: TransferShedder, notes: tuple[str, ...] = ()) -> None:
+    def __init__(self, shedder: UnloadStrategy, notes: tuple[str, ...] = ()) -> None:
         self.name = shedder.name
         self.notes = notes
         self.scheduler = UnloadScheduler(shedder)
@@ -53,7 +55,7 @@ class ExtensibleFamily:
         self.shedder.policies = policies
 
     @property
-    def shedder(self) -> TransferShedder:
+    def shedder(self) -> UnloadStrategy:
         return self.scheduler.shedder
 
     def assign(
@@ -71,11 +73,17 @@ class ExtensibleFamily:
         owned = self.shedder.owned if self.shedder.owned is not None else owned_from_top_bundles(view)
         ctx = FilterContext(view.brokers, view.lookup_data, config, non_persistent, self.policies, owned)
         available = [b for b in view.available_brokers if b not in exclude]
-        sel = self.placement.select(bundle, available, ctx, rng, candidates)
+        strategy = self.shedder
+        chooser: Callable[[Sequence[str]], Selection] | None = None
+        if isinstance(strategy, PlacingStrategy):
+            placing = strategy
+            chooser = lambda pool: placing.place(bundle, pool, view, config)  # noqa: E731
+        sel = self.placement.select(bundle, available, ctx, rng, candidates, chooser)
         if sel.selected is None:
             return Assignment(bundle, None, sel.best, "no available broker")
         among = f" among {len(sel.best)}" if len(sel.best) > 1 else ""
-        why = f"lookup of an unowned bundle: {PLACEMENT_NAME} picked {sel.selected}{among}"
+        placer = self.name if chooser is not None else PLACEMENT_NAME
+        why = f"lookup of an unowned bundle: {placer} picked {sel.selected}{among}"
         return Assignment(bundle, sel.selected, sel.best, why)
 
     def plan(self, view: ExtensibleSnapshot, config: Config, now: int) -> ShedResult:
@@ -87,6 +95,12 @@ class ExtensibleFamily:
     def shed(self, view: ExtensibleSnapshot, config: Config, now: int) -> ShedResult | None:
         """One unload cycle of the leader; None when it does not run."""
         return self.scheduler.run(view, config, now)
+
+    def split_done(self, done: SplitDecision) -> None:
+        """A split carried out: a strategy that places (``BalancedTransferShedder``) learns each child's measured
+        load; TransferShedder places split children by the reports that follow."""
+        if isinstance(self.shedder, PlacingStrategy):
+            self.shedder.note_split(done)
 
     def find_bundles_to_split(
         self,

@@ -34,7 +34,7 @@ from bundlewise.algorithms.extensible.channel import ChannelSettings, split_reco
 from bundlewise.algorithms.extensible.channel.reactions import split_waiter_done, unload_waiter_done
 from bundlewise.algorithms.families import ExtensibleFamily
 from bundlewise.algorithms.families.extensible import PLACEMENT_NAME
-from bundlewise.algorithms.registry import SheddingEntry, extensible_entry, make_family
+from bundlewise.algorithms.registry import COUNTERPARTS, SheddingEntry, extensible_entry, make_family
 from bundlewise.config.config import short_class_name
 from bundlewise.config.views import BrokerSettings, LeaderSettings
 from bundlewise.live.broker import values
@@ -74,7 +74,9 @@ STOP_HANDOVER_TIMEOUT_S = 8.0
 def extensible_strategy(strategy: str) -> SheddingEntry:
     """``registry.extensible_entry``, saying so in the log when the configured strategy is not run."""
     entry = extensible_entry(strategy)
-    if entry.name != short_class_name(strategy):
+    if entry.name == COUNTERPARTS.get(short_class_name(strategy)):
+        log.info("%s runs as its extensible counterpart %s", strategy, entry.name)
+    elif entry.name != short_class_name(strategy):
         log.info("%s is not an extensible shedding strategy: %s (Pulsar's fallback)", strategy, entry.name)
     return entry
 

@@ -22,7 +22,7 @@ import random
 from typing import Any
 
 from bundlewise.algorithms.families import ModularFamily
-from bundlewise.algorithms.registry import make_family
+from bundlewise.algorithms.registry import make_family, modular_entry
 from bundlewise.config.views import BrokerSettings, LeaderSettings
 from bundlewise.live.broker import bootstrap, values
 from bundlewise.live.broker.manager import BrokerContext, Sample
@@ -35,7 +35,6 @@ from bundlewise.live.broker.tasks import Tasks
 from bundlewise.live.store import JSON, LeaderElection, LeaderElectionState, Notification, layout
 from bundlewise.live.store.retry import retry_transient
 from bundlewise.model.decisions import Logged
-from bundlewise.model.errors import InputError
 from bundlewise.results.decisions import decision_row
 
 log = logging.getLogger(__name__)
@@ -46,11 +45,8 @@ class ModularLoadManager:
 
     def __init__(self, ctx: BrokerContext) -> None:
         self.ctx = ctx
-        family = make_family(ctx.config.view(LeaderSettings).shedding_strategy, ctx.config)
-        if not isinstance(family, ModularFamily):
-            raise InputError(
-                f"{family.name} is not a strategy of the modular load manager", field="loadBalancerLoadSheddingStrategy"
-            )
+        family = make_family(modular_entry(ctx.config.view(LeaderSettings).shedding_strategy), ctx.config)
+        assert isinstance(family, ModularFamily)  # modular_entry refuses an extensible strategy
         for note in family.notes:
             log.warning(note)
         self.family = family
