@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from bundlewise.algorithms.balanced.estimate import Headroom, Limits, fleet_limits, headroom, limits_of
-from bundlewise.algorithms.balanced.planner import Candidate, PlanLimits, pair_gain, plan_moves
+from bundlewise.algorithms.balanced.estimate import Headroom, Limits, fleet_limits, headroom, limits_of, pair_gain
+from bundlewise.algorithms.balanced.planner import Candidate, PlanLimits, plan_moves
 from bundlewise.model.load import BrokerData, LocalBrokerData
 from bundlewise.model.resources import ResourceUsage, ResourceWeights, SystemResources
 

@@ -221,7 +221,7 @@ def pair_gain(before_s: float, after_s: float, before_d: float, after_d: float) 
     resource) weigh 1 each; a broker whose binding resource the bundle does not touch weighs 1 too (its term is
     0)."""
     a_s, a_d = before_s - after_s, after_d - before_d
-    drop_s, drop_d = before_s**2 - after_s**2, before_d**2 - after_d**2
+    drop_s, drop_d = before_s * before_s - after_s * after_s, before_d * before_d - after_d * after_d
     if a_s <= 0 or a_d <= 0 or abs(a_s - a_d) <= 1e-9 * max(a_s, a_d):
         return drop_s + drop_d
     mean = (a_s + a_d) / 2

@@ -49,12 +49,13 @@ is judged by its effect on the whole fleet:
 
 from __future__ import annotations
 
-import heapq
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
+import numpy as np
+
 from bundlewise.algorithms.balanced.edges import Edge, EdgeLimits, held_back
-from bundlewise.algorithms.balanced.estimate import Limits, Vector, add, load_of, pair_gain
+from bundlewise.algorithms.balanced.estimate import Limits, Vector, add, load_of
 from bundlewise.model.resources import ResourceWeights
 
 SOURCES = 3
@@ -143,6 +144,64 @@ def within_target(loads: Mapping[str, float], margin: float, held: Mapping[str, 
     return True
 
 
+def _loads_after(usage: np.ndarray, lim: np.ndarray, floor: np.ndarray, weights: ResourceWeights) -> np.ndarray:
+    """``estimate.load_of`` of many usage vectors at once (the last axis: CPU, NIC in, NIC out), each against
+    its broker's limits ``lim`` (same shape; 0 = no limit) and direct-memory term ``floor`` (the fraction no
+    move changes; -inf when it weighs 0): the same operations, so the same floats."""
+    w = (weights.cpu, weights.bandwidth_in, weights.bandwidth_out)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        parts = [np.where(lim[..., k] > 0, usage[..., k] / lim[..., k] * w[k], 0.0) for k in range(3)]
+    top = np.where(parts[0] > parts[1], parts[0], parts[1])
+    top = np.where(top > parts[2], top, parts[2])
+    out: np.ndarray = np.where(top > floor, top, floor)
+    return out
+
+
+def _pair_gains(before_s: np.ndarray, after_s: np.ndarray, before_d: np.ndarray, after_d: np.ndarray) -> np.ndarray:
+    """``estimate.pair_gain`` elementwise (broadcast), with the same operations."""
+    a_s, a_d = before_s - after_s, after_d - before_d
+    drop_s, drop_d = before_s * before_s - after_s * after_s, before_d * before_d - after_d * after_d
+    plain = (a_s <= 0) | (a_d <= 0) | (np.abs(a_s - a_d) <= 1e-9 * np.maximum(a_s, a_d))
+    mean = (a_s + a_d) / 2
+    with np.errstate(divide="ignore", invalid="ignore"):
+        weighted = mean / a_s * drop_s + mean / a_d * drop_d
+    out: np.ndarray = np.where(plain, drop_s + drop_d, weighted)
+    return out
+
+
+def _memory_term(limits: Limits, weights: ResourceWeights) -> float:
+    if weights.direct_memory <= 0 or limits.memory <= 0:
+        return -np.inf
+    return limits.memory_used / limits.memory * weights.direct_memory
+
+
+@dataclass(slots=True)
+class _Block:
+    """One source broker's movable bundles (asked once per plan) as arrays: usage vectors and topics, and
+    each bundle's row."""
+
+    candidates: list[Candidate]
+    vectors: np.ndarray
+    topics: np.ndarray
+    row: dict[str, int]
+
+    @classmethod
+    def of(cls, candidates: Sequence[Candidate]) -> _Block:
+        listed = list(candidates)
+        vectors = np.array([c.vector for c in listed], dtype=float).reshape(len(listed), 3)
+        topics = np.array([c.topics for c in listed], dtype=float)
+        return cls(listed, vectors, topics, {c.bundle: k for k, c in enumerate(listed)})
+
+    def movable(self, moved: set[str]) -> np.ndarray:
+        """The rows of the bundles not moved yet in this plan."""
+        keep = np.ones(len(self.candidates), dtype=bool)
+        for bundle in moved:
+            k = self.row.get(bundle)
+            if k is not None:
+                keep[k] = False
+        return np.flatnonzero(keep)
+
+
 def _best_move(
     sources: Sequence[str],
     destinations: Sequence[str],
@@ -152,66 +211,109 @@ def _best_move(
     weights: ResourceWeights,
     lim: PlanLimits,
     moved: set[str],
-    cache: dict[str, list[Candidate]],
+    cache: dict[str, _Block],
     candidates: Callable[[str], Sequence[Candidate]],
     refill_line: float = -1.0,
     at_cap: Callable[[str], bool] | None = None,
 ) -> Move | None:
-    """The move of largest gain from ``sources`` to ``destinations`` (first in order on a tie); a move pays
-    ``cost_per_move`` unless it relieves a broker above ``lim.safe_line`` or refills one below
-    ``refill_line``."""
+    """The move of largest gain from ``sources`` to ``destinations`` (first in (source, bundle, destination)
+    order on a tie); a move pays ``cost_per_move`` unless it relieves a broker above ``lim.safe_line`` or
+    refills one below ``refill_line``.  A move whose destination would go above ``lim.ceiling`` is never
+    considered; one an edge rule holds back (``edges.held_back``) is not taken, and the best of those is
+    remembered as the rejected alternative when it looked better, else the runner-up is.
+
+    Every (source, bundle, destination) move is priced at once over arrays; only the moves that would beat
+    the best so far are looked at one by one (the edge rules), in that order -- the result is the one a
+    plain loop over every move, in that order, gives (``tests/test_balanced_planner_arrays.py``)."""
+    if not destinations:
+        return None
+    picked: list[tuple[str, _Block, np.ndarray]] = []
+    for s in sources:
+        if s not in cache:
+            cache[s] = _Block.of(candidates(s))
+        rows = cache[s].movable(moved)
+        if len(rows):
+            picked.append((s, cache[s], rows))
+    if not picked:
+        return None
+    counts = [len(rows) for _, _, rows in picked]
+    vec = np.concatenate([block.vectors[rows] for _, block, rows in picked])
+    topics = np.concatenate([block.topics[rows] for _, block, rows in picked])
+    per_source = [s for s, _, _ in picked]
+    src_usage = np.repeat(np.array([usage[s] for s in per_source], dtype=float), counts, axis=0)
+    src_lim = np.repeat(np.array([_limit_row(limits[s]) for s in per_source], dtype=float), counts, axis=0)
+    src_floor = np.repeat(np.array([_memory_term(limits[s], weights) for s in per_source]), counts)
+    src_load = np.repeat(np.array([loads[s] for s in per_source]), counts)
+    new_s = _loads_after(src_usage - vec, src_lim, src_floor, weights)
+    dst_usage = np.array([usage[d] for d in destinations], dtype=float)
+    dst_lim = np.array([_limit_row(limits[d]) for d in destinations], dtype=float)
+    dst_floor = np.array([_memory_term(limits[d], weights) for d in destinations])
+    dst_load = np.array([loads[d] for d in destinations])
+    new_d = _loads_after(dst_usage[None, :, :] + vec[:, None, :], dst_lim[None, :, :], dst_floor[None, :], weights)
+    raw = _pair_gains(src_load[:, None], new_s[:, None], dst_load[None, :], new_d)
+    relieves = src_load > lim.safe_line
+    refills = dst_load < refill_line
+    waived = relieves[:, None] | refills[None, :]
+    cost = lim.cost_per_topic * topics[:, None] + np.where(waived, 0.0, lim.cost_per_move)
+    gain = raw - cost
+    same = np.repeat(np.array([[s == d for d in destinations] for s in per_source]), counts, axis=0)
+    gains = np.where(same | (new_d > lim.ceiling), -np.inf, gain).ravel()
+    starts = np.cumsum([0, *counts])
+    width = len(destinations)
+
+    def entry(flat: int) -> tuple[int, str, Candidate, str]:
+        i, j = divmod(flat, width)
+        block = int(np.searchsorted(starts, i, side="right")) - 1
+        s, b, rows = picked[block]
+        return i, s, b.candidates[int(rows[i - starts[block]])], destinations[j]
+
     best: Move | None = None
+    best_gain = -np.inf
     runner_up: tuple[float, str, str] | None = None  # the best valid move after ``best``: gain, bundle, destination
     held: tuple[float, str] | None = None  # the best move an edge rule held back
     edges = lim.edges()
     others = [(b, loads[b]) for b in destinations]
-    for s in sources:
-        relieves = loads[s] > lim.safe_line
-        if s not in cache:
-            cache[s] = list(candidates(s))
-        for c in cache[s]:
-            if c.bundle in moved:
-                continue
-            new_s = load_of(add(usage[s], c.vector, -1.0), limits[s], weights)
-            for d in destinations:
-                if d == s:
-                    continue
-                new_d = load_of(add(usage[d], c.vector), limits[d], weights)
-                if new_d > lim.ceiling:
-                    continue
-                raw = pair_gain(loads[s], new_s, loads[d], new_d)
-                refills = loads[d] < refill_line
-                cost = lim.cost_per_topic * c.topics + (0.0 if relieves or refills else lim.cost_per_move)
-                gain = raw - cost
-                if best is not None and gain <= best.gain:
-                    if runner_up is None or gain > runner_up[0]:
-                        runner_up = (gain, c.bundle, d)
-                    continue
-                # a bundle of a namespace at its cap is indivisible too: asked only when the rule could apply
-                indivisible = c.indivisible or (
-                    new_d > new_s and lim.indivisible_margin > 0 and at_cap is not None and at_cap(c.bundle)
-                )
-                edge = Edge(
-                    c.vector,
-                    c.topics,
-                    indivisible,
-                    c.recent,
-                    s,
-                    d,
-                    (loads[s], new_s, loads[d], new_d),
-                    raw,
-                    gain,
-                    relieves,
-                    refills,
-                )
-                why = held_back(edge, edges, [*others, (s, loads[s])], usage, limits, weights)
-                if why:
-                    if held is None or gain > held[0]:
-                        held = (gain, f"{c.bundle} to {d} (gain {gain:.4f}): {why}")
-                    continue
-                if best is not None:
-                    runner_up = (best.gain, best.bundle, best.destination)
-                best = Move(c.bundle, s, d, c.vector, gain, (loads[s], loads[d]), (new_s, new_d), cost)
+    pos, total = 0, len(gains)
+    while pos < total:
+        ahead = np.flatnonzero(gains[pos:] > best_gain)
+        end = pos + int(ahead[0]) if len(ahead) else total
+        if best is not None and end > pos:  # moves no better than the best: the runner-up among them
+            k = pos + int(np.argmax(gains[pos:end]))
+            if gains[k] > -np.inf and (runner_up is None or gains[k] > runner_up[0]):
+                _, _, c, d = entry(k)
+                runner_up = (float(gains[k]), c.bundle, d)
+        if end == total:
+            break
+        i, s, c, d = entry(end)
+        j = end % width
+        ns, nd, g = float(new_s[i]), float(new_d[i, j]), float(gain[i, j])
+        # a bundle of a namespace at its cap is indivisible too: asked only when the rule could apply
+        indivisible = c.indivisible or (
+            nd > ns and lim.indivisible_margin > 0 and at_cap is not None and at_cap(c.bundle)
+        )
+        edge = Edge(
+            c.vector,
+            c.topics,
+            indivisible,
+            c.recent,
+            s,
+            d,
+            (loads[s], ns, loads[d], nd),
+            float(raw[i, j]),
+            g,
+            bool(relieves[i]),
+            bool(refills[j]),
+        )
+        why = held_back(edge, edges, [*others, (s, loads[s])], usage, limits, weights)
+        if why:
+            if held is None or g > held[0]:
+                held = (g, f"{c.bundle} to {d} (gain {g:.4f}): {why}")
+        else:
+            if best is not None:
+                runner_up = (best.gain, best.bundle, best.destination)
+            best = Move(c.bundle, s, d, c.vector, g, (loads[s], loads[d]), (ns, nd), float(cost[i, j]))
+            best_gain = g
+        pos = end + 1
     if best is not None:
         if held is not None and held[0] > best.gain:
             alternative = f"held back {held[1]}"
@@ -221,6 +323,10 @@ def _best_move(
             alternative = "no other move"
         best = replace(best, alternative=alternative)
     return best
+
+
+def _limit_row(limits: Limits) -> tuple[float, float, float]:
+    return (limits.cpu, limits.nic_in, limits.nic_out)
 
 
 def plan_moves(
@@ -239,19 +345,24 @@ def plan_moves(
     loads = {b: load_of(u, limits[b], weights) for b, u in usage.items()}
     moved: set[str] = set()
     plan: list[Move] = []
-    cache: dict[str, list[Candidate]] = {}
+    cache: dict[str, _Block] = {}
     held = dict(held or {})
+    # the brokers in name order and their loads: ranked by load, ties by name (a stable sort of that order)
+    names = sorted(loads)
+    at = {b: k for k, b in enumerate(names)}
+    ranked = np.array([loads[b] for b in names])
     while len(plan) < lim.budget and len(loads) >= 2 and not settled(loads, lim, held):
-        destinations = heapq.nsmallest(DESTINATIONS, loads, key=lambda b: (loads[b], b))
+        destinations = [names[k] for k in np.argsort(ranked, kind="stable")[:DESTINATIONS]]
         best = None
         mean = sum(loads.values()) / len(loads)
         refill_line = mean - lim.refill_margin
         refill = loads[destinations[0]] < refill_line
         if refill:  # large-first refill: the emptiest broker takes the best bundle of the wider set of sources
             destinations = destinations[:1]
+        hottest = np.argsort(-ranked, kind="stable")
         # the wider look only when the first finds nothing worth it -- or at once to refill an empty broker
         for width in (WIDE_SOURCES,) if refill else (SOURCES, WIDE_SOURCES):
-            sources = heapq.nsmallest(min(width, len(loads)), loads, key=lambda b: (-loads[b], b))
+            sources = [names[k] for k in hottest[:width]]
             best = _best_move(
                 sources, destinations, usage, loads, limits, weights, lim, moved, cache, candidates, refill_line, at_cap
             )
@@ -264,4 +375,5 @@ def plan_moves(
         usage[best.source] = add(usage[best.source], best.vector, -1.0)
         usage[best.destination] = add(usage[best.destination], best.vector)
         loads[best.source], loads[best.destination] = best.after
+        ranked[at[best.source]], ranked[at[best.destination]] = best.after
     return plan
