@@ -236,7 +236,7 @@ def _plans(f: dict[str, object]) -> tuple[list[Move], list[Move]]:
     return plan_moves(*args), reference_plan(*args)  # type: ignore[arg-type]
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(fleets())
 def test_the_array_planner_plans_exactly_what_the_plain_loop_plans(f: dict[str, object]) -> None:
     ours, reference = _plans(f)
@@ -248,7 +248,7 @@ def test_the_random_fleets_reach_every_branch() -> None:
     alternative, with a runner-up and with none are all seen."""
     seen: set[str] = set()
 
-    @settings(max_examples=300, deadline=None, database=None, derandomize=True)
+    @settings(max_examples=200, deadline=None, database=None, derandomize=True)
     @given(fleets())
     def collect(f: dict[str, object]) -> None:
         ours, _ = _plans(f)
