@@ -48,21 +48,33 @@ from bundlewise.algorithms.placement.base import Selection
 from bundlewise.config import Config
 from bundlewise.config.views import BalancedSettings, PlacementSettings, TransferSettings
 from bundlewise.model.decisions import Label, SplitDecision, Unload, UnloadReason, counter_key
-from bundlewise.model.extensible import BrokerLoadData, ExtensibleSnapshot
+from bundlewise.model.extensible import BrokerLoadData, ExtensibleSnapshot, TopBundlesLoadData
 from bundlewise.model.load import BrokerData, BundleData, LoadData, LocalBrokerData
 from bundlewise.model.policies import PlacementPolicies
 
 NAME = "BalancedTransferShedder"
 
 
+Views = dict[str, tuple[BrokerLoadData, TopBundlesLoadData | None, LocalBrokerData]]
+
+
 def as_load_data(
-    brokers: Mapping[str, BrokerLoadData], snapshot: ExtensibleSnapshot, recently_unloaded: Mapping[str, int]
+    brokers: Mapping[str, BrokerLoadData],
+    snapshot: ExtensibleSnapshot,
+    recently_unloaded: Mapping[str, int],
+    views: Views | None = None,
 ) -> LoadData:
     """The modular view of ``brokers`` (module docstring): one report per broker from its load data and top
-    bundles; no bundle data; the leader's recently unloaded bundles."""
+    bundles; no bundle data; the leader's recently unloaded bundles.  ``views``: the reports made from the
+    same records before (the stores' records are immutable, a new one is a new object), reused -- so the
+    estimate's per-report caches (cost model, limits, the namespace index) hold across cycles."""
     out = LoadData(recentlyUnloadedBundles=dict(recently_unloaded))
     for name, data in brokers.items():
         top = snapshot.top_bundles.get(name)
+        kept = views.get(name) if views is not None else None
+        if kept is not None and kept[0] is data and kept[1] is top:
+            out.brokers[name] = BrokerData(kept[2])
+            continue
         stats = top.stats_by_bundle() if top is not None else {}
         local = LocalBrokerData(
             resources=data.resources,
@@ -76,7 +88,12 @@ def as_load_data(
             numBundles=data.bundleCount,
             bundles=list(stats),
         )
+        if views is not None:
+            views[name] = (data, top, local)
         out.brokers[name] = BrokerData(local)
+    if views is not None and len(views) > 2 * len(brokers) + 16:  # brokers long gone
+        for name in [b for b in views if b not in brokers]:
+            del views[name]
     return out
 
 
@@ -90,6 +107,7 @@ class BalancedTransferShedder:
         self.planner = BalancedPlanShedder()
         self.owned: Mapping[str, Collection[str]] | None = None  # the family's broker -> namespaces (unused here)
         self.assigned: list[InFlight] = []  # this broker's assignments not yet in their broker's report
+        self.views: Views = {}  # broker -> its last records and the report made of them (``as_load_data``)
 
     @property
     def policies(self) -> PlacementPolicies:
@@ -130,7 +148,7 @@ class BalancedTransferShedder:
         if skip is not None:
             self.planner.idle_reason = f"waiting: {skip}"
             return ShedResult((), {counter_key(Label.SKIP, skip): 1}, avg, std, std, forgotten)
-        load = as_load_data(fresh, snapshot, recently_unloaded_bundles)
+        load = as_load_data(fresh, snapshot, recently_unloaded_bundles, self.views)
         planned = self.planner.find_bundles_for_unloading(load, config, now)
         self.planner.on_unload_attempt_completed(planned)
         transfer = settings.transfer_enabled  # else a plain unload: the next lookup assigns the bundle
@@ -202,7 +220,7 @@ class BalancedTransferShedder:
             for a in self.assigned
             if a.destination in snapshot.brokers and snapshot.brokers[a.destination].updatedAt <= a.at
         ]
-        load = as_load_data(snapshot.brokers, snapshot, {})
+        load = as_load_data(snapshot.brokers, snapshot, {}, self.views)
         model = fit_cost_model(load.brokers.values())
         known = self.planner.measured.get(bundle)
         assumed: dict[str, tuple[float, float, float]] = {}

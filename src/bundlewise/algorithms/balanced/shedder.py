@@ -50,6 +50,7 @@ above the overload threshold, ``Underloaded`` when the cycle was triggered by a 
 
 from __future__ import annotations
 
+import functools
 import heapq
 import random
 from collections import Counter
@@ -96,6 +97,7 @@ def _bundle_counts(load: LoadData) -> dict[str, int]:
     return dict(Counter(name.rpartition("/")[0] for name in names))
 
 
+@functools.lru_cache(maxsize=1 << 16)  # asked per candidate per cycle while a bundle of its namespace cools down
 def _bundle(name: str) -> Bundle | None:
     """The bundle a name stands for (``Bundle.parse``), None when it is not a bundle name."""
     try:
