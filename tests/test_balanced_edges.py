@@ -103,7 +103,9 @@ def repeats_within(extra: dict[str, int], window_ms: int) -> tuple[int, list[tup
 
 def test_no_repeat_unload_within_the_cool_down_end_plus_an_hour_with_heavy_topics_at_the_cap() -> None:
     window = Config().view(BalancedSettings).cooldown_ms + 60 * 60_000  # 3 h with the defaults
-    assert repeats_within({}, window) == (16, [])
+    assert repeats_within({}, window) == (21, [])  # no merge pays here (bundlewiseBalancedMergeMaxChildShare)
+    merging = {"bundlewiseBalancedMergeMaxChildShare": 1.0}  # merges for any split, and the splits they feed
+    assert repeats_within(merging, window) == (16, [])
     # without the repeat guard a chat bundle moved in the first minutes moves again 145 minutes later
-    unloads, repeats = repeats_within({"bundlewiseBalancedRepeatGuardMinutes": 0}, window)
+    unloads, repeats = repeats_within({**merging, "bundlewiseBalancedRepeatGuardMinutes": 0}, window)
     assert unloads == 17 and repeats == [("media/chat/0x10000000_0x14000000", 60_000)]

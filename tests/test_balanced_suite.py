@@ -4,6 +4,7 @@ targets of ``sim.suite`` asserted (docs/balanced.md), and the static floor's rul
 from __future__ import annotations
 
 import tomllib
+from dataclasses import replace
 from functools import cache
 from typing import Any
 
@@ -11,6 +12,7 @@ import numpy as np
 import pytest
 
 from bundlewise.algorithms.registry import shedding_names
+from bundlewise.model.decisions import MergeDecision
 from bundlewise.model.resources import ResourceWeights
 from bundlewise.report.verdict import ranking
 from bundlewise.sim.floor import _place, static_floor
@@ -52,9 +54,9 @@ FIGURES: dict[str, tuple[float, float, int, float, set[str]]] = {
     "stationary-jitter": (0.034596401, 0.589753717, 4, 0.0, {"p99~floor", "unloads<=half"}),
     "mixed-generation": (0.0197098413, 0.462618094, 4, 0.0, {"p99~floor", "unloads<=half"}),
     "tiny-bundles-at-cap": (0.0442322239, 0.548876853, 6, 0.0, {"std~floor", "p99~floor"}),
-    "hot-bundles-at-cap": (0.0497712226, 0.448267898, 6, 0.0, {"p99<=best", "p99~floor", "unloads<=half"}),
+    "hot-bundles-at-cap": (0.0491579302, 0.403190469, 8, 0.0, {"p99~floor", "unloads<=half"}),
     "nic-bound-fleet": (0.0237626937, 0.61472672, 0, 0.0, {"std~floor", "p99~floor"}),
-    "heavy-topics-at-cap": (0.0796909314, 0.597414383, 16, 0.0, {"unloads<=half"}),
+    "heavy-topics-at-cap": (0.131498056, 0.774085629, 21, 0.0, {"unloads<=half"}),
 }
 
 
@@ -102,18 +104,29 @@ def test_tiny_bundles_at_the_cap_balance_with_a_handful_of_moves() -> None:
     assert own["unloads"] <= fewest_pulsar / 2
 
 
-def test_at_the_bundle_cap_only_the_own_strategy_merges_and_so_splits() -> None:
+def test_at_the_bundle_cap_the_own_strategy_merges_only_for_a_split_that_divides_the_load() -> None:
+    """On hot-bundles-at-cap each hot bundle's load sits in one or two zipf-hot topics: the split its owner would
+    make (range_equally_divide) leaves more than 80 % of it in one child, so no merge pays and none is made
+    (``bundlewiseBalancedMergeMaxChildShare``); with the rule off (1.0) the strategy merges 6 cold pairs so 6 hot
+    bundles split -- and balances worse (p99 0.4483 against 0.4032 without the merges)."""
     doc, status = run("hot-bundles-at-cap")
     own = doc["strategies"][OWN]
-    assert own["merges"] == 6 and own["splits"] == 6
+    assert own["merges"] == 0 and own["splits"] == 0
     pulsar = [n for n in doc["strategies"] if n != OWN]
     assert len(pulsar) == 6  # Pulsar's five and the extensible variant, which has no merge (the family has none)
     for n in pulsar:  # at the cap Pulsar's split detector skips every hot bundle, and nothing merges
         assert doc["strategies"][n]["splits"] == 0 and "merges" not in doc["strategies"][n]
-    assert status["std<=best"] == status["std~floor"] == status["no avoidable overload"] == "met"
+    assert status["std<=best"] == status["p99<=best"] == status["std~floor"] == "met"
     # UniformLoadShedder has the best Pulsar std (0.0842) with 5 unloads: the limit is 2
     assert doc["strategies"]["UniformLoadShedder"]["unloads"] == 5 and status["unloads<=half"] == "NOT met"
-    assert own["unloads"] == 6 and own["flaps"] == 0
+    scenario = suite_scenario("hot-bundles-at-cap")
+    any_split = replace(scenario, config=scenario.config.with_values({"bundlewiseBalancedMergeMaxChildShare": 1.0}))
+    (merging,) = simulate(any_split, [OWN])
+    m = summary(any_split, [merging])["strategies"][OWN]
+    assert m["merges"] == 6 and m["splits"] == 6
+    assert m["max_load_p99"] == pytest.approx(0.448267898, abs=1e-9) and own["max_load_p99"] < m["max_load_p99"]
+    merges = [d.decision for d in merging.decisions if isinstance(d.decision, MergeDecision)]
+    assert all("can split into children carrying " in d.detail for d in merges)
 
 
 def test_a_restarted_broker_is_refilled_near_the_floor_with_fewer_unloads_than_the_reference() -> None:

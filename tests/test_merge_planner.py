@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import pytest
 
-from bundlewise.algorithms.balanced.merge import plan_merges
+from bundlewise.algorithms.balanced.merge import Preview, child_shares, plan_merges
 from bundlewise.algorithms.families import ModularFamily
 from bundlewise.algorithms.registry import SHEDDING, make_family, register_shedding
 from bundlewise.algorithms.shedding.overload import OverloadShedder
 from bundlewise.algorithms.splitting.detector import split_candidates
 from bundlewise.config import Config
+from bundlewise.config.views import SplitSettings
 from bundlewise.model.bundles import NamespaceBundles
 from bundlewise.model.decisions import MergeDecision, SplitReason, SplitStep
 from bundlewise.model.load import (
@@ -100,6 +101,41 @@ def test_no_merge_for_a_hot_bundle_of_one_topic_whose_split_would_divide_nothing
         "benefit: t/ns/0x00000000_0x20000000 (2 topics, 40,000 msg/s, 39.06 MB/s) can split; "
         "cost: no topic changes owner"
     )
+
+
+def test_a_merge_is_made_only_for_a_split_that_divides_the_hot_bundles_load() -> None:
+    """The owner's preview of the split (each child's load from its topics): a split that leaves more than
+    ``bundlewiseBalancedMergeMaxChildShare`` (80 %) of the msg rate -- the figure nearer its threshold -- in one
+    child frees no slot; a 60/40 split does, and the merge says so."""
+    cold = {i: stats(100) for i in range(1, 8)}
+    load = load_of({"a": {0: stats(40_000, 5)} | cold})
+    long_term = TimeAverageMessageData(1000, 1000, 20_000 * 1024, 20_000 * 1024, 20_000, 20_000)
+    load.bundleData[NAMES[0]] = BundleData(long_term, long_term, 5)
+
+    def preview(lower: float, upper: float) -> Preview:
+        children = (stats(lower, 2), stats(upper, 3))
+        return lambda bundle: children if bundle == NAMES[0] else None
+
+    candidates = split_candidates(load, CAP8)
+    assert plan_merges(load, CAP8, {NS: EIGHT}, candidates, preview(36_000, 4_000)) == []  # 90 % in one child
+    (merge,) = plan_merges(load, CAP8, {NS: EIGHT}, candidates, preview(24_000, 16_000))
+    assert merge.detail.endswith(
+        "benefit: t/ns/0x00000000_0x20000000 (5 topics, 40,000 msg/s, 39.06 MB/s) can split into children "
+        "carrying 60% / 40% of its load; cost: no topic changes owner"
+    )
+    anything = CAP8.with_values({"bundlewiseBalancedMergeMaxChildShare": 1.0})
+    assert len(plan_merges(load, anything, {NS: EIGHT}, candidates, preview(36_000, 4_000))) == 1
+    assert len(plan_merges(load, CAP8, {NS: EIGHT}, candidates, lambda b: None)) == 1  # no preview: no judgement
+
+
+def test_a_childs_share_is_of_the_figure_nearest_its_split_threshold() -> None:
+    limits = Config().view(SplitSettings)  # 30,000 msg/s, 100 MB/s
+    by_rate = (NamespaceBundleStats(msgRateIn=20_000), NamespaceBundleStats(msgRateIn=10_000, msgThroughputIn=5e7))
+    assert child_shares(by_rate, limits) == (2 / 3, 1 / 3)  # 30,000 msg/s is 100 % of its threshold, 50 MB/s 48 %
+    by_tput = (NamespaceBundleStats(msgRateIn=10, msgThroughputIn=9e7), NamespaceBundleStats(msgThroughputIn=3e7))
+    assert child_shares(by_tput, limits) == (0.75, 0.25)
+    assert child_shares((NamespaceBundleStats(topics=3), NamespaceBundleStats(topics=1)), limits) == (0.75, 0.25)
+    assert child_shares((), limits) is None and child_shares(None, limits) is None
 
 
 def test_a_pair_with_one_owner_goes_before_a_colder_pair_with_two() -> None:

@@ -212,6 +212,7 @@ def test_simulate_writes_merges_to_summary_decisions_and_report(tmp_path: Path) 
         "[[brokers]]\nname = 'a'\n[[brokers]]\nname = 'b'\n"
         "[[namespaces]]\nname = 't/ns'\nbundles = 16\ntopics = 40\nmsg_rate = 20000\nzipf = 1.5\n"
         "[balancer]\nloadBalancerNamespaceMaximumBundles = 16\nloadBalancerNamespaceBundleMaxMsgRate = 3000\n"
+        "bundlewiseBalancedMergeMaxChildShare = 1.0\n"  # merges for any split: this test is about the outputs
     )
     out = tmp_path / "out"
     code = main(["simulate", "--no-progress", "--cluster", str(cluster), "--strategy", "all", "--out", str(out)])

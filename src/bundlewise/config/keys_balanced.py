@@ -143,4 +143,15 @@ BALANCED_KEYS: tuple[Key, ...] = (
         minimum=0,
         maximum=1,
     ),
+    Key(
+        "bundlewiseBalancedMergeMaxChildShare",
+        0.8,
+        "float",
+        "fraction of the hot bundle's load",
+        "BalancedPlanShedder: merge for a hot bundle only when the split its owner would make now (its topics' "
+        "loads, the configured split algorithm) leaves no child more than this share of the bundle's msg rate or "
+        "throughput, whichever is nearer its split threshold (1: any split pays)",
+        minimum=0.5,
+        maximum=1,
+    ),
 )

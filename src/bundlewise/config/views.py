@@ -441,10 +441,14 @@ class MergeSettings:
     """When ``BalancedPlanShedder`` merges cold bundles at a namespace's cap (docs/balanced.md, Merge)."""
 
     fraction: float  # a pair merges when each combined figure is under this fraction of its split threshold
+    max_child_share: float  # a merge is for a hot bundle whose split leaves no child more than this of its load
 
     @classmethod
     def of(cls, c: Mapping[str, Any]) -> MergeSettings:
-        return cls(fraction=float(c["bundlewiseBalancedMergeFraction"]))
+        return cls(
+            fraction=float(c["bundlewiseBalancedMergeFraction"]),
+            max_child_share=float(c["bundlewiseBalancedMergeMaxChildShare"]),
+        )
 
 
 TABLE_VIEWS = {

@@ -19,6 +19,7 @@ from __future__ import annotations
 import random
 
 from bundlewise.algorithms.families import ExtensibleFamily, Family, ModularFamily
+from bundlewise.algorithms.families.modular import SplitPreview
 from bundlewise.config import Config
 from bundlewise.model.decisions import Assignment, SplitDecision, SplitStep, Unload
 from bundlewise.sim.extensible import ExtensibleManager
@@ -55,16 +56,23 @@ class ModularManager:
         """The owner's split, with each child's measured load, reaches the leader's strategy."""
         self.family.split_done(done)
 
-    def split_step(self, config: Config, counts: dict[str, int], reports_changed: bool, now: int) -> SplitStep:
+    def split_step(
+        self,
+        config: Config,
+        counts: dict[str, int],
+        reports_changed: bool,
+        now: int,
+        preview: SplitPreview | None = None,
+    ) -> SplitStep:
         """After each ``updateAll`` (a tick where some broker wrote its report): the leader's split check, with
         the strategy's merges first when it merges (the namespaces' bundles are the cluster's: ``counts`` is
-        their size)."""
+        their size; ``preview``: how a hot bundle's owner would split it, asked by the merge planner)."""
         if not reports_changed:
             return SplitStep()
         load = self.leader.split_load(config)
         if not self.can_merge:
             return SplitStep((), tuple(self.family.leader_splits(load, config, counts)))
-        return self.family.leader_split_step(load, config, self.leader.cluster.namespaces(), self.leader.load)
+        return self.family.leader_split_step(load, config, self.leader.cluster.namespaces(), self.leader.load, preview)
 
 
 def make_manager(family: Family, leader: LeaderView) -> Manager:

@@ -60,7 +60,7 @@ from bundlewise.config import Config
 from bundlewise.config.views import LeaderSettings, PlacementSettings, SimSettings
 from bundlewise.model.decisions import Decision, Logged, MergeDecision, SplitDecision, Unload
 from bundlewise.model.errors import InputError
-from bundlewise.model.load import BROKER_VERSION, LocalBrokerData
+from bundlewise.model.load import BROKER_VERSION, LocalBrokerData, NamespaceBundleStats
 from bundlewise.results.measure import Counters, Mark, Record, dispatch_metrics, summarise
 from bundlewise.results.record import RunResult
 from bundlewise.sim import events as broker_events
@@ -347,29 +347,17 @@ class Engine:
     def _splits(self, changed: bool, m: Measured) -> None:
         cl = self.cluster
         now = self.clock.now
-        step = self.manager.split_step(self.config, cl.bundles_per_namespace(), changed, now)
+        step = self.manager.split_step(self.config, cl.bundles_per_namespace(), changed, now, self._split_preview)
         for merge in step.merges:
             self._merge(merge, m)
         decisions = step.splits
         algorithm = resolve_algorithm_name(None, self.config)
         auto_unload = self.config.view(LeaderSettings).unload_split_children
-        rates = self._rates
         for d in decisions:
             bid = cl.bundle_id.get(d.bundle)
             if bid is None or not cl.alive[bid] or cl.owner[bid] == UNOWNED:
                 continue
-            tids = cl.topics_of(bid)
-            topics = [
-                TopicLoad(
-                    cl.topic_names[t],
-                    float(rates[RATE_IN][t]),
-                    float(rates[RATE_OUT][t]),
-                    float(rates[TPUT_IN][t]),
-                    float(rates[TPUT_OUT][t]),
-                    int(cl.topic_hash[t]),
-                )
-                for t in tids
-            ]
+            topics = self._topic_loads(bid)
             result = split_bundle(algorithm, SplitRequest(cl.bundle_objs[bid], topics), self.config)
             if result is None:
                 continue
@@ -391,6 +379,33 @@ class Engine:
             done = SplitDecision(d.bundle, owner, d.reasons, d.detail, d.label).done(algorithm, kids, measured)
             self.manager.split_done(done)
             self._log(done, note="; children unloaded" if auto_unload else "")
+
+    def _topic_loads(self, bid: int) -> list[TopicLoad]:
+        """What the owner of bundle ``bid`` measures of each of its topics this tick (its split's input)."""
+        cl, rates = self.cluster, self._rates
+        return [
+            TopicLoad(
+                cl.topic_names[t],
+                float(rates[RATE_IN][t]),
+                float(rates[RATE_OUT][t]),
+                float(rates[TPUT_IN][t]),
+                float(rates[TPUT_OUT][t]),
+                int(cl.topic_hash[t]),
+            )
+            for t in cl.topics_of(bid)
+        ]
+
+    def _split_preview(self, bundle: str) -> tuple[NamespaceBundleStats, ...] | None:
+        """How the owner of ``bundle`` would split it now: each child's load from its topics (None: it would not
+        split, or nobody owns it) -- what a merge planner asks before it frees a slot for that split."""
+        cl = self.cluster
+        bid = cl.bundle_id.get(bundle)
+        if bid is None or not cl.alive[bid] or cl.owner[bid] == UNOWNED:
+            return None
+        topics = self._topic_loads(bid)
+        algorithm = resolve_algorithm_name(None, self.config)
+        result = split_bundle(algorithm, SplitRequest(cl.bundle_objs[bid], topics), self.config)
+        return None if result is None else measured_children(result[1], topics)
 
     def _merge(self, d: MergeDecision, m: Measured) -> None:
         """Apply a merge: the parts must be live, adjacent bundles of one namespace (``Cluster.merge`` refuses

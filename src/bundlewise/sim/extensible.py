@@ -37,6 +37,7 @@ import numpy as np
 
 from bundlewise.algorithms.extensible.reporting import BrokerLoadReporter, TopBundlesReporter, namespace_reportable
 from bundlewise.algorithms.families import ExtensibleFamily
+from bundlewise.algorithms.families.modular import SplitPreview
 from bundlewise.algorithms.splitting.conditions import split_conditions
 from bundlewise.config import Config
 from bundlewise.config.views import LeaderSettings, ReportSettings, SplitSettings
@@ -165,7 +166,14 @@ class ExtensibleManager:
         """The family hears of it (a strategy that places learns the children's measured loads)."""
         self.family.split_done(done)
 
-    def split_step(self, config: Config, counts: dict[str, int], reports_changed: bool, now: int) -> SplitStep:
+    def split_step(
+        self,
+        config: Config,
+        counts: dict[str, int],
+        reports_changed: bool,
+        now: int,
+        preview: SplitPreview | None = None,
+    ) -> SplitStep:
         """The extensible manager never merges: its split step is ``splits``."""
         return SplitStep((), tuple(self.splits(config, counts, reports_changed, now)))
 

@@ -12,6 +12,7 @@ from typing import Protocol
 
 import numpy as np
 
+from bundlewise.algorithms.families.modular import SplitPreview
 from bundlewise.config import Config
 from bundlewise.model.decisions import Assignment, SplitDecision, SplitStep, Unload
 from bundlewise.model.load import NamespaceBundleStats
@@ -59,7 +60,12 @@ class Manager(Protocol):
     def moved(self, source: str, destination: str) -> None: ...
 
     def split_step(
-        self, config: Config, counts: dict[str, int], reports_changed: bool, now: int
-    ) -> SplitStep: ...  # merges (applied first), then the splits
+        self,
+        config: Config,
+        counts: dict[str, int],
+        reports_changed: bool,
+        now: int,
+        preview: SplitPreview | None = None,
+    ) -> SplitStep: ...  # merges (applied first), then the splits; ``preview``: how an owner would split a bundle
 
     def split_done(self, done: SplitDecision) -> None: ...  # a split carried out, with its children's loads

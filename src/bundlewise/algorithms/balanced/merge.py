@@ -21,11 +21,16 @@ merges as many adjacent pairs as the waiting splits need, coldest pair first (do
   moves); then the coldest; then hash order.  Pairs are disjoint.  Each namespace needs
   ``bundles + hot bundles - cap`` merges for all its hot bundles to split in the same step; when too few pairs
   are cold enough for even the first hot bundle to split, it merges nothing.
-* **Merges that pay**: a merge is made only for a hot bundle whose split can divide its load -- one its report
-  shows with a single topic cannot be divided by any split point (``dividing``); since the split detector
-  hands the freed slots to the hot bundles in order, the hot bundles from the first single-topic one on get no
-  merge.  Each merge's detail states its benefit (the bundle it lets split, with its load) and its cost (the
-  topics that change owner).
+* **Merges that pay**: a merge is made only for a hot bundle whose split can divide its load (``dividing``):
+  one its report shows with a single topic cannot be divided by any split point; and when the owner's
+  per-topic stats are at hand (``preview``: the children the configured split algorithm would cut now, each
+  with its topics' load), the split must leave no child more than ``bundlewiseBalancedMergeMaxChildShare``
+  (80 %) of the bundle's binding load -- its msg rate or its throughput, whichever is nearer its split
+  threshold (its topic count when it carries neither).  A hot bundle whose load sits in one heavy topic splits
+  into a child that is as hot as it was: merging for it only feeds splits that gain nothing.  Since the
+  split detector hands the freed slots to the hot bundles in order, the hot bundles from the first one that
+  cannot be divided on get no merge.  Each merge's detail states its benefit (the bundle it lets split, with
+  its load, and the shares its children would carry) and its cost (the topics that change owner).
 * **Owner**: the parts' owner; a part with no owner adds nothing; with two owners the merged bundle goes to the
   owner of the hotter part (the lower part on a tie), and the other part's topics move to it, unavailable for a
   moment as in an unload.
@@ -34,14 +39,14 @@ merges as many adjacent pairs as the waiting splits need, coldest pair first (do
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 from bundlewise.config import Config
 from bundlewise.config.views import MergeSettings, SplitSettings
 from bundlewise.model.bundles import Bundle, NamespaceBundles
 from bundlewise.model.decisions import MergeDecision, SplitDecision
-from bundlewise.model.load import LoadData
+from bundlewise.model.load import LoadData, NamespaceBundleStats
 from bundlewise.model.names import bundle_namespace
 from bundlewise.model.resources import MIB
 
@@ -152,11 +157,20 @@ def _owner(pair: _Pair, limits: SplitSettings) -> str | None:
     return b.owner if b.heat(limits) > a.heat(limits) else a.owner
 
 
+Preview = Callable[[str], Sequence[NamespaceBundleStats] | None]
+
+
 def plan_merges(
-    load: LoadData, config: Config, namespaces: Mapping[str, NamespaceBundles], hot: Sequence[SplitDecision]
+    load: LoadData,
+    config: Config,
+    namespaces: Mapping[str, NamespaceBundles],
+    hot: Sequence[SplitDecision],
+    preview: Preview | None = None,
 ) -> list[MergeDecision]:
-    """The merges that let the ``hot`` bundles (the split candidates, cap aside) split (module docstring)."""
-    fraction = config.view(MergeSettings).fraction
+    """The merges that let the ``hot`` bundles (the split candidates, cap aside) split (module docstring);
+    ``preview``: how each hot bundle's owner would split it now (None: only the single-topic rule)."""
+    settings = config.view(MergeSettings)
+    fraction = settings.fraction
     limits = config.view(SplitSettings)
     if fraction <= 0 or not hot:
         return []
@@ -169,7 +183,8 @@ def plan_merges(
         nb = namespaces.get(ns)
         if nb is None:
             continue
-        names = dividing(hot_names, known)
+        shares = {n: child_shares(preview(n), limits) for n in hot_names} if preview is not None else {}
+        names = dividing(hot_names, known, shares, settings.max_child_share)
         if not names:
             continue  # the first hot bundle to split holds one topic: its split would divide nothing
         needed = len(nb) + len(names) - limits.max_bundles
@@ -190,18 +205,46 @@ def plan_merges(
             continue  # not enough cold pairs to let any hot bundle split: merge nothing
         for j, p in enumerate(chosen, start=1):
             unblocks = names[min(max(j - first, 0), len(names) - 1)]  # the detector accepts hot bundles in order
-            out.append(_decision(ns, nb, p, unblocks, known.get(unblocks), fraction, limits))
+            out.append(_decision(ns, nb, p, unblocks, known.get(unblocks), shares.get(unblocks), fraction, limits))
     return out
 
 
-def dividing(hot: Sequence[str], known: Mapping[str, Carried]) -> list[str]:
+def child_shares(children: Sequence[NamespaceBundleStats] | None, limits: SplitSettings) -> tuple[float, ...] | None:
+    """Each child's share of its parent's binding load: the msg rate or the throughput, whichever of the
+    parent's is the larger fraction of its split threshold (the topic count when it carries neither); None
+    when there is no split to judge."""
+    if not children:
+        return None
+    rates = [c.msgRateIn + c.msgRateOut for c in children]
+    tputs = [c.msgThroughputIn + c.msgThroughputOut for c in children]
+    rate, tput = sum(rates), sum(tputs)
+    by_rate = rate / limits.max_msg_rate if limits.max_msg_rate > 0 else 0.0
+    by_tput = tput / limits.max_bandwidth_bytes if limits.max_bandwidth_bytes > 0 else 0.0
+    if rate <= 0 and tput <= 0:
+        counts = [float(c.topics) for c in children]
+        total = sum(counts)
+        return tuple(x / total for x in counts) if total > 0 else None
+    parts, total = (rates, rate) if by_rate >= by_tput and rate > 0 else (tputs, tput)
+    return tuple(x / total for x in parts)
+
+
+def dividing(
+    hot: Sequence[str],
+    known: Mapping[str, Carried],
+    shares: Mapping[str, tuple[float, ...] | None] | None = None,
+    max_child_share: float = 1.0,
+) -> list[str]:
     """The leading hot bundles (in the detector's order, which takes the freed slots first come first served)
-    whose split can divide their load: a bundle its report shows with one topic cannot be divided by any split
-    point, so the hot bundles from the first such one on get no merge."""
+    whose split can divide their load (module docstring): not one its report shows with a single topic, nor one
+    whose previewed split (``shares``: each child's share of its binding load) leaves a child above
+    ``max_child_share``; the hot bundles from the first that cannot be divided on get no merge."""
     out = []
     for name in hot:
         c = known.get(name)
         if c is not None and c.topics == 1:
+            break
+        split = (shares or {}).get(name)
+        if split is not None and max(split) > max_child_share:
             break
         out.append(name)
     return out
@@ -213,6 +256,7 @@ def _decision(
     p: _Pair,
     unblocks: str,
     hot: Carried | None,
+    shares: tuple[float, ...] | None,
     fraction: float,
     limits: SplitSettings,
 ) -> MergeDecision:
@@ -225,6 +269,8 @@ def _decision(
         if hot is not None
         else f"benefit: {unblocks} can split"
     )
+    if shares is not None:
+        benefit += " into children carrying " + " / ".join(f"{x:.0%}" for x in shares) + " of its load"
     moving = [c for c in p.parts if c.owner is not None and owner is not None and c.owner != owner]
     cost = f"{moving[0].topics} topics move to {owner}" if moving else "no topic changes owner"
     detail = (

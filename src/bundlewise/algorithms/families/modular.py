@@ -40,14 +40,19 @@ from bundlewise.config import Config
 from bundlewise.config.views import LeaderSettings
 from bundlewise.model.bundles import NamespaceBundles
 from bundlewise.model.decisions import Assignment, MergeDecision, SplitDecision, SplitStep, Unload
-from bundlewise.model.load import LoadData
+from bundlewise.model.load import LoadData, NamespaceBundleStats
 from bundlewise.model.names import bundle_namespace, pinned_broker
 from bundlewise.model.policies import NO_POLICIES, PlacementPolicies
 
+SplitPreview = Callable[[str], Sequence[NamespaceBundleStats] | None]
+"""A bundle's owner's answer to "how would you split it now?": each child's load from its topics' stats (the
+configured split algorithm), None when it would not split or is not known."""
 MergePlanner = Callable[
-    [LoadData, Config, Mapping[str, NamespaceBundles], Sequence[SplitDecision]], list[MergeDecision]
+    [LoadData, Config, Mapping[str, NamespaceBundles], Sequence[SplitDecision], SplitPreview | None],
+    list[MergeDecision],
 ]
-"""``(load, config, namespaces' current bundles, split candidates cap aside) -> merges`` (``balanced.merge``)."""
+"""``(load, config, namespaces' current bundles, split candidates cap aside, split preview) -> merges``
+(``balanced.merge``)."""
 
 
 class ModularFamily:
@@ -150,16 +155,19 @@ class ModularFamily:
         config: Config,
         namespaces: Mapping[str, NamespaceBundles],
         merge_load: LoadData | None = None,
+        preview: SplitPreview | None = None,
     ) -> SplitStep:
         """The leader's split check with the strategy's merges first (module docstring).  ``load`` may be cut
-        down to the split candidates; ``merge_load`` (default ``load``) is the full load data the planner reads."""
+        down to the split candidates; ``merge_load`` (default ``load``) is the full load data the planner reads;
+        ``preview``: how each hot bundle's owner would split it (the merge planner merges only for a split that
+        divides the load)."""
         counts = {ns: len(nb) for ns, nb in namespaces.items()}
         if not config.view(LeaderSettings).auto_split or len(load.brokers) < 2:
             return SplitStep()
         candidates = split_candidates(load, config)
         merges: list[MergeDecision] = []
         if self.merges is not None and candidates:
-            merges = self.merges(load if merge_load is None else merge_load, config, namespaces, candidates)
+            merges = self.merges(load if merge_load is None else merge_load, config, namespaces, candidates, preview)
             for m in merges:
                 ns = bundle_namespace(m.bundle)
                 counts[ns] = counts[ns] - len(m.parts) + 1
