@@ -71,10 +71,15 @@ def cut(name: str, duration: str, into: Path) -> Path:
 
 
 def live(scenario: Path, store: str, strategy: str, managers: str, time_scale: int, out: Path) -> dict[str, Any]:
+    """The runs' figures by ``manager/strategy``; a run that failed is ``{"failed": its last line of stderr}``."""
     cmd = [sys.executable, "-m", "bundlewise.cli.main", "live", "up", "--cluster", str(scenario)]
     cmd += ["--strategy", strategy, "--managers", managers, "--time-scale", str(time_scale), "--no-progress"]
     cmd += ["--out", str(out)] + (["--zookeeper"] if store == "zookeeper" else [])
-    subprocess.run(cmd, capture_output=True, text=True, check=True)
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        last = (proc.stderr.strip().splitlines() or [f"exit {proc.returncode}"])[-1]
+        print(f"  failed: {last}", file=sys.stderr, flush=True)
+        return {f"{m}/{strategy}": {"failed": last} for m in managers.split(",")}
     doc: dict[str, Any] = json.loads((out / "summary.json").read_text())
     return doc["strategies"]  # type: ignore[no-any-return]
 
@@ -113,12 +118,14 @@ def main(argv: list[str] | None = None) -> None:
                 for strategy, managers in RUNS:
                     out = Path(tmp) / f"{name}-{store}-{strategy}"
                     for key, m in live(scenario, store, strategy, managers, args.time_scale, out).items():
-                        rows[key] = {k: m[k] for k in (*SHOWN, "double_owner_observations")}
+                        rows[key] = m if "failed" in m else {k: m[k] for k in (*SHOWN, "double_owner_observations")}
                     print(
                         f"{name} {store} {strategy}: done ({time.monotonic() - t0:.0f} s)", file=sys.stderr, flush=True
                     )
                 pairs = []
                 for own, pulsar in PAIRS:
+                    if own not in rows or pulsar not in rows or "failed" in rows[own] or "failed" in rows[pulsar]:
+                        continue
                     live_order = order(rows[own]["load_std_mean"], rows[pulsar]["load_std_mean"])
                     sim_order = order(sim[SIM_NAMES[own]]["load_std_mean"], sim[SIM_NAMES[pulsar]]["load_std_mean"])
                     pairs.append(
@@ -126,8 +133,8 @@ def main(argv: list[str] | None = None) -> None:
                          "same": live_order == sim_order}
                     )  # fmt: skip
                 entry[store] = {"runs": rows, "pairs": pairs, "wall_seconds": round(time.monotonic() - t0)}
-            payload["scenarios"][name] = entry
-    write_result(RESULT, payload, TITLE, markdown)
+                payload["scenarios"][name] = entry
+                write_result(RESULT, payload, TITLE, markdown)  # after every cell: a stopped run keeps what it measured
 
 
 def markdown(payload: dict[str, Any]) -> str:
@@ -146,7 +153,11 @@ def markdown(payload: dict[str, Any]) -> str:
             cells = [f"{sim['load_std_mean']:.4f}", f"{sim['max_load_p99']:.4f}", str(sim["unloads"])]
             doubles = []
             for s in stores:
-                r = entry[s]["runs"][key]
+                r = entry[s]["runs"].get(key, {"failed": "not run"})
+                if "failed" in r:
+                    cells += ["failed", "-", "-"]
+                    doubles.append("-")
+                    continue
                 cells += [f"{r['load_std_mean']:.4f}", f"{r['max_load_p99']:.4f}", str(r["unloads"])]
                 doubles.append(str(r["double_owner_observations"]))
             lines.append(f"| {key} | " + " | ".join(cells) + f" | {', '.join(doubles)} |")

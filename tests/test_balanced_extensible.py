@@ -6,6 +6,7 @@ registration, and the simulator's extensible engine running it."""
 from __future__ import annotations
 
 import random
+from pathlib import Path
 
 import pytest
 
@@ -179,3 +180,20 @@ def test_live_up_runs_the_own_strategy_under_each_manager_as_its_counterpart() -
         assert _manager_entry(MANAGERS["modular"], name).name == "BalancedPlanShedder"
         assert _manager_entry(MANAGERS["extensible"], name).name == "BalancedTransferShedder"
     assert _manager_entry(MANAGERS["extensible"], "AvgShedder").name == "TransferShedder"
+
+
+def test_live_up_takes_an_extensible_strategy_when_only_the_extensible_manager_runs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--strategy TransferShedder --managers extensible`` names no modular run: it is not refused as a modular
+    strategy (the configured manager's run is made only without ``--managers``); the run starts (here it stops
+    at the first check that needs a server: an --out that exists)."""
+    from bundlewise.cli.main import main
+
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "x").write_text("kept")
+    cmd = ["live", "up", "--strategy", "TransferShedder", "--managers", "extensible", "--out", str(out)]
+    assert main(cmd) == 2
+    assert capsys.readouterr().err == f"error: {out}: --out: is not empty; pass --overwrite to replace it\n"
+    assert (out / "x").read_text() == "kept"

@@ -251,14 +251,13 @@ def run_up(args: argparse.Namespace) -> int:
     config = config_over(scenario.config, args)
     strategy = args.strategy or str(config["loadBalancerLoadSheddingStrategy"])
     shedding_entry(strategy)  # an unknown name is refused before anything starts
-    runs: list[tuple[str | None, str, SheddingEntry]] = [  # (key, loadManagerClassName, strategy)
-        (None, str(config["loadManagerClassName"]), _manager_entry(str(config["loadManagerClassName"]), strategy))
-    ]
-    if managers:
-        runs = []
-        for m in managers:
-            entry = _manager_entry(MANAGERS[m], strategy)
-            runs.append((f"{m}/{entry.name}", MANAGERS[m], entry))
+    runs: list[tuple[str | None, str, SheddingEntry]] = []  # (key, loadManagerClassName, strategy)
+    for m in managers:  # each manager's run; without --managers, one run under the configured manager
+        entry = _manager_entry(MANAGERS[m], strategy)
+        runs.append((f"{m}/{entry.name}", MANAGERS[m], entry))
+    if not managers:
+        manager_class = str(config["loadManagerClassName"])
+        runs.append((None, manager_class, _manager_entry(manager_class, strategy)))
     clients = _clients(args, scenario)
     duration = parse_duration(args.duration, "--duration", "<args>") if args.duration else scenario.duration
     if duration <= 0:
