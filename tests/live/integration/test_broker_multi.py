@@ -13,8 +13,11 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
 from broker_harness import FAST, children, follow, get, wait_until
 
+from bundlewise.live.harness.broker_group import SharedProcessError
+from bundlewise.live.harness.cluster import LocalCluster
 from bundlewise.live.harness.servers import EtcdServer, free_port
 from bundlewise.live.store import layout
 
@@ -115,3 +118,21 @@ def test_one_broker_failing_to_start_stops_the_others_with_one_line(etcd_server:
     assert "Traceback" not in out.stderr
     assert len(out.stdout.splitlines()) <= 2  # the first broker may have said it was ready before the others failed
     assert children(store, layout.BROKERS_ROOT) == []
+
+
+def test_a_local_cluster_runs_its_brokers_two_to_a_process(etcd_server: EtcdServer, tmp_path: Path) -> None:
+    c = LocalCluster(5, store_url=etcd_server.url, settings=FAST, work_dir=tmp_path, brokers_per_process=2)
+    try:
+        c.start()
+        assert len(c.brokers) == 5 and [len(g.members) for g in c.groups] == [2, 2, 1]
+        assert [b.pid for b in c.brokers] == [g.pid for g in c.groups for _ in g.members]
+        assert sorted(children(c.store_url, layout.BROKERS_ROOT)) == sorted(b.broker_id for b in c.brokers)
+        r, _ = follow(lookup_url_of(c.brokers[3].web_url, TOPICS[0]))
+        assert r.status_code == 200 and r.json()["httpUrl"] in {b.web_url for b in c.brokers}
+        with pytest.raises(SharedProcessError):
+            c.brokers[0].kill()
+        assert all(b.is_running for b in c.brokers)
+    finally:
+        c.stop()
+    assert not any(g.is_running for g in c.groups)
+    assert children(c.store_url, layout.BROKERS_ROOT) == []

@@ -87,6 +87,7 @@ class LivePlan:
     leader_path: str = layout.LEADER  # the manager's leader node (the extensible one: EXTENSION_LEADER)
     policies: PlacementPolicies = NO_POLICIES  # the scenario's [policies], written where Pulsar keeps them
     clients: ClientsSpec | None = None  # real producers and consumers (the scenario's [clients], the flags)
+    brokers_per_process: int = 1  # the brokers up at time 0, this many to a process (``LocalCluster``)
 
 
 @dataclass
@@ -277,8 +278,20 @@ async def _play(
 
 
 def start_brokers(cluster: LocalCluster, plan: LivePlan, procs: dict[str, BrokerProcess]) -> None:
-    """The brokers up at time 0, started in parallel (each waits for its own readiness)."""
+    """The brokers up at time 0, started in parallel (each waits for its own readiness); with
+    ``brokers_per_process`` K > 1, K to a process, in the scenario's order (the last process may hold fewer)."""
     specs = {b.name: b for b in plan.brokers}
+    k = plan.brokers_per_process
+    if k > 1:
+        chunks = [plan.initial[i : i + k] for i in range(0, len(plan.initial), k)]
+        with ThreadPoolExecutor(max_workers=max(1, len(chunks))) as pool:
+            groups = [
+                (chunk, pool.submit(cluster.add_group, [broker_args(specs[n]) for n in chunk], 120.0 + 10.0 * k))
+                for chunk in chunks
+            ]
+            for chunk, started in groups:
+                procs.update(zip(chunk, started.result(), strict=True))
+        return
     with ThreadPoolExecutor(max_workers=max(1, len(plan.initial))) as pool:
         futures = {
             name: pool.submit(cluster.add_broker, 120.0, None, broker_args(specs[name])) for name in plan.initial
@@ -303,6 +316,7 @@ def run_live(
         workload=plan.workload_path,
         work_dir=plan.work_dir,
         held=True,
+        brokers_per_process=plan.brokers_per_process,
     )
     try:
         cluster.start()
