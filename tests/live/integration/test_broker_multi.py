@@ -14,11 +14,11 @@ import time
 from pathlib import Path
 
 import pytest
-from broker_harness import FAST, children, follow, get, wait_until
+from broker_harness import EXT, FAST, children, follow, get, wait_until
 
 from bundlewise.live.harness.broker_group import SharedProcessError
 from bundlewise.live.harness.cluster import LocalCluster
-from bundlewise.live.harness.servers import EtcdServer, free_port
+from bundlewise.live.harness.servers import EtcdServer, ServerProcess, free_port
 from bundlewise.live.store import layout
 
 NS = "multi/ns"
@@ -44,14 +44,22 @@ def _read_lines(proc: subprocess.Popen[str], n: int, timeout: float) -> list[dic
     return lines
 
 
-def test_three_brokers_in_one_process_serve_own_and_stop_together(etcd_server: EtcdServer, tmp_path: Path) -> None:
-    store = f"{etcd_server.url}/t-multi-{os.getpid()}-{time.monotonic_ns()}"
+@pytest.mark.parametrize(
+    ("server_fixture", "settings"),
+    [("etcd_server", FAST), ("zk_server", EXT)],
+    ids=["etcd-modular", "zk-extensible"],
+)
+def test_three_brokers_in_one_process_serve_own_and_stop_together(
+    server_fixture: str, settings: dict[str, object], tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    server: ServerProcess = request.getfixturevalue(server_fixture)
+    store = f"{server.url}/t-multi-{os.getpid()}-{time.monotonic_ns()}"
     webs = [free_port() for _ in range(3)]
     binaries = [free_port() for _ in range(3)]
     cmd = [sys.executable, "-m", "bundlewise.cli.main", "broker", "--store", store]
     for w, b in zip(webs, binaries, strict=True):
         cmd += ["--web", f"127.0.0.1:{w}", "--broker-service-port", str(b)]
-    for key, value in {**FAST, "defaultNumberOfNamespaceBundles": 16}.items():
+    for key, value in {**settings, "defaultNumberOfNamespaceBundles": 16}.items():
         cmd += ["--set", f"{key}={value}"]
     log = tmp_path / "brokers.log"
     with open(log, "w") as err:
