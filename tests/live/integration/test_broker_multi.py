@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -14,7 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
-from broker_harness import EXT, FAST, children, follow, get, wait_until
+from broker_harness import EXT, FAST, children, follow, get, leftovers, wait_until
 
 from bundlewise.live.harness.broker_group import SharedProcessError
 from bundlewise.live.harness.cluster import LocalCluster
@@ -144,3 +145,20 @@ def test_a_local_cluster_runs_its_brokers_two_to_a_process(etcd_server: EtcdServ
         c.stop()
     assert not any(g.is_running for g in c.groups)
     assert children(c.store_url, layout.BROKERS_ROOT) == []
+
+
+def test_live_up_runs_its_brokers_two_to_a_process(tmp_path: Path) -> None:
+    logs = tmp_path / "logs"
+    cmd = [sys.executable, "-m", "bundlewise.cli.main", "live", "up", "--brokers", "4", "--brokers-per-process", "2"]
+    cmd += ["--duration", "6m", "--no-progress", "--set", "metadataStoreSessionTimeoutMillis=4000"]
+    cmd += ["--keep-logs", str(logs)]
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-3000:]
+    m = next(iter(json.loads(out.stdout)["strategies"].values()))
+    assert m["lookups"] > 0 and m["lookups_failed"] == 0 and m["double_owner_observations"] == 0
+    processes = sorted((logs / "cluster-0").glob("*.log"))
+    ready = [json.loads(line) for p in processes for line in p.read_text().splitlines() if line.startswith("{")]
+    assert len(processes) == 2 and len(ready) == 4  # two processes, two ready lines each
+    assert sorted(len({r["brokerId"] for r in ready if r["pid"] == pid}) for pid in {r["pid"] for r in ready}) == [2, 2]
+    assert len(list((logs / "cluster-0").glob("decisions-*.jsonl"))) == 4
+    assert leftovers(re.search(r"^store: (\S+)$", out.stderr, re.M).group(1)) == []  # type: ignore[union-attr]
