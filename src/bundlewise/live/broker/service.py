@@ -287,7 +287,9 @@ async def run_brokers(options: Sequence[BrokerOptions]) -> int:
     (exit 0).  Each is a whole broker -- its own store session, web and binary listeners, load manager and
     tasks -- run in its own logging context (``live.broker.logcontext``).  The first starts alone, so that it
     wins the leader election as a cluster's first broker does, then the others side by side; when one fails to
-    start, every one started (or starting) is stopped and its error raised.  Each prints its own ready line."""
+    start, every one started (or starting) is stopped and its error raised.  Each prints its own ready line.
+    They stop one after the other, the last started first: stopped side by side, an extensible broker would hand
+    its bundles over to a broker stopping too and wait out the in-flight timeout (30 s by default)."""
     import signal
 
     brokers = [Broker(o) for o in options]
@@ -310,7 +312,9 @@ async def run_brokers(options: Sequence[BrokerOptions]) -> int:
                 raise failed
         await stop.wait()
     finally:
-        await asyncio.gather(*(in_context(b, b.stop) for b in brokers), return_exceptions=True)
+        for b in reversed(brokers):
+            with contextlib.suppress(Exception):
+                await in_context(b, b.stop)
     return 0
 
 
