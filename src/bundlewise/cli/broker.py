@@ -35,9 +35,10 @@ if TYPE_CHECKING:
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "broker",
-        help="run one broker of the live load manager on a metadata store",
+        help="run one broker of the live load manager on a metadata store (or several in one process)",
         description="Run one broker: registration, load reports, leader election, bundle ownership and Pulsar's "
-        "lookup/admin HTTP surface (with /openapi.json and /metrics) on --web.",
+        "lookup/admin HTTP surface (with /openapi.json and /metrics) on --web. --web given several times (each with "
+        "its --broker-service-port) runs that many brokers in this process, each printing its ready line.",
     )
     p.add_argument("--store", required=True, metavar="URL", help="zk://HOST:PORT/CHROOT or etcd://HOST:PORT/PREFIX")
     p.add_argument(
@@ -161,8 +162,9 @@ def start_process() -> None:
 
 def run(args: argparse.Namespace) -> int:
     config = config_from_args(args)
-    slots = broker_slots(args.web, args.broker_service_port, args.cores, args.nic_mbps, args.decisions,
-                         args.load_data_log)  # fmt: skip
+    slots = broker_slots(
+        args.web, args.broker_service_port, args.cores, args.nic_mbps, args.decisions, args.load_data_log
+    )
     check_range(args.time_scale, "--time-scale", *TIME_SCALE)
     for slot in slots:
         check_range(slot.cores, "--cores", *BROKER_BOUNDS["cpu_cores"])
