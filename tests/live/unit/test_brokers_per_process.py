@@ -84,3 +84,16 @@ def test_a_log_record_names_the_broker_whose_context_emitted_it() -> None:
     assert record.broker == "-"
     context_of("127.0.0.1:8080").run(field.filter, record)
     assert record.broker == "127.0.0.1:8080"
+
+
+def test_a_plan_with_kills_is_refused_by_the_harness_too_before_anything_starts() -> None:
+    from bundlewise.live.harness.events import LiveEvent
+    from bundlewise.live.harness.up import LivePlan, run_live
+
+    plan = LivePlan(
+        name="x", brokers=(), initial=(), events=(LiveEvent(60_000, "restart", "broker-1"),), namespaces=(),
+        workload=None, workload_path="", config=None, strategy="ThresholdShedder", time_scale=60.0,
+        duration=60_000, step=60_000, brokers_per_process=2,
+    )  # type: ignore[arg-type]  # fmt: skip
+    with pytest.raises(ValueError, match="1 restart/remove events would signal processes of 2 brokers"):
+        run_live(plan)

@@ -61,6 +61,9 @@ from bundlewise.traffic.clients import ClientsSpec
 from bundlewise.traffic.cost import BrokerSpec
 from bundlewise.traffic.workload import Workload
 
+SIGNALLED = ("restart", "remove")
+"""Events that SIGKILL or SIGTERM a broker's process: refused when a process runs several brokers."""
+
 SAMPLE_GRACE_SECONDS = 15.0
 """How long the end of a run waits for the sampler to finish its last tick (real seconds)."""
 
@@ -305,6 +308,11 @@ def run_live(
 ) -> tuple[LiveRun, Path]:
     """Play ``plan`` for real; everything started is stopped before this returns or raises.  Returns the
     run and the cluster's working directory (the brokers' logs and decision files; the caller removes it)."""
+    signalled = [e for e in plan.events if e.action in SIGNALLED]
+    if plan.brokers_per_process > 1 and signalled:  # the command line refuses it first (``cli.live``)
+        raise ValueError(
+            f"{len(signalled)} restart/remove events would signal processes of {plan.brokers_per_process} brokers"
+        )
     creds = credentials(plan.authentication)
     settings = {**plan.settings, **creds.settings}
     cluster = LocalCluster(
