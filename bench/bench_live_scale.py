@@ -1,7 +1,7 @@
 """Many live brokers on one machine: what each costs and what they ask of the store (issue 29 items 3-4).
 
 ``python -m bench live_scale [--brokers 10,50,100] [--stores etcd,zk] [--managers modular,extensible]
-[--window 60] [--time-scale 60]``
+[--brokers-per-process 1,10] [--idle] [--window 60] [--time-scale 60]``
 
 Per cell (brokers x store x manager) one store is started (``LocalCluster``), then the brokers one after the
 other, all playing the default scenario's workload (its first hour) at ``--time-scale``.  This process looks up
@@ -18,6 +18,11 @@ one topic of every workload bundle so that bundles get owners, then, for ``--win
 * reads each broker's memory from ``/proc``: resident (RSS), proportional (PSS: shared pages divided among the
   processes that map them) and private (USS: what this broker alone costs), and the CPU every broker and the
   store used during the window.
+
+``--brokers-per-process K`` runs a cell's N brokers K to a process (``LocalCluster(brokers_per_process=K)``:
+``bundlewise broker`` with ``--web`` repeated), N/K processes; memory and CPU are then read per process and the
+per-broker figures are a process's divided by the brokers it runs; the totals (RSS, PSS of all processes) compare
+the layouts directly.  ``--idle`` gives the brokers no workload.
 
 Rates are per wall second at the run's time scale: Pulsar's intervals run ``--time-scale`` times faster, so
 the store traffic of a real cluster of that size is about the figure divided by the time scale.
@@ -62,6 +67,12 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--brokers", default="10,50,100", help="broker counts, comma-separated (10,50,100)")
     p.add_argument("--stores", default="etcd,zk", help="etcd, zk or both (etcd,zk)")
     p.add_argument("--managers", default="modular,extensible", help="modular, extensible or both")
+    p.add_argument(
+        "--brokers-per-process",
+        default="1",
+        help="brokers to a process, comma-separated: each cell runs once per value (1)",
+    )
+    p.add_argument("--idle", action="store_true", help="no workload: the brokers only register, report and lead")
     p.add_argument("--window", type=float, default=60.0, help="measured wall seconds per cell (60)")
     p.add_argument("--time-scale", type=float, default=60.0, help="the brokers' --time-scale (60)")
     p.add_argument(
@@ -174,25 +185,30 @@ def cell(
     trace: str,
     topics: list[str],
     start_budget: float = 600.0,
+    per_process: int = 1,
+    idle: bool = False,
 ) -> dict[str, Any]:
     settings = {"loadManagerClassName": MANAGERS[manager], "metadataStoreSessionTimeoutMillis": 10_000}
-    cluster = LocalCluster(0, backend=store, settings=settings, time_scale=time_scale, workload=trace)
-    row: dict[str, Any] = {"brokers": brokers, "store": store, "manager": manager, "time_scale": time_scale}
+    cluster = LocalCluster(0, backend=store, settings=settings, time_scale=time_scale, workload=None if idle else trace)
+    row: dict[str, Any] = {
+        "brokers": brokers,
+        "store": store,
+        "manager": manager,
+        "time_scale": time_scale,
+        "brokers_per_process": per_process,
+        "workload": "none" if idle else "default",
+    }
     try:
         cluster.start()
         t0 = time.perf_counter()
-        for i in range(brokers):
-            if time.perf_counter() - t0 > start_budget:
-                raise TimeoutError(f"only {i} of {brokers} brokers up after {time.perf_counter() - t0:.0f} s")
-            cluster.add_broker(timeout=120)
-            if (i + 1) % 10 == 0:
-                print(f"   {i + 1}/{brokers} brokers up ({time.perf_counter() - t0:.0f} s)", flush=True)
+        _start(cluster, brokers, per_process, start_budget, t0)
         row["start_seconds"] = round(time.perf_counter() - t0, 1)
         with httpx.Client() as client:
             owners = _owners(client, cluster.brokers[0].web_url, topics)
             row["owned_topics"] = len(owners)
             row["calibration_ms"] = _quantiles(_timed_lookups(client, owners, min(10.0, window / 6)))
-            pids = [b.pid for b in cluster.brokers if b.pid is not None]
+            pids = sorted({b.pid for b in cluster.brokers if b.pid is not None})  # each process once
+            share = {p: sum(1 for b in cluster.brokers if b.pid == p) for p in pids}
             server_pid = cluster.server.pid if cluster.server is not None else None
             before = [_metrics(client, b.web_url) for b in cluster.brokers]
             cpu0 = sum(_cpu_seconds(p) for p in pids)
@@ -203,7 +219,8 @@ def cell(
             after = [_metrics(client, b.web_url) for b in cluster.brokers]
             cpu1 = sum(_cpu_seconds(p) for p in pids)
             store_cpu1 = _cpu_seconds(server_pid) if server_pid else 0.0
-        mem = [_memory(p) for p in pids]
+        proc_mem = [_memory(p) for p in pids]
+        mem = [{k: v / share[p] for k, v in m.items()} for p, m in zip(pids, proc_mem, strict=True)]  # a broker's
 
         def per_broker_rate(name: str) -> float:
             deltas = [a.get(name, 0.0) - b.get(name, 0.0) for a, b in zip(after, before, strict=True)]
@@ -216,7 +233,11 @@ def cell(
             pss_mb_median=round(statistics.median(m["pss"] for m in mem), 1),
             uss_mb_median=round(statistics.median(m["uss"] for m in mem), 1),
             uss_mb_max=round(max(m["uss"] for m in mem), 1),
-            brokers_pss_gb=round(sum(m["pss"] for m in mem) / 1024, 2),
+            brokers_pss_gb=round(sum(m["pss"] for m in proc_mem) / 1024, 2),
+            processes=len(pids),
+            rss_total_mb=round(sum(m["rss"] for m in proc_mem), 1),
+            pss_total_mb=round(sum(m["pss"] for m in proc_mem), 1),
+            uss_total_mb=round(sum(m["uss"] for m in proc_mem), 1),
             puts_per_s_per_broker=per_broker_rate("bundlewise_metadata_store_puts"),
             put_kb_per_s_per_broker=round(per_broker_rate("bundlewise_metadata_store_put_bytes") / 1024, 2),
             deletes_per_s_per_broker=per_broker_rate("bundlewise_metadata_store_deletes"),
@@ -245,9 +266,26 @@ def cell(
     return row
 
 
+def _start(cluster: LocalCluster, brokers: int, per_process: int, budget: float, t0: float) -> None:
+    """Start ``brokers`` brokers one process after the other, ``per_process`` to a process."""
+    up = 0
+    while up < brokers:
+        if time.perf_counter() - t0 > budget:
+            raise TimeoutError(f"only {up} of {brokers} brokers up after {time.perf_counter() - t0:.0f} s")
+        k = min(per_process, brokers - up)
+        if per_process == 1:
+            cluster.add_broker(timeout=120)
+        else:
+            cluster.add_group([()] * k, timeout=120 + 10 * k)
+        if (up + k) // 10 > up // 10:
+            print(f"   {up + k}/{brokers} brokers up ({time.perf_counter() - t0:.0f} s)", flush=True)
+        up += k
+
+
 def markdown(payload: dict[str, Any]) -> str:
     head = (
-        "| brokers | store | manager | time scale | start s | RSS / PSS / USS MB (median) | all brokers PSS GB "
+        "| brokers | per process | workload | store | manager | time scale | start s "
+        "| RSS / PSS / USS MB per broker (median) | all processes RSS / PSS MB "
         "| puts/s | put KB/s | deletes/s | notifications/s | brokers CPU % | store CPU % | leader decision ms "
         "| lookup p50 / p99 ms (n; calibration p50 / p99, n) |"
     )
@@ -263,20 +301,30 @@ def markdown(payload: dict[str, Any]) -> str:
     for r in payload["rows"]:
         if "error" in r:
             lines.append(
-                f"| {r['brokers']} | {r['store']} | {r['manager']} | {r.get('time_scale', '')} | failed: {r['error']} |"
+                f"| {r['brokers']} | {r.get('brokers_per_process', 1)} | {r.get('workload', 'default')} "
+                f"| {r['store']} | {r['manager']} | {r.get('time_scale', '')} | failed: {r['error']} |"
             )
             continue
         lk, cal = r["lookup_ms"], r["calibration_ms"]
         lines.append(
-            f"| {r['brokers']} | {r['store']} | {r['manager']} | {r.get('time_scale', payload['time_scale'])} "
+            f"| {r['brokers']} | {r.get('brokers_per_process', 1)} | {r.get('workload', 'default')} "
+            f"| {r['store']} | {r['manager']} | {r.get('time_scale', payload['time_scale'])} "
             f"| {r['start_seconds']} "
-            f"| {r['rss_mb_median']} / {r['pss_mb_median']} / {r['uss_mb_median']} | {r['brokers_pss_gb']} "
+            f"| {r['rss_mb_median']} / {r['pss_mb_median']} / {r['uss_mb_median']} "
+            f"| {_totals(r)} "
             f"| {r['puts_per_s_per_broker']} | {r['put_kb_per_s_per_broker']} | {r['deletes_per_s_per_broker']} "
             f"| {r['notifications_per_s_per_broker']} | {r['brokers_cpu_percent']} | {r['store_cpu_percent']} "
             f"| {r['leader_decision_ms']} | {lk['p50']} / {lk['p99']} (n {lk['n']}; {cal['p50']} / {cal['p99']}, "
             f"n {cal['n']}) |"
         )
     return "\n".join(lines) + "\n"
+
+
+def _totals(r: dict[str, Any]) -> str:
+    """All processes' RSS / PSS in MB (rows from before the layouts were measured: PSS alone, from its GB)."""
+    if "rss_total_mb" in r:
+        return f"{r['rss_total_mb']:,.0f} / {r['pss_total_mb']:,.0f}"
+    return f"- / {r['brokers_pss_gb'] * 1024:,.0f}"
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -297,25 +345,34 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def _cells(args: argparse.Namespace, trace: str, topics: list[str], rows: list[dict[str, Any]]) -> None:
+    layouts = [int(x) for x in args.brokers_per_process.split(",")]
     for brokers in (int(x) for x in args.brokers.split(",")):
         for store in args.stores.split(","):
             for manager in args.managers.split(","):
-                print(f"== {brokers} brokers, {store}, {manager}", flush=True)
-                try:
-                    row = cell(brokers, store, manager, args.window, args.time_scale, trace, topics, args.start_budget)
-                except Exception as e:  # a cell that cannot run is a figure too
-                    row = {"brokers": brokers, "store": store, "manager": manager, "error": f"{type(e).__name__}: {e}"}
-                print("   " + " ".join(f"{k}={v}" for k, v in row.items()), flush=True)
-                rows.append(row)
-                _write(args, rows)  # after every cell: a long run stopped early keeps what it measured
+                for k in layouts:
+                    print(f"== {brokers} brokers ({k} per process), {store}, {manager}", flush=True)
+                    try:
+                        row = cell(
+                            brokers, store, manager, args.window, args.time_scale, trace, topics, args.start_budget,
+                            k, args.idle,
+                        )  # fmt: skip
+                    except Exception as e:  # a cell that cannot run is a figure too
+                        row = {
+                            "brokers": brokers, "store": store, "manager": manager, "brokers_per_process": k,
+                            "workload": "none" if args.idle else "default", "error": f"{type(e).__name__}: {e}",
+                        }  # fmt: skip
+                    print("   " + " ".join(f"{k}={v}" for k, v in row.items()), flush=True)
+                    rows.append(row)
+                    _write(args, rows)  # after every cell: a long run stopped early keeps what it measured
 
 
 def _write(args: argparse.Namespace, rows: list[dict[str, Any]]) -> None:
     payload = {
         "note": (
-            f"{os.cpu_count()} CPUs; the default scenario's workload (first {WORKLOAD_MINUTES} min) at "
-            f"each row's --time-scale; {args.window:.0f} s measured per cell after the brokers started and "
-            f"every workload bundle was assigned; lookups {LOOKUP_RATE:.0f}/s from the benchmark's process"
+            f"{os.cpu_count()} CPUs; the default scenario's workload (first {WORKLOAD_MINUTES} min; none where the "
+            f"row says so) at each row's --time-scale; N brokers in N / (per process) processes; "
+            f"{args.window:.0f} s measured per cell after the brokers started and every workload bundle was assigned; "
+            f"lookups {LOOKUP_RATE:.0f}/s from the benchmark's process"
         ),
         "time_scale": args.time_scale,
         "rows": rows,

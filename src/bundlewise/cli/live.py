@@ -1,8 +1,8 @@
 """``bundlewise live up | status | advise``: the live load manager run, inspected and advised (docs/live/).
 
-* ``live up [--store URL] [--brokers N | --cluster CLUSTER.toml] [--workload TRACE] [--strategy NAME]
-  [--time-scale K] [--duration D] [--managers modular,extensible] [--out DIR [--overwrite]] [--zookeeper]
-  [--no-auth] [--producers N] [--consumers N] [--topics N] [--publish-rate R] [--message-size B]
+* ``live up [--store URL] [--brokers N | --cluster CLUSTER.toml] [--brokers-per-process K] [--workload TRACE]
+  [--strategy NAME] [--time-scale K] [--duration D] [--managers modular,extensible] [--out DIR [--overwrite]]
+  [--zookeeper] [--no-auth] [--producers N] [--consumers N] [--topics N] [--publish-rate R] [--message-size B]
   [--subscription-type T] [--[no-]batching] [--config F] [--set K=V]``: a scenario played on a real store and real
   broker processes (``live.harness.up``); stdout gets ``summary.json``'s document, stderr a progress line, the admin
   token, then the comparison table. ``loadManagerClassName`` picks the load manager; ``--managers`` plays the
@@ -17,6 +17,8 @@
   whole scenario (``live.harness.clients``) and ``summary.json`` gets what they saw (``CLIENT_METRIC_KEYS``,
   the loss check among them); their brokers keep persistent topics in file storage
   (``bundlewiseManagedLedgerStorage=file`` unless ``--set`` says otherwise), so a killed owner loses nothing.
+  ``--brokers-per-process K`` starts the brokers up at time 0 K to a process (``LocalCluster(brokers_per_process=K)``);
+  a scenario with ``restart`` or ``remove`` events is refused with K > 1 (the signal would reach the whole process).
 * ``live status --store URL [--format json|table]``: brokers, leader, load and bundles, read from the store
   alone (``live.inspect.status``).
 * ``live advise --store URL [--strategy NAME] [--format table|json|admin]``: what the strategy would unload on
@@ -80,6 +82,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         type=int,
         metavar="N",
         help="brokers at the start (default: the scenario's; 3)",
+    )
+    up.add_argument(
+        "--brokers-per-process",
+        type=int,
+        default=1,
+        metavar="K",
+        help="run the starting brokers K to a process (bundlewise broker with --web repeated; 1). A scenario that "
+        "kills or stops a broker (restart, remove) needs 1: a signal reaches every broker of its process",
     )
     up.add_argument("--cluster", metavar="CLUSTER.toml", help="scenario file or bundled name (default: default)")
     up.add_argument("--workload", metavar="TRACE", help="topic-samples trace: Parquet, CSV or JSON Lines")
@@ -193,6 +203,22 @@ def _plan_scenario(args: argparse.Namespace) -> Scenario:
     return scenario
 
 
+MAX_PER_PROCESS = 100
+SIGNALLED = ("restart", "remove")  # events that SIGKILL or SIGTERM a broker's process
+
+
+def _check_per_process(k: int, scenario: Scenario) -> None:
+    """Refuse ``--brokers-per-process`` > 1 with a scenario whose events signal a broker's process: the signal
+    would take down every broker of that process, not the one the scenario names."""
+    signalled = [e for e in scenario.events if e.action in SIGNALLED]
+    if k > 1 and signalled:
+        raise InputError(
+            f"expected 1 with a scenario that kills or stops brokers ({len(signalled)} restart/remove events: "
+            f"the signal would reach all {k} brokers of the process), got {k}",
+            field="--brokers-per-process",
+        )
+
+
 STORAGE_KEY = "bundlewiseManagedLedgerStorage"
 MANAGERS = {"modular": IMPL + "ModularLoadManagerImpl", "extensible": EXTENSIBLE_LOAD_MANAGER}
 
@@ -246,8 +272,10 @@ def _clients(args: argparse.Namespace, scenario: Scenario) -> ClientsSpec | None
 def run_up(args: argparse.Namespace) -> int:
     check_range(args.time_scale, "--time-scale", *TIME_SCALE)
     check_range(args.brokers, "--brokers", 1, 1000)
+    check_range(args.brokers_per_process, "--brokers-per-process", 1, MAX_PER_PROCESS)
     managers = _managers(args)
     scenario = _plan_scenario(args)
+    _check_per_process(args.brokers_per_process, scenario)
     config = config_over(scenario.config, args)
     strategy = args.strategy or str(config["loadBalancerLoadSheddingStrategy"])
     shedding_entry(strategy)  # an unknown name is refused before anything starts
@@ -324,6 +352,7 @@ def run_up(args: argparse.Namespace) -> int:
                     leader_path=layout.EXTENSION_LEADER if extensible else layout.LEADER,
                     policies=scenario.policies,
                     clients=clients,
+                    brokers_per_process=args.brokers_per_process,
                 )
                 run, _ = run_live(plan, progress=not args.no_progress, on_ready=ready)
                 results.append(build_result(run, key))

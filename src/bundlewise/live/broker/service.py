@@ -1,4 +1,5 @@
-"""One broker process (``PulsarService``): the composition of everything a broker runs.
+"""One broker (``PulsarService``): the composition of everything a broker runs; ``run_brokers`` runs one or
+several of them in one process and event loop.
 
 ``Broker.start`` follows ``PulsarService#start``: open the metadata store (the session every ephemeral
 node of this broker belongs to; credentials from the store URL), build the namespace bundles cache and the
@@ -29,7 +30,7 @@ import os
 import socket
 import sys
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import IO, Any
@@ -46,6 +47,7 @@ from bundlewise.live.broker.binary import BinaryService, start_binary
 from bundlewise.live.broker.clock import PulsarClock
 from bundlewise.live.broker.constraints import ConstraintsCache
 from bundlewise.live.broker.extensible import ExtensibleLoadManager
+from bundlewise.live.broker.logcontext import context_of
 from bundlewise.live.broker.manager import BrokerContext, LoadManager
 from bundlewise.live.broker.modular import ModularLoadManager
 from bundlewise.live.broker.namespace import NamespaceService
@@ -81,6 +83,7 @@ class BrokerOptions:
     time_start_file: Path | None = None
     decisions: Path | None = None
     load_data_log: Path | None = None
+    process_share: int = 1  # brokers running in this process (``run_brokers``): its memory is split among them
 
 
 class JsonLines:
@@ -115,6 +118,7 @@ class Broker:
         self.traffic = EmulatedTraffic(spec, self.clock, options.workload)
         self.decisions = JsonLines(options.decisions)
         self.load_data_log = JsonLines(options.load_data_log)
+        self.log_context = context_of(self.identity.broker_id)  # its tasks log under its id (``run_brokers``)
         self.started = False
         self.closing = False
         self._server: Any = None
@@ -151,7 +155,7 @@ class Broker:
             stats = self.traffic.with_real(stats, self.binary.traffic())
         settings = self.config.view(BrokerSettings)
         report = LocalBrokerData.of_stats(
-            replace(self.traffic.resources(stats), memory=process_memory()),
+            replace(self.traffic.resources(stats), memory=process_memory(self.options.process_share)),
             stats,
             brokerVersionString=values.BROKER_VERSION,
             loadManagerClassName=settings.load_manager_class,
@@ -275,25 +279,51 @@ class Broker:
 
 async def run_broker(options: BrokerOptions) -> int:
     """Run one broker until SIGTERM/SIGINT (graceful stop, exit 0)."""
+    return await run_brokers([options])
+
+
+async def run_brokers(options: Sequence[BrokerOptions]) -> int:
+    """Run several brokers in this process and event loop until SIGTERM/SIGINT, then stop them all gracefully
+    (exit 0).  Each is a whole broker -- its own store session, web and binary listeners, load manager and
+    tasks -- run in its own logging context (``live.broker.logcontext``).  The first starts alone, so that it
+    wins the leader election as a cluster's first broker does, then the others side by side; when one fails to
+    start, every one started (or starting) is stopped and its error raised.  Each prints its own ready line.
+    They stop one after the other, the last started first: stopped side by side, an extensible broker would hand
+    its bundles over to a broker stopping too and wait out the in-flight timeout (30 s by default)."""
     import signal
 
-    broker = Broker(options)
+    brokers = [Broker(o) for o in options]
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
+
+    def in_context(broker: Broker, work: Callable[[], Coroutine[Any, Any, None]]) -> asyncio.Task[None]:
+        return loop.create_task(work(), name=f"broker {broker.identity.broker_id}", context=broker.log_context)
+
     try:
-        await broker.start()
+        if brokers:
+            await in_context(brokers[0], brokers[0].start)
+        rest = [in_context(b, b.start) for b in brokers[1:]]
+        if rest:
+            done = await asyncio.gather(*rest, return_exceptions=True)
+            failed = next((e for e in done if isinstance(e, BaseException)), None)
+            if failed is not None:
+                raise failed
         await stop.wait()
     finally:
-        await broker.stop()
+        for b in reversed(brokers):
+            with contextlib.suppress(Exception):
+                await in_context(b, b.stop)
     return 0
 
 
-def process_memory() -> ResourceUsage:
+def process_memory(share: int = 1) -> ResourceUsage:
     """This process's memory as Pulsar reports the JVM heap (``LoadManagerShared#getSystemResourceUsage``):
     usage and limit in MiB -- the resident set and the machine's physical memory here (``{0, 0}`` where
-    ``/proc`` is not available).  Its weight defaults to 0, so it informs operators, not the balancer."""
+    ``/proc`` is not available).  Its weight defaults to 0, so it informs operators, not the balancer.
+    With ``share`` brokers in the process each reports the resident set divided by ``share``: the sum over
+    the process's brokers is the process's resident set."""
     try:
         with open("/proc/self/statm") as f:
             resident_pages = int(f.read().split()[1])
@@ -301,4 +331,4 @@ def process_memory() -> ResourceUsage:
         total = os.sysconf("SC_PHYS_PAGES") * page
     except (OSError, ValueError, IndexError):
         return ResourceUsage()
-    return ResourceUsage(resident_pages * page / MIB, total / MIB)
+    return ResourceUsage(resident_pages * page / MIB / max(1, share), total / MIB)

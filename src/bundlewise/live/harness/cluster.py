@@ -23,6 +23,10 @@ with LocalCluster(3, backend="etcd", settings={"metadataStoreSessionTimeoutMilli
   (the shared ledgers when ``bundlewiseManagedLedgerStorage=file``).
 * ``start()`` starts the first broker alone, so that it wins the leader election, then the others side by
   side; ``brokers`` keeps that order.
+* ``brokers_per_process=K`` (> 1) runs the brokers K to a process (``live.harness.broker_group``: one
+  ``bundlewise broker`` with ``--web`` repeated; ``add_group`` starts one more such process); such a broker
+  refuses a fault of its own (kill, pause, stop: they would reach every broker of its process), and
+  ``add_broker`` still starts a broker in a process of its own.
 * Everything is stopped by PID -- on ``stop()``, on leaving the ``with`` block, at interpreter exit and
   on SIGTERM (``live.harness.servers.process``).
 """
@@ -31,19 +35,18 @@ from __future__ import annotations
 
 import contextlib
 import shutil
-import sys
 import tempfile
 import time
-import urllib.error
-import urllib.request
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
 from bundlewise.live.broker.clock import PulsarClock
+from bundlewise.live.harness.broker_group import BrokerGroup, GroupedBroker
+from bundlewise.live.harness.broker_process import BrokerProcess
 from bundlewise.live.harness.servers import (
     EtcdServer,
     ServerInUseError,
@@ -54,76 +57,9 @@ from bundlewise.live.harness.servers import (
 )
 from bundlewise.live.harness.servers.process import PORT_ATTEMPTS
 
+__all__ = ["LEDGER_DATA", "BrokerGroup", "BrokerProcess", "LocalCluster", "copy_logs"]
+
 LEDGER_DATA = "ledger-data"  # the folder of a cluster's shared ledgers (file storage)
-
-
-class BrokerProcess(ServerProcess):
-    """One ``bundlewise broker`` process (``ServerProcess``: start, pause, resume, kill, stop by PID)."""
-
-    name = "broker"
-
-    def __init__(
-        self,
-        store_url: str,
-        *,
-        log_dir: Path,
-        settings: Mapping[str, Any] | None = None,
-        args: tuple[str, ...] = (),
-        port: int | None = None,
-        host: str = "127.0.0.1",
-    ) -> None:
-        super().__init__(data_dir=log_dir, port=port, host=host)
-        self.exclusive_data_dir = False  # the brokers of one cluster share its log directory
-        self.store_url = store_url
-        self.settings = dict(settings or {})
-        self.args = args
-        self.wrapper: list[str] = []  # a command the broker runs under (``env LD_PRELOAD=… FAKETIME=…``, which execs)
-
-    @property
-    def broker_id(self) -> str:
-        return f"{self.host}:{self.port}"
-
-    @property
-    def web_url(self) -> str:
-        return f"http://{self.host}:{self.port}"
-
-    @property
-    def url(self) -> str:
-        return self.web_url
-
-    @property
-    def log_path(self) -> Path:
-        return self.data_dir / f"{self.port}.log"
-
-    @property
-    def decisions_path(self) -> Path:
-        return self.data_dir / f"decisions-{self.port}.jsonl"
-
-    @property
-    def load_data_path(self) -> Path:
-        return self.data_dir / f"load-data-{self.port}.jsonl"
-
-    def _command(self) -> list[str]:
-        cmd = [sys.executable, "-m", "bundlewise.cli.main", "broker", "--store", self.store_url]
-        cmd += ["--web", self.broker_id, "--decisions", str(self.decisions_path)]
-        cmd += ["--load-data-log", str(self.load_data_path)]
-        for key, value in self.settings.items():
-            text = (
-                ",".join(value)
-                if isinstance(value, list | tuple)
-                else str(value).lower()
-                if isinstance(value, bool)
-                else str(value)
-            )
-            cmd += ["--set", f"{key}={text}"]
-        return [*self.wrapper, *cmd, *self.args]
-
-    def _answers(self) -> bool:
-        try:
-            with urllib.request.urlopen(self.web_url + "/admin/v2/brokers/ready", timeout=1.0) as resp:
-                return bool(resp.status == 200)
-        except urllib.error.HTTPError:
-            return False
 
 
 class LocalCluster:
@@ -139,8 +75,12 @@ class LocalCluster:
         work_dir: str | Path | None = None,
         broker_args: tuple[str, ...] = (),
         held: bool = False,
+        brokers_per_process: int = 1,
     ) -> None:
+        if brokers_per_process < 1:
+            raise ValueError(f"brokers_per_process must be >= 1, got {brokers_per_process}")
         self.n = brokers
+        self.per_process = brokers_per_process
         self.backend = backend
         self.settings = dict(settings or {})
         self.time_scale = time_scale
@@ -156,6 +96,7 @@ class LocalCluster:
         self.held = held  # Pulsar time stands at the origin until ``release_time``
         self.start_ms: int | None = None
         self.brokers: list[BrokerProcess] = []
+        self.groups: list[BrokerGroup] = []  # processes running several brokers (``brokers_per_process`` > 1)
 
     @property
     def store_url(self) -> str:
@@ -199,6 +140,8 @@ class LocalCluster:
             self.server = ZooKeeperServer() if self.backend == "zk" else EtcdServer()
             self.server.start()
             self._base_url = self.server.url
+        if self.per_process > 1:
+            return self._start_groups(timeout)
         if self.n > 0:
             self.add_broker(timeout=timeout)  # alone first: the first broker up wins the leader election
         with ThreadPoolExecutor(max_workers=max(1, self.n - 1)) as pool:  # the others side by side
@@ -212,6 +155,59 @@ class LocalCluster:
         if failed is not None:
             raise failed
         return self
+
+    def _start_groups(self, timeout: float) -> LocalCluster:
+        """``n`` brokers in processes of ``per_process`` brokers (the last one may hold fewer): the first process
+        alone (its first broker starts alone, so it wins the leader election), then the others side by side."""
+        sizes = [min(self.per_process, self.n - i) for i in range(0, self.n, self.per_process)]
+        if sizes:
+            self.add_group([()] * sizes[0], timeout)
+        with ThreadPoolExecutor(max_workers=max(1, len(sizes) - 1)) as pool:
+            starting = [pool.submit(self._start_group, [()] * k, timeout) for k in sizes[1:]]
+        failed: BaseException | None = None
+        for f in starting:
+            try:
+                self._keep(f.result())
+            except BaseException as e:
+                failed = failed or e
+        if failed is not None:
+            raise failed
+        return self
+
+    def add_group(self, member_args: Sequence[tuple[str, ...]], timeout: float = 120.0) -> list[BrokerProcess]:
+        """Start one process running ``len(member_args)`` brokers, each with its own flags (``("--cores",
+        "16")``; every broker the same flags, with its own values) on top of the cluster's; its brokers, in
+        order.  Ports are chosen here, and chosen again when one is taken before the process binds it."""
+        group = self._start_group(member_args, timeout)
+        self._keep(group)
+        return list(group.members)
+
+    def _keep(self, group: BrokerGroup) -> None:
+        self.groups.append(group)
+        self.brokers.extend(group.members)
+
+    def _start_group(self, member_args: Sequence[tuple[str, ...]], timeout: float) -> BrokerGroup:
+        for attempt in range(PORT_ATTEMPTS):
+            settings = {"bundlewiseLedgerDataDir": str(self.data_dir), **self.settings}
+            members = [
+                GroupedBroker(
+                    self.store_url,
+                    log_dir=self.dir,
+                    settings={**settings, "brokerServicePort": free_port()},
+                    args=args,
+                    port=free_port(),
+                )
+                for args in member_args
+            ]
+            group = BrokerGroup(self.store_url, members, log_dir=self.dir, settings=settings, args=self._broker_args())
+            try:
+                group.start(timeout)
+            except ServerStartError as e:
+                if not (isinstance(e, ServerInUseError) or "in use" in str(e)) or attempt == PORT_ATTEMPTS - 1:
+                    raise
+                continue
+            return group
+        raise AssertionError("unreachable")
 
     def add_broker(
         self,
@@ -265,8 +261,12 @@ class LocalCluster:
         to brokers also stopping wait out their timeouts: ~6 s instead of ~2 s for three), then the store
         when the cluster started it."""
         for b in self.brokers:
+            if not isinstance(b, GroupedBroker):
+                with contextlib.suppress(Exception):
+                    b.stop()
+        for g in self.groups:  # each process with all its brokers
             with contextlib.suppress(Exception):
-                b.stop()
+                g.stop()
         if self.server is not None:
             with contextlib.suppress(Exception):
                 self.server.cleanup()

@@ -61,6 +61,9 @@ from bundlewise.traffic.clients import ClientsSpec
 from bundlewise.traffic.cost import BrokerSpec
 from bundlewise.traffic.workload import Workload
 
+SIGNALLED = ("restart", "remove")
+"""Events that SIGKILL or SIGTERM a broker's process: refused when a process runs several brokers."""
+
 SAMPLE_GRACE_SECONDS = 15.0
 """How long the end of a run waits for the sampler to finish its last tick (real seconds)."""
 
@@ -87,6 +90,7 @@ class LivePlan:
     leader_path: str = layout.LEADER  # the manager's leader node (the extensible one: EXTENSION_LEADER)
     policies: PlacementPolicies = NO_POLICIES  # the scenario's [policies], written where Pulsar keeps them
     clients: ClientsSpec | None = None  # real producers and consumers (the scenario's [clients], the flags)
+    brokers_per_process: int = 1  # the brokers up at time 0, this many to a process (``LocalCluster``)
 
 
 @dataclass
@@ -277,8 +281,20 @@ async def _play(
 
 
 def start_brokers(cluster: LocalCluster, plan: LivePlan, procs: dict[str, BrokerProcess]) -> None:
-    """The brokers up at time 0, started in parallel (each waits for its own readiness)."""
+    """The brokers up at time 0, started in parallel (each waits for its own readiness); with
+    ``brokers_per_process`` K > 1, K to a process, in the scenario's order (the last process may hold fewer)."""
     specs = {b.name: b for b in plan.brokers}
+    k = plan.brokers_per_process
+    if k > 1:
+        chunks = [plan.initial[i : i + k] for i in range(0, len(plan.initial), k)]
+        with ThreadPoolExecutor(max_workers=max(1, len(chunks))) as pool:
+            groups = [
+                (chunk, pool.submit(cluster.add_group, [broker_args(specs[n]) for n in chunk], 120.0 + 10.0 * k))
+                for chunk in chunks
+            ]
+            for chunk, started in groups:
+                procs.update(zip(chunk, started.result(), strict=True))
+        return
     with ThreadPoolExecutor(max_workers=max(1, len(plan.initial))) as pool:
         futures = {
             name: pool.submit(cluster.add_broker, 120.0, None, broker_args(specs[name])) for name in plan.initial
@@ -292,6 +308,11 @@ def run_live(
 ) -> tuple[LiveRun, Path]:
     """Play ``plan`` for real; everything started is stopped before this returns or raises.  Returns the
     run and the cluster's working directory (the brokers' logs and decision files; the caller removes it)."""
+    signalled = [e for e in plan.events if e.action in SIGNALLED]
+    if plan.brokers_per_process > 1 and signalled:  # the command line refuses it first (``cli.live``)
+        raise ValueError(
+            f"{len(signalled)} restart/remove events would signal processes of {plan.brokers_per_process} brokers"
+        )
     creds = credentials(plan.authentication)
     settings = {**plan.settings, **creds.settings}
     cluster = LocalCluster(
@@ -303,6 +324,7 @@ def run_live(
         workload=plan.workload_path,
         work_dir=plan.work_dir,
         held=True,
+        brokers_per_process=plan.brokers_per_process,
     )
     try:
         cluster.start()

@@ -19,6 +19,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -82,6 +83,9 @@ class ZooKeeperStore(BaseStore):
         self._root = url.root
         self._op_timeout = operation_timeout
         self._loop = asyncio.get_running_loop()
+        # kazoo's thread hands notifications back in the context of whoever connected (several brokers in one
+        # process each log under their own id: live.broker.logcontext)
+        self._context = contextvars.copy_context()
         auth = [("digest", f"{url.username}:{url.password}")] if url.username else None
         self._acl = (
             [make_digest_acl(url.username, url.password or "", all=True), make_acl("world", "anyone", read=True)]
@@ -175,15 +179,17 @@ class ZooKeeperStore(BaseStore):
         kind = _EVENT_TYPES.get(type_code)
         path = self._rel(zk_path)
         if kind is not None and path is not None and not self._closed:
-            self._loop.call_soon_threadsafe(self._notify_with_parent, kind, path)
+            self._loop.call_soon_threadsafe(self._notify_with_parent, kind, path, context=self._context)
 
     def _on_kazoo_state(self, state: str) -> None:  # kazoo's thread
         if self._closed:
             return
         if state == KazooState.LOST:
-            self._loop.call_soon_threadsafe(self._spawn, self._observe(Probe(ProbeStatus.EXPIRED)))
+            self._loop.call_soon_threadsafe(
+                self._spawn, self._observe(Probe(ProbeStatus.EXPIRED)), context=self._context
+            )
         elif state == KazooState.CONNECTED:
-            self._loop.call_soon_threadsafe(self._spawn, self._rewatch())
+            self._loop.call_soon_threadsafe(self._spawn, self._rewatch(), context=self._context)
 
     def _spawn(self, coro: Awaitable[None]) -> None:
         async def run() -> None:
