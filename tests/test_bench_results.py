@@ -17,6 +17,7 @@ import bench.bench_live_scale
 import bench.bench_loss
 import bench.bench_modular
 import bench.bench_node_client
+import bench.bench_own_live
 import bench.bench_own_strategy
 import bench.bench_pipeline
 import bench.bench_placement
