@@ -71,9 +71,9 @@ def test_every_table_of_strategy_all_scrolls_inside_its_box_at_1280_px(tmp_path:
         assert box["overflow"] == "auto"
         assert box["right"] <= 1280
     names = expand_all(["all"])
-    assert len(names) == 6
+    assert len(names) == 7  # Pulsar's five and the two own strategies
     summary = boxes[0]
-    assert summary["heads"][2:8] == names  # every strategy's column, in the run's order
-    assert summary["scroll"] <= summary["client"]  # all six strategies' columns in view, none clipped
+    assert summary["heads"][2:9] == names  # every strategy's column, in the run's order
+    assert summary["scroll"] <= summary["client"]  # all seven strategies' columns in view, none clipped
     settling = boxes[-1]
     assert [h for h in settling["heads"] if h in names] == names
