@@ -42,7 +42,7 @@ from bundlewise.algorithms.balanced.placement import least_loaded_after
 from bundlewise.algorithms.balanced.shedder import NAME as PLANNER
 from bundlewise.algorithms.balanced.shedder import BalancedPlanShedder
 from bundlewise.algorithms.extensible.placement import FilterContext, apply_filters, owned_from_top_bundles
-from bundlewise.algorithms.extensible.transfer_shedder import ShedResult
+from bundlewise.algorithms.extensible.transfer_shedder import ShedResult, decision_counters
 from bundlewise.algorithms.placement import constraints
 from bundlewise.algorithms.placement.base import Selection
 from bundlewise.config import Config
@@ -162,10 +162,7 @@ class BalancedTransferShedder:
             waiting = 0 < self.planner.hits < config.view(BalancedSettings).hit_count
             why = UnloadReason.HIT_COUNT if waiting else UnloadReason.BALANCED
             return ShedResult((), {counter_key(Label.SKIP, why): 1}, avg, std, std, forgotten)
-        counters: dict[str, int] = {}
-        for u in unloads:
-            counters[u.counter] = counters.get(u.counter, 0) + 1
-        return ShedResult(tuple(unloads), counters, avg, std, std, forgotten)
+        return ShedResult(tuple(unloads), decision_counters(unloads), avg, std, std, forgotten)
 
     def _constrained(self, unloads: list[Unload], snapshot: ExtensibleSnapshot, config: Config) -> list[Unload]:
         """The planned moves under the cluster's placement constraints, as TransferShedder gates its own

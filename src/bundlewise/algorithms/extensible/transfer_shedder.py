@@ -40,6 +40,7 @@ only as ``AntiAffinityGroupPolicyHelper#canUnload`` allows (ownership: the broke
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -67,6 +68,12 @@ class ShedResult:
     std: float
     final_std: float
     forgotten_brokers: tuple[str, ...] = ()  # cool-down entries Pulsar removes from recentlyUnloadedBrokers
+
+
+def decision_counters(decisions: Sequence[Unload]) -> dict[str, int]:
+    """Pulsar's decision counter of a cycle that unloaded: each decision's ``label.reason`` key, counted, in
+    first-seen order."""
+    return dict(Counter(d.counter for d in decisions))
 
 
 @dataclass(slots=True)
@@ -138,10 +145,7 @@ class TransferShedder:
             reason = UnloadReason.NO_LOAD_DATA if empty else UnloadReason.NO_BUNDLES if few else UnloadReason.HIT_COUNT
             return done((), {counter_key(Label.SKIP, reason): 1})
         self.hit_count = 0
-        counters: dict[str, int] = {}
-        for d in decisions:
-            counters[d.counter] = counters.get(d.counter, 0) + 1
-        return done(decisions, counters)
+        return done(decisions, decision_counters(decisions))
 
     # -- statistics --------------------------------------------------------------------------
 
