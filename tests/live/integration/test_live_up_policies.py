@@ -78,7 +78,15 @@ def test_no_isolated_bundle_goes_outside_its_primaries_in_a_live_run(
         target = r.get("broker") if r["type"] == "assignment" else r.get("destination")
         options = {str(b) for b in [target, *r.get("best", [])] if b}
         (isolated if r["bundle"].startswith("acme/isolated/") else shared).update(options)
-    assert isolated and shared and not isolated & shared, rows
+    both = isolated & shared
+    offending = [
+        r
+        for r in rows
+        if r["type"] in ("assignment", "unload")
+        and r["bundle"].startswith("acme/isolated/")
+        and both & {str(b) for b in [r.get("broker"), r.get("destination"), *r.get("best", [])] if b}
+    ]
+    assert isolated and shared and not both, (sorted(both), offending, rows[:5])
     assert len(isolated) <= 2 and len(shared) == 1  # only the primaries; only broker-3, the one shared broker
     if strategy == "ThresholdShedder":
         assert len(isolated) == 2  # broker-2 took over while broker-1 was down, and nothing left the primaries
